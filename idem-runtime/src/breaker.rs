@@ -1,0 +1,100 @@
+//! A circuit breaker in front of the store.
+//!
+//! When the store is down, every guarded call would otherwise pay the full
+//! operation timeout before failing. After `threshold` consecutive failures the
+//! breaker opens and calls fail at once for `cooldown`; then one probe call is let
+//! through (half-open) and its result closes or re-opens the breaker.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+#[derive(Debug, Clone, Copy)]
+enum State {
+    Closed { failures: u32 },
+    Open { until: Instant },
+    HalfOpen,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub(crate) struct Breaker {
+    state: Mutex<State>,
+    threshold: u32,
+    cooldown: Duration,
+}
+
+impl Breaker {
+    pub(crate) fn new(threshold: u32, cooldown: Duration) -> Self {
+        Breaker {
+            state: Mutex::new(State::Closed { failures: 0 }),
+            threshold: threshold.max(1),
+            cooldown,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// May a call go to the store now? Moves an expired open breaker to half-open
+    /// and lets exactly that one caller through.
+    pub(crate) fn allow(&self) -> bool {
+        let mut st = self.lock();
+        match *st {
+            State::Closed { .. } => true,
+            State::Open { until } if Instant::now() >= until => {
+                *st = State::HalfOpen;
+                true
+            }
+            State::Open { .. } | State::HalfOpen => false,
+        }
+    }
+
+    pub(crate) fn success(&self) {
+        let mut st = self.lock();
+        if !matches!(*st, State::Closed { failures: 0 }) {
+            *st = State::Closed { failures: 0 };
+        }
+    }
+
+    pub(crate) fn failure(&self) {
+        let mut st = self.lock();
+        *st = match *st {
+            State::Closed { failures } if failures + 1 < self.threshold => State::Closed {
+                failures: failures + 1,
+            },
+            _ => State::Open {
+                until: Instant::now() + self.cooldown,
+            },
+        };
+    }
+
+    #[cfg(test)]
+    pub(crate) fn is_open(&self) -> bool {
+        !matches!(*self.lock(), State::Closed { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn opens_after_threshold_and_probes_after_cooldown() {
+        let b = Breaker::new(3, Duration::from_secs(1));
+        for _ in 0..2 {
+            assert!(b.allow());
+            b.failure();
+        }
+        assert!(!b.is_open());
+        b.failure();
+        assert!(!b.allow());
+        tokio::time::advance(Duration::from_millis(1001)).await;
+        assert!(b.allow(), "one probe after cooldown");
+        assert!(!b.allow(), "only one probe while half-open");
+        b.success();
+        assert!(b.allow());
+    }
+}

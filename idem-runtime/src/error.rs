@@ -1,0 +1,161 @@
+//! The one error type every idem operation returns.
+//!
+//! Each variant names the key it concerns (already rendered, so redaction of
+//! sensitive parts happened when the key was built) because an operator reading a
+//! log line must be able to find the record without re-deriving it.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Everything that can go wrong in a guarded call, a technique helper or a store.
+///
+/// Business errors are never wrapped in this type: they stay the caller's `E`,
+/// which must implement `From<idem::Error>` so a guarded function can return both.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Another caller holds the claim for this key and `concurrent = "reject"` is set,
+    /// or the `wait` budget ran out before the holder finished.
+    #[error("idempotency key `{key}` is being processed by another caller (waited {waited:?})")]
+    InProgress {
+        /// The rendered key.
+        key: String,
+        /// How long this caller waited before giving up.
+        waited: Duration,
+    },
+    /// The key was used before with a different request payload.
+    #[error("idempotency key `{key}` was first used with a different payload (fingerprint {stored}, this request {given})")]
+    PayloadMismatch {
+        /// The rendered key.
+        key: String,
+        /// Hex of the fingerprint stored with the first request.
+        stored: String,
+        /// Hex of this request's fingerprint.
+        given: String,
+    },
+    /// The business effect already exists (a unique constraint said so) and no
+    /// `on_conflict` lookup was given to load it.
+    #[error("duplicate request for `{key}`: constraint `{constraint}` already holds a row for it")]
+    Duplicate {
+        /// The rendered key.
+        key: String,
+        /// The unique constraint that rejected the insert.
+        constraint: String,
+    },
+    /// A row the technique needs does not exist.
+    #[error("no row for `{key}`")]
+    NotFound {
+        /// The business key that was looked up.
+        key: String,
+    },
+    /// A state-machine update found the row in a state from which the edge does not start.
+    #[error("cannot move `{key}` from `{from}` to `{to}`: it is `{current}`")]
+    InvalidTransition {
+        /// The business key.
+        key: String,
+        /// The edge's source state.
+        from: String,
+        /// The edge's target state.
+        to: String,
+        /// The state the row is in.
+        current: String,
+    },
+    /// A one-time token was unknown, already consumed, or expired.
+    #[error("token for `{key}` is invalid, used or expired")]
+    TokenInvalid {
+        /// The token scope and (redacted) value.
+        key: String,
+    },
+    /// A distributed lock could not be taken within its wait budget.
+    #[error("lock `{key}` is held by another owner")]
+    LockBusy {
+        /// The lock key.
+        key: String,
+    },
+    /// The store did not answer in time, refused the connection, or the circuit
+    /// breaker is open after repeated failures. The call failed closed: the body did
+    /// not run (unless `degrade = "backstop"` was chosen).
+    #[error("idempotency store `{store}` is unavailable for `{key}`: {reason}")]
+    StoreUnavailable {
+        /// The rendered key.
+        key: String,
+        /// The store's name (`memory`, `redis`, `sqlite`, ...).
+        store: &'static str,
+        /// What failed.
+        reason: String,
+    },
+    /// A macro used the global handle but `idem::install` was never called.
+    #[error("no idem handle installed: call `idem::install(handle)` at start-up or pass `handle = ...`")]
+    NotInstalled,
+    /// A stored value could not be decoded: a different `version`, another format,
+    /// or a corrupt record. Never returns garbage.
+    #[error("stored record for `{key}` cannot be decoded: {detail}")]
+    Codec {
+        /// The rendered key.
+        key: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// Two different functions render keys under the same scene prefix, so one could
+    /// replay the other's result.
+    #[error("scene `{scene}` is used by both `{first}` and `{second}`; give each function its own key prefix")]
+    SceneConflict {
+        /// The literal scene prefix.
+        scene: String,
+        /// The function that registered it first.
+        first: String,
+        /// The function that collided.
+        second: String,
+    },
+    /// The configuration cannot work (bad URL, lease not shorter than ttl, ...).
+    #[error("invalid idem configuration: {0}")]
+    Config(String),
+    /// A start-up check found a missing table, constraint or a dangerous setting.
+    #[error("idem verification failed: {0}")]
+    Verify(String),
+    /// The database reported an error the technique cannot interpret.
+    #[error("database error on `{key}`: {detail}")]
+    Database {
+        /// The key or business key involved.
+        key: String,
+        /// The driver's message.
+        detail: String,
+    },
+}
+
+impl Error {
+    /// The key this error concerns, when it has one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Error::InProgress { key, .. }
+            | Error::PayloadMismatch { key, .. }
+            | Error::Duplicate { key, .. }
+            | Error::NotFound { key }
+            | Error::InvalidTransition { key, .. }
+            | Error::TokenInvalid { key }
+            | Error::LockBusy { key }
+            | Error::StoreUnavailable { key, .. }
+            | Error::Codec { key, .. }
+            | Error::Database { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+
+    /// True for failures a client may retry later with the same key.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::InProgress { .. } | Error::StoreUnavailable { .. } | Error::LockBusy { .. }
+        )
+    }
+
+    pub(crate) fn codec(key: &str, detail: impl fmt::Display) -> Self {
+        Error::Codec {
+            key: key.to_owned(),
+            detail: detail.to_string(),
+        }
+    }
+}
+
+/// A `Result` with [`Error`] as the error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,683 @@
+//! The guard protocol: claim or read, wait or reject, run with lease renewal,
+//! complete or release. Both the macros and the non-macro builder end here.
+//!
+//! ```text
+//! claim ──Claimed(fence)──> run body (renew every lease/3, up to max_hold)
+//!   │                        ├─ Ok            -> complete(result, ttl)      -> Executed
+//!   │                        ├─ Err terminal  -> complete(error, ttl)       -> Err (replayed later)
+//!   │                        ├─ Err backstop  -> on_conflict -> complete    -> Backstop
+//!   │                        └─ Err           -> release                    -> Err
+//!   ├─Done(record)──> fingerprint check -> decode -> Replayed
+//!   ├─Busy──> reject: InProgress | wait: sleep or local wake-up, claim again
+//!   └─unavailable──> StoreUnavailable, or degrade: run body, backstop decides
+//! ```
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Serialize, de::DeserializeOwned};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::error::Error;
+use crate::fingerprint::{Fingerprint, FingerprintBuilder};
+use crate::handle::Idem;
+use crate::hooks::{Hooks, OnConflict, Terminal};
+use crate::key::{Key, KeyPart};
+use crate::outcome::{Fence, How, Outcome};
+use crate::policy::{Concurrency, Policy};
+use crate::record::{self, Kind};
+use crate::store::{BoxFuture, Claim, ClaimRequest, DoneRecord, Owned, Owner, StoreError};
+
+/// A guarded call being configured: `idem.guard(scene, parts)...run(body)`.
+///
+/// ```
+/// # use idem_runtime::{Idem, store::memory::MemoryStore};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_runtime::Error> {
+/// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
+/// for _ in 0..3 {
+///     let out = idem
+///         .guard("order-create", &[&7u64, &"req-1"])
+///         .run(|fence| async move { Ok::<_, idem_runtime::Error>(format!("order@{fence}")) })
+///         .await?;
+///     println!("{} replay={}", out.value(), out.is_replay());
+/// }
+/// # Ok(()) }
+/// ```
+#[must_use = "a guard does nothing until `.run(...)` is awaited"]
+#[derive(Debug)]
+pub struct Guard<'h> {
+    idem: &'h Idem,
+    key: Key,
+    policy: Policy,
+    fingerprint: Result<Fingerprint, String>,
+}
+
+impl Idem {
+    /// Starts a guarded call keyed by `scene` and the escaped `parts`.
+    pub fn guard(&self, scene: &str, parts: &[&dyn KeyPart]) -> Guard<'_> {
+        Guard {
+            idem: self,
+            key: self.key(scene, parts),
+            policy: Policy::default(),
+            fingerprint: Ok(Fingerprint::NONE),
+        }
+    }
+
+    /// Starts a guarded call with an already rendered key.
+    pub fn guard_key(&self, key: Key) -> Guard<'_> {
+        Guard {
+            idem: self,
+            key,
+            policy: Policy::default(),
+            fingerprint: Ok(Fingerprint::NONE),
+        }
+    }
+}
+
+impl Guard<'_> {
+    /// The rendered key.
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+    /// Result replay window (default 24 h).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.policy.ttl = ttl;
+        self
+    }
+    /// Claim life without renewal (default 30 s; must be shorter than ttl).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.policy.lease = lease;
+        self
+    }
+    /// How long a concurrent duplicate waits (default: the lease).
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.policy.wait = Some(wait);
+        self
+    }
+    /// Wait for, or reject, concurrent duplicates.
+    pub fn concurrent(mut self, c: Concurrency) -> Self {
+        self.policy.concurrent = c;
+        self
+    }
+    /// Upper bound on lease renewal for a hung body (default 20 × lease).
+    pub fn max_hold(mut self, d: Duration) -> Self {
+        self.policy.max_hold = Some(d);
+        self
+    }
+    /// Version tag stored with the result.
+    pub fn version(mut self, v: u32) -> Self {
+        self.policy.version = v;
+        self
+    }
+    /// The request payload: a retry with a different payload gets `PayloadMismatch`.
+    pub fn fingerprint<P: Serialize + ?Sized>(mut self, payload: &P) -> Self {
+        self.fingerprint = FingerprintBuilder::new().add(payload).finish();
+        self
+    }
+    /// The business unique constraint backing this call.
+    pub fn backstop(mut self, constraint: impl Into<std::borrow::Cow<'static, str>>) -> Self {
+        self.policy.backstop = Some(constraint.into());
+        self
+    }
+    /// Run the body when the store is unavailable, relying on the backstop.
+    pub fn degrade_to_backstop(mut self) -> Self {
+        self.policy.degrade = true;
+        self
+    }
+    /// Replaces all settings at once.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Runs `body` at most once for this key (see the crate docs for the rules).
+    pub async fn run<T, E, B, Fut>(self, body: B) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        self.run_with(Hooks::new(), body).await
+    }
+
+    /// Runs `body` with typed hooks: backstop detection, `on_conflict`, terminal errors.
+    pub async fn run_with<T, E, C, B, Fut>(self, hooks: Hooks<E, C>, body: B) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        if let Err(e) = self.policy.validate() {
+            return Err(Error::Config(e).into());
+        }
+        let call = Call {
+            idem: self.idem,
+            key: &self.key,
+            policy: &self.policy,
+            technique: "idempotent",
+        };
+        call.execute(self.fingerprint, hooks, body).await
+    }
+}
+
+/// One call's fixed inputs, shared by the engine's steps.
+pub(crate) struct Call<'a> {
+    pub(crate) idem: &'a Idem,
+    pub(crate) key: &'a Key,
+    pub(crate) policy: &'a Policy,
+    pub(crate) technique: &'static str,
+}
+
+impl Call<'_> {
+    pub(crate) async fn execute<T, E, C, B, Fut>(
+        &self,
+        fingerprint: Result<Fingerprint, String>,
+        hooks: Hooks<E, C>,
+        body: B,
+    ) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        let span = tracing::info_span!(
+            "idem",
+            technique = self.technique,
+            scope = self.key.scope(),
+            key = self.key.as_str(),
+            outcome = tracing::field::Empty,
+            fence = tracing::field::Empty,
+        );
+        let (outcome, result) = self.protocol(fingerprint, hooks, body).instrument(span.clone()).await;
+        span.record("outcome", outcome);
+        if let Ok(o) = &result {
+            span.record("fence", o.fence().get());
+        }
+        self.idem
+            .inner
+            .recorder
+            .record(self.technique, self.key.scope(), self.key.as_str(), outcome);
+        result
+    }
+
+    async fn protocol<T, E, C, B, Fut>(
+        &self,
+        fingerprint: Result<Fingerprint, String>,
+        hooks: Hooks<E, C>,
+        body: B,
+    ) -> (&'static str, Result<Outcome<T>, E>)
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        let key = self.key.as_str();
+        let fp = match fingerprint {
+            Ok(fp) => fp,
+            Err(e) => return ("failed", Err(Error::codec(key, e).into())),
+        };
+        if let Some(b) = &self.policy.backstop {
+            self.idem.note_backstop(b);
+        }
+        let owner = Owner::random();
+        // Armed before the claim is sent: a caller cancelled while the claim is in
+        // flight still releases it (release is owner-checked, so a claim that never
+        // applied is untouched).
+        let mut claim_guard = ClaimGuard::new(self.idem, key, owner);
+        let started = Instant::now();
+        let wait_budget = self.policy.wait_budget();
+        let mut waited = false;
+        let mut backoff = Duration::from_millis(2);
+        let fence = loop {
+            let req = ClaimRequest {
+                key,
+                owner,
+                fingerprint: fp,
+                lease: self.policy.lease,
+            };
+            match self.idem.op("claim", key, || self.idem.inner.store.claim(req)).await {
+                Ok(Claim::Claimed { fence }) => break fence,
+                Ok(Claim::Done(rec)) => {
+                    claim_guard.disarm();
+                    if rec.fingerprint.conflicts_with(&fp) {
+                        return ("mismatch", Err(mismatch(key, rec.fingerprint, fp).into()));
+                    }
+                    let how = if waited { How::Waited } else { How::Replayed };
+                    return (how.as_str(), replay(key, self.policy.version, &rec, how, hooks.terminal));
+                }
+                Ok(Claim::Busy {
+                    fingerprint,
+                    remaining,
+                }) => {
+                    if fingerprint.conflicts_with(&fp) {
+                        claim_guard.disarm();
+                        return ("mismatch", Err(mismatch(key, fingerprint, fp).into()));
+                    }
+                    let elapsed = started.elapsed();
+                    if self.policy.concurrent == Concurrency::Reject || elapsed >= wait_budget {
+                        claim_guard.disarm();
+                        return (
+                            "in_progress",
+                            Err(Error::InProgress {
+                                key: key.to_owned(),
+                                waited: elapsed,
+                            }
+                            .into()),
+                        );
+                    }
+                    waited = true;
+                    let budget = (wait_budget - elapsed).min(remaining + Duration::from_millis(1));
+                    if !self.idem.wait_local(key, budget).await {
+                        tokio::time::sleep(backoff.min(budget)).await;
+                        backoff = (backoff * 2).min(Duration::from_millis(50));
+                    }
+                }
+                Err(e) => {
+                    claim_guard.disarm();
+                    if matches!(e, StoreError::Unavailable(_)) && self.policy.degrade {
+                        return self.degraded(hooks, body).await;
+                    }
+                    return ("failed", Err(self.idem.store_error(key, e).into()));
+                }
+            }
+        };
+
+        // We hold the key. Local duplicates wait on `inflight` instead of polling.
+        let _local = Inflight::register(self.idem, key);
+        claim_guard.started = true;
+        let result = self.run_body(owner, fence, body).await;
+        claim_guard.disarm();
+
+        match result {
+            Ok(value) => {
+                self.complete(owner, &value, Kind::Ok, |v, k, ver| record::encode(k, ver, Kind::Ok, v))
+                    .await;
+                ("executed", Ok(Outcome::new(value, How::Executed, fence)))
+            }
+            Err(err) => {
+                if let Some(t) = hooks.terminal {
+                    if (t.is_terminal)(&err) {
+                        self.complete(owner, &err, Kind::Err, |e, k, ver| encode_err(k, ver, e, &t))
+                            .await;
+                        return ("executed", Err(err));
+                    }
+                }
+                if let Some(constraint) = self.backstop_hit(&err, hooks.detect).await {
+                    return self
+                        .after_backstop(owner, fence, constraint, hooks.on_conflict, err)
+                        .await;
+                }
+                self.release(owner).await;
+                ("released", Err(err))
+            }
+        }
+    }
+
+    /// Runs the body while renewing the lease every `lease / 3`, until `max_hold`.
+    /// Renewal lives in this future: if the caller drops it, renewal stops and the
+    /// lease lapses, so no other caller can run the body while ours may still commit.
+    async fn run_body<T, E, B, Fut>(&self, owner: Owner, fence: Fence, body: B) -> Result<T, E>
+    where
+        B: FnOnce(Fence) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let body = pin!(body(fence));
+        let hold_until = Instant::now() + self.policy.max_hold();
+        tokio::select! {
+            biased;
+            r = body => r,
+            never = self.renew_forever(owner, hold_until) => match never {},
+        }
+    }
+
+    /// Renews the lease every `lease / 3` until `hold_until`, or parks once the
+    /// lease is lost. Never returns: the body's `select!` ends it.
+    async fn renew_forever(&self, owner: Owner, hold_until: Instant) -> Infallible {
+        let key = self.key.as_str();
+        let lease = self.policy.lease;
+        let every = (lease / 3).max(Duration::from_millis(1));
+        let mut next = Instant::now() + every;
+        loop {
+            tokio::time::sleep_until(next).await;
+            if Instant::now() + lease > hold_until {
+                tracing::warn!(key, "max_hold reached: lease renewal stops and will lapse");
+                return std::future::pending().await;
+            }
+            match self
+                .idem
+                .op("renew", key, || self.idem.inner.store.renew(key, owner, lease))
+                .await
+            {
+                Ok(Owned::Applied) => {}
+                Ok(Owned::NotOwner) => {
+                    tracing::warn!(key, "lease lost while the body runs: only fenced writes are safe now");
+                    return std::future::pending().await;
+                }
+                Err(e) => tracing::warn!(key, error = %e, "lease renewal failed; retrying"),
+            }
+            next += every;
+        }
+    }
+
+    async fn complete<V>(
+        &self,
+        owner: Owner,
+        value: &V,
+        _kind: Kind,
+        encode: impl FnOnce(&V, &str, u32) -> Result<Vec<u8>, Error>,
+    ) {
+        let key = self.key.as_str();
+        let payload = match encode(value, key, self.policy.version) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(key, error = %e, "result cannot be encoded; the claim will lapse");
+                return;
+            }
+        };
+        let ttl = self.policy.ttl;
+        match self
+            .idem
+            .op("complete", key, || self.idem.inner.store.complete(key, owner, &payload, ttl))
+            .await
+        {
+            Ok(Owned::Applied) => {}
+            Ok(Owned::NotOwner) => {
+                tracing::warn!(key, "result not stored: the lease lapsed and another caller owns the key")
+            }
+            Err(e) => tracing::warn!(key, error = %e, "result not stored; the caller still gets it"),
+        }
+    }
+
+    async fn release(&self, owner: Owner) {
+        let key = self.key.as_str();
+        if let Err(e) = self
+            .idem
+            .op("release", key, || self.idem.inner.store.release(key, owner))
+            .await
+        {
+            tracing::warn!(key, error = %e, "release failed; the claim lapses with its lease");
+        }
+    }
+
+    /// Is `err` a violation of this call's backstop constraint?
+    async fn backstop_hit<E>(
+        &self,
+        err: &E,
+        detect: Option<crate::hooks::DetectFn<E>>,
+    ) -> Option<String> {
+        let name = self.policy.backstop.as_deref()?;
+        let dyn_err = detect?(err)?;
+        let v = crate::backstop::find_unique_violation(dyn_err)?;
+        self.idem
+            .violation_matches(name, &v)
+            .await
+            .then(|| name.to_owned())
+    }
+
+    async fn after_backstop<T, E, C>(
+        &self,
+        owner: Owner,
+        fence: Fence,
+        constraint: String,
+        on_conflict: C,
+        err: E,
+    ) -> (&'static str, Result<Outcome<T>, E>)
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+    {
+        drop(err);
+        let Some(lookup) = on_conflict.start() else {
+            self.release(owner).await;
+            return (
+                "backstop",
+                Err(Error::Duplicate {
+                    key: self.key.as_str().to_owned(),
+                    constraint,
+                }
+                .into()),
+            );
+        };
+        match lookup.await {
+            Ok(value) => {
+                if owner != DEGRADED_OWNER {
+                    self.complete(owner, &value, Kind::Ok, |v, k, ver| record::encode(k, ver, Kind::Ok, v))
+                        .await;
+                }
+                ("backstop", Ok(Outcome::new(value, How::Backstop, fence)))
+            }
+            Err(e) => {
+                if owner != DEGRADED_OWNER {
+                    self.release(owner).await;
+                }
+                ("failed", Err(e))
+            }
+        }
+    }
+
+    /// `degrade = "backstop"`: the store is down, the body runs unguarded and the
+    /// database constraint decides. The fence is `Fence::NONE`.
+    async fn degraded<T, E, C, B, Fut>(&self, hooks: Hooks<E, C>, body: B) -> (&'static str, Result<Outcome<T>, E>)
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        tracing::warn!(key = self.key.as_str(), "store unavailable: running under the backstop only");
+        match body(Fence::NONE).await {
+            Ok(v) => ("degraded", Ok(Outcome::new(v, How::Degraded, Fence::NONE))),
+            Err(err) => match self.backstop_hit(&err, hooks.detect).await {
+                Some(c) => {
+                    self.after_backstop(DEGRADED_OWNER, Fence::NONE, c, hooks.on_conflict, err)
+                        .await
+                }
+                None => ("failed", Err(err)),
+            },
+        }
+    }
+}
+
+/// Marks the degraded path, which holds no claim to complete or release.
+const DEGRADED_OWNER: Owner = Owner(0);
+
+fn mismatch(key: &str, stored: Fingerprint, given: Fingerprint) -> Error {
+    Error::PayloadMismatch {
+        key: key.to_owned(),
+        stored: stored.to_hex(),
+        given: given.to_hex(),
+    }
+}
+
+fn encode_err<E>(key: &str, version: u32, e: &E, t: &Terminal<E>) -> Result<Vec<u8>, Error> {
+    let json = (t.encode)(e).map_err(|x| Error::codec(key, x))?;
+    Ok(record::encode_json(version, Kind::Err, &json))
+}
+
+fn replay<T, E>(
+    key: &str,
+    version: u32,
+    rec: &DoneRecord,
+    how: How,
+    terminal: Option<Terminal<E>>,
+) -> Result<Outcome<T>, E>
+where
+    T: DeserializeOwned,
+    E: From<Error>,
+{
+    let (kind, json) = record::open(key, version, &rec.payload)?;
+    match kind {
+        Kind::Ok => Ok(Outcome::new(record::decode(key, json)?, how, rec.fence)),
+        Kind::Err => match terminal {
+            Some(t) => Err((t.decode)(json).map_err(|e| Error::codec(key, e))?),
+            None => Err(Error::codec(
+                key,
+                "a terminal error is stored but this function declares no `terminal` predicate",
+            )
+            .into()),
+        },
+    }
+}
+
+impl Idem {
+    /// One store operation: breaker check, timeout, retries with the same owner
+    /// (every operation is idempotent per owner), metrics.
+    pub(crate) async fn op<'s, R>(
+        &'s self,
+        name: &'static str,
+        key: &str,
+        mut f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
+    ) -> Result<R, StoreError> {
+        let inner = &self.inner;
+        if !inner.breaker.allow() {
+            return Err(StoreError::Unavailable("circuit breaker open".into()));
+        }
+        let deadline = Instant::now() + inner.op_timeout;
+        let store = inner.store.name();
+        let mut attempt = 0u32;
+        loop {
+            let t0 = Instant::now();
+            let r = match tokio::time::timeout_at(deadline, f()).await {
+                Ok(r) => r,
+                Err(_) => Err(StoreError::Unavailable(format!(
+                    "no answer within {:?}",
+                    inner.op_timeout
+                ))),
+            };
+            crate::metrics::store_op(store, name, t0.elapsed().as_secs_f64(), r.is_ok());
+            match r {
+                Ok(v) => {
+                    inner.breaker.success();
+                    return Ok(v);
+                }
+                Err(StoreError::Unavailable(msg)) => {
+                    attempt += 1;
+                    let pause = Duration::from_millis(5 << attempt.min(4));
+                    if attempt >= 3 || Instant::now() + pause >= deadline {
+                        inner.breaker.failure();
+                        tracing::debug!(key, op = name, error = %msg, "store unavailable");
+                        return Err(StoreError::Unavailable(msg));
+                    }
+                    tokio::time::sleep(pause).await;
+                }
+                Err(other) => return Err(other),
+            }
+        }
+    }
+
+    /// Waits until a local holder of `key` finishes, at most `budget`. Returns false
+    /// at once when no caller in this process holds the key (the holder is remote:
+    /// the caller polls instead).
+    async fn wait_local(&self, key: &str, budget: Duration) -> bool {
+        let notify = {
+            let map = self.inner.inflight.lock().unwrap_or_else(|p| p.into_inner());
+            match map.get(key) {
+                Some(n) => Arc::clone(n),
+                None => return false,
+            }
+        };
+        let notified = notify.notified();
+        let mut notified = pin!(notified);
+        notified.as_mut().enable();
+        // The holder may have finished between our claim and `enable`: re-check.
+        if !self
+            .inner
+            .inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .is_some_and(|n| Arc::ptr_eq(n, &notify))
+        {
+            return true;
+        }
+        let _ = tokio::time::timeout(budget, notified).await;
+        true
+    }
+}
+
+/// Registers a key as running in this process; wakes local waiters when dropped.
+struct Inflight<'a> {
+    idem: &'a Idem,
+    key: &'a str,
+    notify: Arc<Notify>,
+}
+
+impl<'a> Inflight<'a> {
+    fn register(idem: &'a Idem, key: &'a str) -> Self {
+        let notify = Arc::new(Notify::new());
+        idem.inner
+            .inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_owned(), Arc::clone(&notify));
+        Inflight { idem, key, notify }
+    }
+}
+
+impl Drop for Inflight<'_> {
+    fn drop(&mut self) {
+        let mut map = self.idem.inner.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        if map.get(self.key).is_some_and(|n| Arc::ptr_eq(n, &self.notify)) {
+            map.remove(self.key);
+        }
+        drop(map);
+        self.notify.notify_waiters();
+    }
+}
+
+/// Releases a claim whose body never started when the call is dropped.
+struct ClaimGuard<'a> {
+    idem: &'a Idem,
+    key: &'a str,
+    owner: Owner,
+    armed: bool,
+    started: bool,
+}
+
+impl<'a> ClaimGuard<'a> {
+    fn new(idem: &'a Idem, key: &'a str, owner: Owner) -> Self {
+        ClaimGuard {
+            idem,
+            key,
+            owner,
+            armed: true,
+            started: false,
+        }
+    }
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ClaimGuard<'_> {
+    fn drop(&mut self) {
+        if !self.armed || self.started {
+            // Once the body started, its effects may have committed: the claim stays
+            // until its lease lapses, so no retry can run a second body meanwhile.
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let store = Arc::clone(&self.idem.inner.store);
+        let key = self.key.to_owned();
+        let owner = self.owner;
+        rt.spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(5), store.release(&key, owner)).await;
+        });
+    }
+}

@@ -1,0 +1,34 @@
+//! The runtime behind `idem`: the guard protocol, the record stores and the
+//! techniques the macros call. Users depend on the `idem` facade crate, which
+//! re-exports everything here; see its documentation for the guide.
+
+pub mod backstop;
+mod breaker;
+pub mod error;
+pub mod fingerprint;
+pub mod guard;
+mod handle;
+pub mod hooks;
+pub mod key;
+pub mod metrics;
+pub mod outcome;
+pub mod policy;
+pub mod record;
+pub mod store;
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+
+pub use backstop::std_error;
+pub use error::{Error, Result};
+pub use guard::Guard;
+pub use handle::{Idem, IdemBuilder, global, install};
+pub use hooks::{Hooks, NoConflict, Terminal};
+pub use key::{Key, KeyPart};
+pub use metrics::Stats;
+pub use outcome::{Fence, How, Outcome};
+pub use policy::{Concurrency, Policy};
+pub use store::Store;
+pub use store::faulty::{FaultPlan, FaultyStore};
+pub use store::memory::MemoryStore;

@@ -1,0 +1,89 @@
+//! The per-function settings of a guarded call, shared by the macro descriptor
+//! and the non-macro builder so both run the same protocol.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+/// What a concurrent duplicate does while the first call is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Concurrency {
+    /// Wait (up to `wait`) and return the first call's result; if the first call
+    /// fails, one waiter claims the key and runs.
+    #[default]
+    Wait,
+    /// Fail at once with `Error::InProgress`.
+    Reject,
+}
+
+/// Default result replay window: 24 hours.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Default claim life without renewal: 30 seconds.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// The settings of one guarded function or call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// How long a finished result is replayed.
+    pub ttl: Duration,
+    /// How long a claim lives without renewal; renewed every `lease / 3` while the
+    /// body runs, so it only lapses when the process dies or hangs past `max_hold`.
+    pub lease: Duration,
+    /// How long a concurrent duplicate waits; `None` means `lease`.
+    pub wait: Option<Duration>,
+    /// Renewal stops after this long, so a hung body cannot hold a key forever;
+    /// `None` means 20 × `lease`.
+    pub max_hold: Option<Duration>,
+    /// Wait for, or reject, concurrent duplicates.
+    pub concurrent: Concurrency,
+    /// Stored with the result; a different stored version is `Error::Codec`.
+    pub version: u32,
+    /// Run the body when the store is unavailable, relying on the backstop constraint.
+    pub degrade: bool,
+    /// The unique constraint that backs this call in the business database.
+    pub backstop: Option<Cow<'static, str>>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            ttl: DEFAULT_TTL,
+            lease: DEFAULT_LEASE,
+            wait: None,
+            max_hold: None,
+            concurrent: Concurrency::Wait,
+            version: 1,
+            degrade: false,
+            backstop: None,
+        }
+    }
+}
+
+impl Policy {
+    pub(crate) fn wait_budget(&self) -> Duration {
+        match self.concurrent {
+            Concurrency::Reject => Duration::ZERO,
+            Concurrency::Wait => self.wait.unwrap_or(self.lease),
+        }
+    }
+
+    pub(crate) fn max_hold(&self) -> Duration {
+        self.max_hold.unwrap_or(self.lease.saturating_mul(20))
+    }
+
+    /// Checks the settings make sense together.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.ttl.is_zero() || self.lease.is_zero() {
+            return Err("ttl and lease must be greater than zero".into());
+        }
+        if self.lease >= self.ttl {
+            return Err(format!(
+                "lease ({:?}) must be shorter than ttl ({:?})",
+                self.lease, self.ttl
+            ));
+        }
+        if self.degrade && self.backstop.is_none() {
+            return Err("degrade = \"backstop\" needs a backstop constraint".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,301 @@
+//! The only surface generated code touches. Not public API: names here may change
+//! in any release, and the macros are updated with them.
+//!
+//! An `#[idempotent]` function expands to a static [`Spec`], a [`KeyBuf`] chain
+//! rendering the key from the parameters, and one [`Guarded`] call that hands the
+//! body to the same engine as the non-macro builder.
+
+use std::error::Error as StdError;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::{Serialize, de::DeserializeOwned};
+
+pub use crate::fingerprint::FingerprintBuilder;
+pub use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};
+pub use crate::policy::Concurrency;
+
+use crate::error::Error;
+use crate::fingerprint::Fingerprint;
+use crate::guard::Call;
+use crate::handle::{Idem, global};
+use crate::key::{Key, KeyPart, KeyWriter};
+use crate::outcome::Fence;
+use crate::policy::Policy;
+
+/// The compile-time description of one guarded function.
+#[derive(Debug)]
+pub struct Spec {
+    /// `module_path!()::name`, for diagnostics and the scene registry.
+    pub function: &'static str,
+    /// The key template as written.
+    pub template: &'static str,
+    /// The literal scene prefix of the template (before the first placeholder,
+    /// without the trailing `:`).
+    pub scene: &'static str,
+    /// Result replay window.
+    pub ttl: Duration,
+    /// Claim life without renewal.
+    pub lease: Duration,
+    /// How long a concurrent duplicate waits (`None`: the lease).
+    pub wait: Option<Duration>,
+    /// Renewal bound for a hung body (`None`: 20 × lease).
+    pub max_hold: Option<Duration>,
+    /// Wait for or reject concurrent duplicates.
+    pub concurrent: Concurrency,
+    /// Stored with the result.
+    pub version: u32,
+    /// The backstop constraint.
+    pub backstop: Option<&'static str>,
+    /// `degrade = "backstop"`.
+    pub degrade: bool,
+}
+
+impl Spec {
+    fn policy(&self) -> Policy {
+        Policy {
+            ttl: self.ttl,
+            lease: self.lease,
+            wait: self.wait,
+            max_hold: self.max_hold,
+            concurrent: self.concurrent,
+            version: self.version,
+            degrade: self.degrade,
+            backstop: self.backstop.map(std::borrow::Cow::Borrowed),
+        }
+    }
+}
+
+/// Renders the key from template pieces; the namespace is added by the handle.
+#[derive(Debug)]
+pub struct KeyBuf {
+    text: String,
+    scope_len: Option<usize>,
+}
+
+impl KeyBuf {
+    /// Starts a key for `spec`.
+    pub fn new(spec: &'static Spec) -> Self {
+        KeyBuf {
+            text: String::with_capacity(spec.template.len() + 32),
+            scope_len: None,
+        }
+    }
+
+    /// Appends literal template text.
+    pub fn lit(mut self, s: &'static str) -> Self {
+        self.text.push_str(s);
+        self
+    }
+
+    /// Appends one parameter, escaped.
+    pub fn arg<P: KeyPart + ?Sized>(mut self, part: &P) -> Self {
+        if self.scope_len.is_none() {
+            self.scope_len = Some(self.text.trim_end_matches(':').len());
+        }
+        let mut w = KeyWriter::new("");
+        w.literal(&self.text);
+        w.end_scope();
+        w.part(&part);
+        // Reuse the writer's escaping without its hashing: take its text back.
+        self.text = w.into_text();
+        self
+    }
+
+    /// Ends the key.
+    pub fn finish(self) -> KeyBuf {
+        self
+    }
+
+    fn into_key(self, namespace: &str) -> Key {
+        let mut w = KeyWriter::new(namespace);
+        let scope = self.scope_len.unwrap_or(self.text.len());
+        w.literal(&self.text[..scope]);
+        w.end_scope();
+        w.literal(&self.text[scope..]);
+        w.finish()
+    }
+}
+
+/// Carries the claim's fence into a body that declared an `idem::Fence` parameter.
+#[derive(Debug, Default)]
+pub struct FenceCell(AtomicU64);
+
+impl FenceCell {
+    /// An empty cell.
+    pub const fn new() -> Self {
+        FenceCell(AtomicU64::new(0))
+    }
+    /// The fence of the current claim (`Fence::NONE` before the claim).
+    pub fn get(&self) -> Fence {
+        Fence::new(self.0.load(Ordering::Acquire))
+    }
+    fn set(&self, f: Fence) {
+        self.0.store(f.get(), Ordering::Release);
+    }
+}
+
+/// One guarded call as generated code builds it.
+pub struct Guarded<'h, E, C = NoConflict> {
+    spec: &'static Spec,
+    key: KeyBuf,
+    handle: Option<&'h Idem>,
+    fingerprint: Result<Fingerprint, String>,
+    hooks: Hooks<E, C>,
+    fence: Option<&'h FenceCell>,
+}
+
+impl<E, C> std::fmt::Debug for Guarded<'_, E, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guarded")
+            .field("function", &self.spec.function)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'h, E> Guarded<'h, E, NoConflict> {
+    /// Starts the call.
+    pub fn new(spec: &'static Spec, key: KeyBuf) -> Self {
+        Guarded {
+            spec,
+            key,
+            handle: None,
+            fingerprint: Ok(Fingerprint::NONE),
+            hooks: Hooks::new(),
+            fence: None,
+        }
+    }
+}
+
+impl<'h, E, C> Guarded<'h, E, C> {
+    /// Uses this handle instead of the installed global.
+    pub fn handle(mut self, idem: &'h Idem) -> Self {
+        self.handle = Some(idem);
+        self
+    }
+
+    /// The request fingerprint.
+    pub fn fingerprint(mut self, fp: &FingerprintBuilder) -> Self {
+        self.fingerprint = fp.finish();
+        self
+    }
+
+    /// Where a backstop violation is searched for in `E`.
+    pub fn detect(mut self, detect: DetectFn<E>) -> Self {
+        self.hooks = self.hooks.detect(detect);
+        self
+    }
+
+    /// Terminal errors (stored and replayed).
+    pub fn terminal(mut self, is_terminal: fn(&E) -> bool) -> Self
+    where
+        E: Serialize + DeserializeOwned,
+    {
+        self.hooks = self.hooks.terminal(Terminal::new(is_terminal));
+        self
+    }
+
+    /// The lookup run after a backstop violation.
+    pub fn on_conflict<C2>(self, on_conflict: C2) -> Guarded<'h, E, C2> {
+        Guarded {
+            spec: self.spec,
+            key: self.key,
+            handle: self.handle,
+            fingerprint: self.fingerprint,
+            hooks: self.hooks.on_conflict(on_conflict),
+            fence: self.fence,
+        }
+    }
+
+    /// The cell the body reads its `idem::Fence` parameter from.
+    pub fn fence(mut self, cell: &'h FenceCell) -> Self {
+        self.fence = Some(cell);
+        self
+    }
+
+    /// Runs the body under the guard and returns what the function returns.
+    pub async fn run<T, Fut>(self, body: Fut) -> Result<T, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        let idem = match self.handle {
+            Some(h) => h,
+            None => global()?,
+        };
+        idem.register_scene(self.spec.scene, self.spec.function)?;
+        let key = self.key.into_key(idem.namespace());
+        let policy = self.spec.policy();
+        let cell = self.fence;
+        let call = Call {
+            idem,
+            key: &key,
+            policy: &policy,
+            technique: "idempotent",
+        };
+        call.execute(self.fingerprint, self.hooks, move |fence| {
+            if let Some(c) = cell {
+                c.set(fence);
+            }
+            body
+        })
+        .await
+        .map(crate::outcome::Outcome::into_inner)
+    }
+}
+
+/// Autoref specialisation: finds the `&dyn Error` view of a concrete error type,
+/// whether it implements `std::error::Error` or is `anyhow`-like
+/// (`AsRef<dyn Error + Send + Sync>`). Used as `(&&&ErrProbe(e)).idem_dyn()`.
+#[derive(Debug)]
+pub struct ErrProbe<'a, T: ?Sized>(pub &'a T);
+
+/// First choice: the type is a `std::error::Error`.
+pub trait ViaStdError<'a> {
+    /// The view.
+    fn idem_dyn(&self) -> Option<&'a (dyn StdError + 'static)>;
+}
+impl<'a, T: StdError + 'static> ViaStdError<'a> for &&ErrProbe<'a, T> {
+    fn idem_dyn(&self) -> Option<&'a (dyn StdError + 'static)> {
+        Some(self.0)
+    }
+}
+
+/// Second choice: `anyhow::Error`, `eyre::Report` and friends.
+pub trait ViaAsRef<'a> {
+    /// The view.
+    fn idem_dyn(&self) -> Option<&'a (dyn StdError + 'static)>;
+}
+impl<'a, T: AsRef<dyn StdError + Send + Sync + 'static>> ViaAsRef<'a> for &ErrProbe<'a, T> {
+    fn idem_dyn(&self) -> Option<&'a (dyn StdError + 'static)> {
+        Some(self.0.as_ref())
+    }
+}
+
+/// Last resort: the error cannot be searched.
+pub trait ViaNothing<'a> {
+    /// No view.
+    fn idem_dyn(&self) -> Option<&'a (dyn StdError + 'static)>;
+}
+impl<'a, T: ?Sized> ViaNothing<'a> for ErrProbe<'a, T> {
+    fn idem_dyn(&self) -> Option<&'a (dyn StdError + 'static)> {
+        None
+    }
+}
+
+/// Names the `Ok` and `Err` types of a function's declared return type, so
+/// generated code can name them even behind a `type Result<T> = ...` alias.
+pub trait IsResult {
+    /// The `Ok` type.
+    type Ok;
+    /// The `Err` type.
+    type Err;
+}
+impl<T, E> IsResult for Result<T, E> {
+    type Ok = T;
+    type Err = E;
+}

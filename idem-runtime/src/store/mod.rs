@@ -1,0 +1,253 @@
+//! The record store contract every backend implements.
+//!
+//! The protocol is shaped for Redis first: a claim is *one* call that either takes
+//! the key, returns the finished record, or reports the current holder, so a
+//! duplicate of a finished call costs one round trip on any backend.
+//!
+//! Every mutating call carries the caller's [`Owner`] and is idempotent for that
+//! owner: a caller whose reply was lost retries the same call and gets the same
+//! answer (its own claim is never mistaken for someone else's), while a stale owner
+//! (whose lease lapsed and whose key was taken over) changes nothing.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use crate::fingerprint::Fingerprint;
+use crate::outcome::Fence;
+
+pub mod faulty;
+pub mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
+#[cfg(feature = "sql")]
+pub mod sql;
+
+/// A boxed, sendable future: the store trait stays object-safe (`Arc<dyn Store>`).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Who holds a claim: a random 128-bit id made per guarded call.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Owner(pub u128);
+
+impl Owner {
+    /// A fresh random owner id.
+    pub fn random() -> Self {
+        Owner(uuid::Uuid::new_v4().as_u128())
+    }
+
+    /// The 16 big-endian bytes, as stores keep them.
+    pub fn to_bytes(self) -> [u8; 16] {
+        self.0.to_be_bytes()
+    }
+
+    /// Reads 16 big-endian bytes.
+    pub fn from_bytes(b: [u8; 16]) -> Self {
+        Owner(u128::from_be_bytes(b))
+    }
+}
+
+impl fmt::Debug for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Owner({:032x})", self.0)
+    }
+}
+
+/// A claim request: take `key` for `lease` unless it is held or finished.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimRequest<'a> {
+    /// The rendered key.
+    pub key: &'a str,
+    /// The caller.
+    pub owner: Owner,
+    /// The request's fingerprint, stored with the claim.
+    pub fingerprint: Fingerprint,
+    /// How long the claim lives without renewal.
+    pub lease: Duration,
+}
+
+/// A finished record as a claim or `inspect` returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoneRecord {
+    /// The fingerprint of the request that produced it.
+    pub fingerprint: Fingerprint,
+    /// The fence of the claim that produced it.
+    pub fence: Fence,
+    /// The owner that completed it (so the same owner's retried `complete` is a no-op).
+    pub owner: Owner,
+    /// The encoded result (see `record`).
+    pub payload: Vec<u8>,
+}
+
+/// The answer to a claim: exactly one of three things, in one round trip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// The caller now holds the key (or already did: a retried claim by the same owner).
+    Claimed {
+        /// The new fence, larger than any earlier fence of this key.
+        fence: Fence,
+    },
+    /// The key finished within its ttl; here is the result.
+    Done(DoneRecord),
+    /// Another owner holds the key.
+    Busy {
+        /// The holder's request fingerprint.
+        fingerprint: Fingerprint,
+        /// How long until the holder's lease lapses without renewal.
+        remaining: Duration,
+    },
+}
+
+/// The answer to an owner-checked `complete`, `release` or `renew`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owned {
+    /// The change applied (or had already applied for this owner).
+    Applied,
+    /// The key is not held by this owner (lease lapsed and taken over, or gone):
+    /// nothing changed.
+    NotOwner,
+}
+
+/// The state of a key, for operators.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordState {
+    /// Claimed, body running.
+    InProgress {
+        /// The holder.
+        owner: Owner,
+        /// The holder's fence.
+        fence: Fence,
+        /// The request fingerprint.
+        fingerprint: Fingerprint,
+        /// Time left on the lease.
+        remaining: Duration,
+    },
+    /// Finished.
+    Done {
+        /// The record.
+        record: DoneRecord,
+        /// Time left before the record expires.
+        remaining: Duration,
+    },
+}
+
+/// A store failure. The guard turns it into `Error::StoreUnavailable` or
+/// `Error::Codec` with the key attached.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// No answer, connection refused, timeout, server error: the caller cannot know
+    /// whether the command applied. Safe to retry with the same owner.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// The key holds something that is not an idem record of this format.
+    #[error("unreadable record: {0}")]
+    Codec(String),
+    /// The store is misconfigured (missing table, bad URL).
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+/// A warning from [`Store::verify`] (for example, Redis may evict records).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning(pub String);
+
+/// A backend that keeps idempotency records.
+///
+/// Implementations must make `claim`, `complete`, `release` and `renew` atomic per
+/// key and owner-checked, and must hand out fences that never go backwards for a
+/// key, even after the record is deleted or the store loses its data.
+pub trait Store: Send + Sync + 'static {
+    /// A short name for metrics and errors (`memory`, `redis`, `postgres`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Takes the key, or returns its finished record, or reports the holder.
+    fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>>;
+
+    /// Stores the result of `owner`'s claim for `ttl`. Retrying after a lost reply
+    /// returns `Applied` again.
+    fn complete<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+        payload: &'a [u8],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>>;
+
+    /// Drops `owner`'s in-progress claim so a retry can run the body again.
+    fn release<'a>(&'a self, key: &'a str, owner: Owner)
+    -> BoxFuture<'a, Result<Owned, StoreError>>;
+
+    /// Extends `owner`'s in-progress claim to `lease` from now.
+    fn renew<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>>;
+
+    /// Reads a key's state without changing it.
+    fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>>;
+
+    /// Deletes a key's record whatever its state. Its fence history is kept.
+    fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Deletes expired records; returns how many. Stores with native expiry return 0.
+    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>>;
+
+    /// Checks the store is usable and safe: tables exist, no eviction policy.
+    fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>>;
+}
+
+impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        (**self).claim(req)
+    }
+    fn complete<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+        payload: &'a [u8],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        (**self).complete(key, owner, payload, ttl)
+    }
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        (**self).release(key, owner)
+    }
+    fn renew<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        (**self).renew(key, owner, lease)
+    }
+    fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
+        (**self).inspect(key)
+    }
+    fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        (**self).forget(key)
+    }
+    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        (**self).purge_expired()
+    }
+    fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
+        (**self).verify()
+    }
+}
+
+/// Microseconds since the Unix epoch, the time half of a hybrid fence.
+pub(crate) fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,1 @@
+//! SQL record stores (SQLite, PostgreSQL, MySQL/MariaDB) through `sqlx`.
