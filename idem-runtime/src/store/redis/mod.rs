@@ -1,0 +1,1 @@
+//! Redis and Redis Cluster record stores.
