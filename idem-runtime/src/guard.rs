@@ -285,7 +285,13 @@ impl Call<'_> {
                     }
                 }
                 Err(e) => {
-                    claim_guard.disarm();
+                    // A claim that got no answer may still apply (a hung server runs it
+                    // when it wakes): stay armed so the owner-checked release follows it
+                    // and the key is not blocked for a whole lease. Other errors
+                    // applied nothing.
+                    if !matches!(e, StoreError::Unavailable(_)) {
+                        claim_guard.disarm();
+                    }
                     if matches!(e, StoreError::Unavailable(_)) && self.policy.degrade {
                         return self.degraded(hooks, body).await;
                     }

@@ -94,16 +94,18 @@ impl RedisClusterStoreBuilder {
             scripts::preload(&mut con).await?;
             Ok::<_, StoreError>(con)
         };
-        let con = tokio::time::timeout(budget, connect)
-            .await
-            .map_err(|_| StoreError::Unavailable(format!("redis cluster: no answer within {budget:?}")))??;
+        let con = tokio::time::timeout(budget, connect).await.map_err(|_| {
+            StoreError::Unavailable(format!("redis cluster: no answer within {budget:?}"))
+        })??;
         Ok(RedisClusterStore { con, layout })
     }
 }
 
 impl RedisClusterStore {
     /// A builder for the seed nodes (`redis://host:port` each).
-    pub fn builder<S: Into<String>>(nodes: impl IntoIterator<Item = S>) -> RedisClusterStoreBuilder {
+    pub fn builder<S: Into<String>>(
+        nodes: impl IntoIterator<Item = S>,
+    ) -> RedisClusterStoreBuilder {
         RedisClusterStoreBuilder {
             nodes: nodes.into_iter().map(Into::into).collect(),
             prefix: String::new(),
@@ -149,10 +151,16 @@ impl Store for RedisClusterStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         let mut con = self.con.clone();
-        Box::pin(async move { scripts::complete(&mut con, &self.layout, key, owner, payload, ttl).await })
+        Box::pin(async move {
+            scripts::complete(&mut con, &self.layout, key, owner, payload, ttl).await
+        })
     }
 
-    fn release<'a>(&'a self, key: &'a str, owner: Owner) -> BoxFuture<'a, Result<Owned, StoreError>> {
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         let mut con = self.con.clone();
         Box::pin(async move { scripts::release(&mut con, &self.layout, key, owner).await })
     }
@@ -167,7 +175,10 @@ impl Store for RedisClusterStore {
         Box::pin(async move { scripts::renew(&mut con, &self.layout, key, owner, lease).await })
     }
 
-    fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
+    fn inspect<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
         let mut con = self.con.clone();
         Box::pin(async move { scripts::inspect(&mut con, &self.layout, key).await })
     }

@@ -58,8 +58,13 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use self::codec::KeyLayout;
-use super::{BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning};
+use super::{
+    BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
+};
 
+/// The redis-rs crate this store is built on, for commands of your own on
+/// [`RedisStore::connection`] and [`RedisClusterStore::connection`].
+pub use ::redis;
 pub use cluster::{RedisClusterStore, RedisClusterStoreBuilder};
 
 /// Default time allowed to open a connection.
@@ -167,7 +172,9 @@ impl RedisStoreBuilder {
         let mut con = store.con.clone();
         tokio::time::timeout(budget, scripts::preload(&mut con))
             .await
-            .map_err(|_| StoreError::Unavailable(format!("redis: no answer within {budget:?}")))??;
+            .map_err(|_| {
+                StoreError::Unavailable(format!("redis: no answer within {budget:?}"))
+            })??;
         Ok(store)
     }
 }
@@ -227,10 +234,16 @@ impl Store for RedisStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         let mut con = self.con.clone();
-        Box::pin(async move { scripts::complete(&mut con, &self.layout, key, owner, payload, ttl).await })
+        Box::pin(async move {
+            scripts::complete(&mut con, &self.layout, key, owner, payload, ttl).await
+        })
     }
 
-    fn release<'a>(&'a self, key: &'a str, owner: Owner) -> BoxFuture<'a, Result<Owned, StoreError>> {
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         let mut con = self.con.clone();
         Box::pin(async move { scripts::release(&mut con, &self.layout, key, owner).await })
     }
@@ -245,7 +258,10 @@ impl Store for RedisStore {
         Box::pin(async move { scripts::renew(&mut con, &self.layout, key, owner, lease).await })
     }
 
-    fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
+    fn inspect<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
         let mut con = self.con.clone();
         Box::pin(async move { scripts::inspect(&mut con, &self.layout, key).await })
     }

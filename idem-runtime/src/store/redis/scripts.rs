@@ -141,7 +141,8 @@ const FOREIGN: &str = "the key holds a value that is not an idem record of this 
 pub(crate) fn map_err(e: RedisError) -> StoreError {
     if e.code() == Some("WRONGTYPE") || e.to_string().contains("WRONGTYPE") {
         StoreError::Codec(
-            "the key holds a Redis value that is not a string (WRONGTYPE): not an idem record".into(),
+            "the key holds a Redis value that is not a string (WRONGTYPE): not an idem record"
+                .into(),
         )
     } else {
         StoreError::Unavailable(e.to_string())
@@ -316,7 +317,11 @@ pub(crate) async fn forget<C: ConnectionLike + Send>(
 pub(crate) async fn preload<C: ConnectionLike + Send>(con: &mut C) -> Result<(), StoreError> {
     let s = &*SCRIPTS;
     for script in [&s.claim, &s.complete, &s.release, &s.renew, &s.inspect] {
-        script.prepare_invoke().load_async(con).await.map_err(map_err)?;
+        script
+            .prepare_invoke()
+            .load_async(con)
+            .await
+            .map_err(map_err)?;
     }
     Ok(())
 }
@@ -354,7 +359,9 @@ pub(crate) fn strings(r: &Reply, out: &mut Vec<String>) {
 
 /// The major version in an `INFO server` text.
 pub(crate) fn major_version(info: &str) -> Option<u32> {
-    let line = info.lines().find_map(|l| l.strip_prefix("redis_version:"))?;
+    let line = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))?;
     line.trim().split('.').next()?.parse().ok()
 }
 
@@ -364,14 +371,21 @@ mod tests {
 
     #[test]
     fn eviction_policies_warn() {
-        let w = policy_warnings(&["noeviction".into(), "allkeys-lru".into(), "volatile-ttl".into()]);
+        let w = policy_warnings(&[
+            "noeviction".into(),
+            "allkeys-lru".into(),
+            "volatile-ttl".into(),
+        ]);
         assert_eq!(w.len(), 2);
         assert!(w[0].0.contains("allkeys-lru"));
     }
 
     #[test]
     fn version_is_parsed() {
-        assert_eq!(major_version("# Server\r\nredis_version:7.0.15\r\n"), Some(7));
+        assert_eq!(
+            major_version("# Server\r\nredis_version:7.0.15\r\n"),
+            Some(7)
+        );
         assert_eq!(major_version("nothing"), None);
     }
 }

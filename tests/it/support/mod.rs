@@ -1,0 +1,4 @@
+//! Shared test helpers.
+
+#[cfg(feature = "redis")]
+pub(crate) mod redis_server;
