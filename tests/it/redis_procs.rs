@@ -43,7 +43,7 @@ async fn worker(prefix: String, id: usize, start_at: u64) {
         .unwrap();
     // Start together; half the workers walk the keys forwards, half backwards.
     tokio::time::sleep(Duration::from_millis(start_at.saturating_sub(now_ms()))).await;
-    let order: Vec<u32> = if id % 2 == 0 {
+    let order: Vec<u32> = if id.is_multiple_of(2) {
         (0..KEYS).collect()
     } else {
         (0..KEYS).rev().collect()

@@ -84,7 +84,7 @@ async fn concurrent_callers_run_once(store: Arc<dyn Store>) {
     let barrier = Arc::new(Barrier::new(8));
     let mut tasks = Vec::new();
     for i in 0..8 {
-        let idem = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let idem = if i.is_multiple_of(2) { a.clone() } else { b.clone() };
         let (runs, barrier) = (Arc::clone(&runs), Arc::clone(&barrier));
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
