@@ -29,7 +29,7 @@ macro_rules! conformance_suite {
             unavailable_fails_closed, degraded_backstop_one_row, backstop_on_conflict_replays,
             backstop_without_lookup_is_duplicate, terminal_error_replayed, version_mismatch_is_codec,
             hostile_key_parts, breaker_stops_paying_timeouts, complete_failure_still_returns_ok,
-            inspect_and_forget
+            inspect_and_forget, max_hold_lets_hung_body_lapse
         );
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn many_keys_concurrent() {
@@ -937,4 +937,71 @@ pub async fn inspect_and_forget(store: Arc<dyn Store>) {
         .unwrap();
     assert_eq!(*out.value(), 2, "forgotten keys run again");
     let _: Fence = out.fence();
+}
+
+/// A body that hangs past `max_hold` stops renewing; another caller takes over
+/// with a larger fence, and the hung body's late fenced write is rejected.
+pub async fn max_hold_lets_hung_body_lapse(store: Arc<dyn Store>) {
+    let (pool, _dir) = sqlite_business_db().await;
+    sqlx::query("CREATE TABLE balance (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL, fence INTEGER NOT NULL)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO balance VALUES (1, 0, 0)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    // The write every body does: fenced, so only the newest claim's write lands.
+    async fn fenced_write(pool: &sqlx::SqlitePool, amount: i64, fence: Fence) -> Res<u64> {
+        Ok(
+            sqlx::query("UPDATE balance SET amount = ?, fence = ? WHERE id = 1 AND fence <= ?")
+                .bind(amount)
+                .bind(fence.as_i64())
+                .bind(fence.as_i64())
+                .execute(pool)
+                .await?
+                .rows_affected(),
+        )
+    }
+    let idem = short(store, "mh");
+    let runs = Counter::default();
+    let guard = |amount: i64, hang: Duration| {
+        let (idem, pool, runs) = (idem.clone(), pool.clone(), runs.clone());
+        async move {
+            idem.guard("hung", &[&"k"])
+                .lease(Duration::from_secs(1))
+                .max_hold(Duration::from_millis(1200))
+                .wait(Duration::from_secs(6))
+                .run(move |fence| async move {
+                    runs.hit();
+                    tokio::time::sleep(hang).await;
+                    fenced_write(&pool, amount, fence).await
+                })
+                .await
+        }
+    };
+    let hung = tokio::spawn(guard(111, Duration::from_secs(4)));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let t0 = std::time::Instant::now();
+    let second = guard(222, Duration::ZERO).await.unwrap();
+    let took = t0.elapsed();
+    assert_eq!(second.how(), How::Executed, "the second caller took over");
+    assert_eq!(*second.value(), 1, "its fenced write landed");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+        "took over after max_hold + lease: {took:?}"
+    );
+    let late = hung.await.unwrap().unwrap();
+    assert_eq!(
+        *late.value(),
+        0,
+        "the hung body's late write was fenced out"
+    );
+    assert!(late.fence() < second.fence());
+    let (amount,): (i64,) = sqlx::query_as("SELECT amount FROM balance WHERE id = 1")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(amount, 222);
+    assert_eq!(runs.get(), 2);
 }
