@@ -1,7 +1,10 @@
-//! Integration tests: one binary, one module per area.
+//! One integration-test binary (fewer links); each module covers one area.
+#![allow(unreachable_pub)] // test-only modules share helpers with `pub`
 
 mod support;
 
+mod conformance;
+mod memory;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 mod redis_faults;
 #[cfg(feature = "redis")]

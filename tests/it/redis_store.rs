@@ -9,7 +9,6 @@ use idem::fingerprint::Fingerprint;
 use idem::store::redis::{RedisClusterStore, RedisStore, redis};
 use idem::store::{Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError};
 use idem::{Error, Fence, How, Idem};
-use tokio::sync::Barrier;
 
 use crate::support::redis_server::{Monitor, RedisCluster, RedisServer, SHARED_URL, SharedPrefix};
 
@@ -19,14 +18,6 @@ pub(crate) async fn shared_store(prefix: &SharedPrefix) -> RedisStore {
         .connect()
         .await
         .expect("shared Redis at 127.0.0.1:6379 must be running")
-}
-
-fn handle(store: Arc<dyn Store>, ns: &str) -> Idem {
-    Idem::builder()
-        .shared_store(store)
-        .namespace(ns)
-        .build()
-        .unwrap()
 }
 
 fn req(key: &str, owner: Owner, lease: Duration) -> ClaimRequest<'_> {
@@ -45,132 +36,44 @@ async fn claimed(store: &dyn Store, key: &str, owner: Owner, lease: Duration) ->
     }
 }
 
-// ---- the guard semantics, generic over the store -------------------------------
+// ---- the guard semantics: the shared conformance suite ---------------------------
 
-async fn sequential_repeats_run_once(store: Arc<dyn Store>) {
-    let idem = handle(store, "seq");
-    let runs = Arc::new(AtomicUsize::new(0));
-    let mut fences = Vec::new();
-    for i in 0..5 {
-        let r = Arc::clone(&runs);
-        let out = idem
-            .guard("order-create", &[&42u64, &"req-1"])
-            .run(|fence| async move {
-                r.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, Error>(format!("order@{fence}"))
-            })
-            .await
-            .unwrap();
-        assert_eq!(
-            out.how(),
-            if i == 0 { How::Executed } else { How::Replayed }
-        );
-        assert!(out.fence().is_valid());
-        fences.push((out.fence(), out.into_inner()));
-    }
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-    assert!(
-        fences.windows(2).all(|w| w[0] == w[1]),
-        "replays return the first result: {fences:?}"
-    );
-}
+/// Records on the shared Redis live under this prefix (the suite uses a fresh
+/// namespace per test; records expire with their ttl).
+const CONFORMANCE_PREFIX: &str = "idem-it:conformance:";
 
-async fn concurrent_callers_run_once(store: Arc<dyn Store>) {
-    // Two handles: local waiters wake through the in-process map, the other
-    // handle's callers poll the store.
-    let a = handle(Arc::clone(&store), "conc");
-    let b = handle(store, "conc");
-    let runs = Arc::new(AtomicUsize::new(0));
-    let barrier = Arc::new(Barrier::new(8));
-    let mut tasks = Vec::new();
-    for i in 0..8 {
-        let idem = if i.is_multiple_of(2) { a.clone() } else { b.clone() };
-        let (runs, barrier) = (Arc::clone(&runs), Arc::clone(&barrier));
-        tasks.push(tokio::spawn(async move {
-            barrier.wait().await;
-            let guard = idem.guard("pay", &[&"p-1"]);
-            guard
-                .lease(Duration::from_secs(2))
-                .run(|_| async move {
-                    runs.fetch_add(1, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(300)).await;
-                    Ok::<_, Error>(7u32)
-                })
+mod conformance_shared_redis {
+    use crate::conformance::conformance_suite;
+
+    conformance_suite!(
+        std::sync::Arc::new(
+            idem::store::redis::RedisStore::builder(crate::support::redis_server::SHARED_URL)
+                .prefix(super::CONFORMANCE_PREFIX)
+                .connect()
                 .await
-                .unwrap()
-        }));
-    }
-    let mut hows = Vec::new();
-    for t in tasks {
-        let out = t.await.unwrap();
-        assert_eq!(*out.value(), 7);
-        hows.push(out.how());
-    }
-    assert_eq!(
-        runs.load(Ordering::SeqCst),
-        1,
-        "one body for 8 concurrent callers"
-    );
-    assert_eq!(hows.iter().filter(|h| **h == How::Executed).count(), 1);
-    assert!(
-        hows.iter().filter(|h| **h == How::Waited).count() >= 1,
-        "waiters observed: {hows:?}"
+                .expect("shared Redis at 127.0.0.1:6379 must be running")
+        ),
+        keys = 100
     );
 }
 
-async fn fail_then_retry(store: Arc<dyn Store>) {
-    let idem = handle(store, "fail");
-    let runs = Arc::new(AtomicUsize::new(0));
-    for attempt in 0..2 {
-        let r = Arc::clone(&runs);
-        let out = idem
-            .guard("ship", &[&"s-1"])
-            .run(|_| async move {
-                let n = r.fetch_add(1, Ordering::SeqCst);
-                if n == 0 {
-                    Err(Error::Config("transient business failure".into()))
-                } else {
-                    Ok("shipped".to_string())
-                }
-            })
-            .await;
-        match attempt {
-            0 => assert!(matches!(out, Err(Error::Config(_)))),
-            _ => assert_eq!(out.unwrap().how(), How::Executed),
-        }
-    }
-    assert_eq!(
-        runs.load(Ordering::SeqCst),
-        2,
-        "a failed body releases the key"
+mod conformance_redis_cluster {
+    use crate::conformance::conformance_suite;
+
+    conformance_suite!(
+        std::sync::Arc::new(
+            idem::store::redis::RedisClusterStore::builder(
+                crate::support::redis_server::process_cluster().urls()
+            )
+            .connect()
+            .await
+            .expect("test-owned cluster")
+        ),
+        keys = 50
     );
 }
 
-async fn mismatch_is_rejected(store: Arc<dyn Store>) {
-    let idem = handle(store, "mm");
-    let runs = Arc::new(AtomicUsize::new(0));
-    let r = Arc::clone(&runs);
-    idem.guard("refund", &[&"r-1"])
-        .fingerprint(&serde_json::json!({"amount": 10}))
-        .run(|_| async move {
-            r.fetch_add(1, Ordering::SeqCst);
-            Ok::<_, Error>(())
-        })
-        .await
-        .unwrap();
-    let r = Arc::clone(&runs);
-    let err = idem
-        .guard("refund", &[&"r-1"])
-        .fingerprint(&serde_json::json!({"amount": 99}))
-        .run(|_| async move {
-            r.fetch_add(1, Ordering::SeqCst);
-            Ok::<_, Error>(())
-        })
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::PayloadMismatch { .. }), "{err:?}");
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-}
+// ---- owner-checked store operations, directly through the Store trait ------------
 
 /// Owner A claims and "crashes"; its lease lapses; B takes over with a bigger
 /// fence; A's late complete and release change nothing.
@@ -265,41 +168,9 @@ async fn lost_replies_are_retried_safely(store: Arc<dyn Store>) {
     }
 }
 
-/// Fences grow across forget and record expiry; purge is a no-op.
-async fn fences_survive_forget_and_expiry(store: Arc<dyn Store>) {
-    let key = "fence:scene:k";
-    let mut last = Fence::NONE;
-    for round in 0..3 {
-        let o = Owner::random();
-        let f = claimed(&*store, key, o, Duration::from_secs(1)).await;
-        assert!(f > last, "round {round}: {f} after {last}");
-        last = f;
-        assert_eq!(
-            store
-                .complete(key, o, b"I1r", Duration::from_secs(1))
-                .await
-                .unwrap(),
-            Owned::Applied
-        );
-        if round == 0 {
-            assert!(store.forget(key).await.unwrap());
-            assert!(!store.forget(key).await.unwrap());
-        } else {
-            tokio::time::sleep(Duration::from_millis(1_100)).await; // ttl lapses
-            assert_eq!(store.inspect(key).await.unwrap(), None);
-        }
-    }
-    assert_eq!(store.purge_expired().await.unwrap(), 0);
-}
-
-async fn all_semantics(store: Arc<dyn Store>) {
-    sequential_repeats_run_once(Arc::clone(&store)).await;
-    concurrent_callers_run_once(Arc::clone(&store)).await;
-    fail_then_retry(Arc::clone(&store)).await;
-    mismatch_is_rejected(Arc::clone(&store)).await;
+async fn store_operations(store: Arc<dyn Store>) {
     lease_takeover(Arc::clone(&store)).await;
-    lost_replies_are_retried_safely(Arc::clone(&store)).await;
-    fences_survive_forget_and_expiry(store).await;
+    lost_replies_are_retried_safely(store).await;
 }
 
 macro_rules! shared_redis_tests {
@@ -315,15 +186,7 @@ macro_rules! shared_redis_tests {
 
 mod shared {
     use super::*;
-    shared_redis_tests!(
-        sequential_repeats_run_once,
-        concurrent_callers_run_once,
-        fail_then_retry,
-        mismatch_is_rejected,
-        lease_takeover,
-        lost_replies_are_retried_safely,
-        fences_survive_forget_and_expiry,
-    );
+    shared_redis_tests!(lease_takeover, lost_replies_are_retried_safely);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -359,7 +222,7 @@ async fn cluster_store_semantics() {
         per_node.iter().all(|n| *n > 0),
         "records on every master: {per_node:?}"
     );
-    all_semantics(store).await;
+    store_operations(store).await;
 }
 
 // ---- encoding, verify, round trips, memory ------------------------------------------

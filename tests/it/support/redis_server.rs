@@ -188,6 +188,25 @@ impl RedisServer {
     pub(crate) fn cli(&self, args: &[&str]) -> String {
         cli(self.port, args)
     }
+
+    /// For servers that are never dropped: a watchdog kills the server (and
+    /// removes its directory) once this test process is gone.
+    pub(crate) fn die_with_this_process(&self) {
+        let script = format!(
+            "while kill -0 {me} 2>/dev/null; do sleep 0.5; done; kill -9 {pid} 2>/dev/null; rm -rf '{dir}'",
+            me = std::process::id(),
+            pid = self.pid(),
+            dir = self.dir.display()
+        );
+        Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn watchdog");
+    }
 }
 
 fn signal(pid: u32, sig: &str) {
@@ -329,4 +348,18 @@ impl RedisCluster {
     pub(crate) fn urls(&self) -> Vec<String> {
         self.nodes.iter().map(RedisServer::url).collect()
     }
+}
+
+/// One cluster for the whole test process (the conformance suite makes a store per
+/// test). Statics are never dropped, so each node gets a watchdog that kills it
+/// when this process exits.
+pub(crate) fn process_cluster() -> &'static RedisCluster {
+    static CLUSTER: std::sync::OnceLock<RedisCluster> = std::sync::OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        let c = RedisCluster::start();
+        for n in &c.nodes {
+            n.die_with_this_process();
+        }
+        c
+    })
 }
