@@ -198,7 +198,9 @@ impl RedisServer {
             pid = self.pid(),
             dir = self.dir.display()
         );
-        Command::new("sh")
+        // Deliberately never waited for: it must outlive this process (init reaps it).
+        #[allow(clippy::zombie_processes)]
+        let _watchdog = Command::new("sh")
             .arg("-c")
             .arg(script)
             .stdin(Stdio::null())
