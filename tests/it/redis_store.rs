@@ -222,7 +222,73 @@ async fn cluster_store_semantics() {
         per_node.iter().all(|n| *n > 0),
         "records on every master: {per_node:?}"
     );
-    store_operations(store).await;
+    store_operations(Arc::clone(&store)).await;
+
+    // Round trips, counted on the master that owns the key's slot.
+    let idem = Idem::builder()
+        .shared_store(Arc::clone(&store))
+        .namespace("c")
+        .build()
+        .unwrap();
+    let owner_of = |key: &idem::Key| {
+        let rk = format!("t:{{{key}}}");
+        cluster
+            .nodes
+            .iter()
+            .position(|n| n.cli(&["EXISTS", &rk]).trim().parse::<u8>().is_ok())
+            .expect("one master owns the slot")
+    };
+    let node = owner_of(&idem.key("rt", &[&"a"]));
+    let mut mon = Monitor::attach(cluster.nodes[node].port);
+    let _ = mon.take();
+    for (expect, how) in [
+        (["EVALSHA", "EVALSHA"].as_slice(), How::Executed),
+        (&["EVALSHA"], How::Replayed),
+    ] {
+        let out = idem
+            .guard("rt", &[&"a"])
+            .run(|_| async { Ok::<_, Error>(1u8) })
+            .await
+            .unwrap();
+        assert_eq!(out.how(), how);
+        assert_eq!(mon.take(), expect, "{how:?} on the cluster");
+    }
+    drop(mon);
+
+    // A frozen master: calls on its slots fail within the response timeout, calls on
+    // the other masters go on.
+    let (mut frozen_key, mut live_key) = (None, None);
+    for i in 0..200u32 {
+        let k = idem.key("frozen", &[&i]);
+        if owner_of(&k) == 0 {
+            frozen_key.get_or_insert(i);
+        } else {
+            live_key.get_or_insert(i);
+        }
+    }
+    let (frozen_key, live_key) = (frozen_key.unwrap(), live_key.unwrap());
+    cluster.nodes[0].freeze();
+    let t0 = std::time::Instant::now();
+    let r = idem
+        .guard("frozen", &[&frozen_key])
+        .run(|_| async { Ok::<_, Error>(()) })
+        .await;
+    let took = t0.elapsed();
+    let live = idem
+        .guard("frozen", &[&live_key])
+        .run(|_| async { Ok::<_, Error>(()) })
+        .await;
+    cluster.nodes[0].thaw();
+    assert!(matches!(r, Err(Error::StoreUnavailable { .. })), "{r:?}");
+    assert!(
+        took < Duration::from_secs(2),
+        "unavailable within the timeout: {took:?}"
+    );
+    assert_eq!(
+        live.unwrap().how(),
+        How::Executed,
+        "other masters keep working"
+    );
 }
 
 // ---- encoding, verify, round trips, memory ------------------------------------------
