@@ -171,7 +171,9 @@ async fn killed_and_restarted_with_backstop_no_duplicates() {
     let idem = idem_on(store);
     let biz = Business::new().await;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let tasks = spawn_callers(&idem, &biz, 4, 30, Arc::clone(&stop));
+    // 400 orders: new ones keep appearing during the outage (degraded inserts),
+    // old ones are repeated (replays, and backstop hits once the records are gone).
+    let tasks = spawn_callers(&idem, &biz, 4, 400, Arc::clone(&stop));
     tokio::time::sleep(Duration::from_millis(700)).await;
     server.kill();
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -181,11 +183,12 @@ async fn killed_and_restarted_with_backstop_no_duplicates() {
     let seen = collect(tasks).await;
 
     let (rows, distinct) = biz.rows().await;
+    let orders: std::collections::HashSet<u32> = seen.iter().map(|s| s.0).collect();
     assert_eq!(rows, distinct, "zero duplicate business rows");
-    assert_eq!(rows, 30);
+    assert_eq!(rows as usize, orders.len(), "one row per order called");
     assert_eq!(
         biz.inserts.load(Ordering::SeqCst),
-        30,
+        orders.len(),
         "one successful insert per order"
     );
     let count = |h: How| seen.iter().filter(|s| s.1 == h).count();
@@ -199,8 +202,8 @@ async fn killed_and_restarted_with_backstop_no_duplicates() {
         count(How::Backstop)
     );
     assert!(
-        count(How::Degraded) + count(How::Backstop) > 0,
-        "the outage was observed"
+        count(How::Degraded) > 0,
+        "new orders ran under the backstop during the outage"
     );
     assert!(
         count(How::Backstop) > 0,

@@ -13,7 +13,14 @@ use idem::{Error, How, Idem};
 use crate::support::redis_server::{SHARED_URL, SharedPrefix};
 
 const PROCS: usize = 4;
-const KEYS: u32 = 500;
+/// 500 keys in CI; `IDEM_STRESS=1` runs 5000 (the workers inherit the variable).
+fn keys() -> u32 {
+    if std::env::var_os("IDEM_STRESS").is_some() {
+        5_000
+    } else {
+        500
+    }
+}
 const TEST_NAME: &str = "redis_procs::four_processes_one_execution_per_key";
 
 fn now_ms() -> u64 {
@@ -44,9 +51,9 @@ async fn worker(prefix: String, id: usize, start_at: u64) {
     // Start together; half the workers walk the keys forwards, half backwards.
     tokio::time::sleep(Duration::from_millis(start_at.saturating_sub(now_ms()))).await;
     let order: Vec<u32> = if id.is_multiple_of(2) {
-        (0..KEYS).collect()
+        (0..keys()).collect()
     } else {
-        (0..KEYS).rev().collect()
+        (0..keys()).rev().collect()
     };
     let stats: Arc<[AtomicUsize; 3]> = Arc::default();
     let limit = Arc::new(tokio::sync::Semaphore::new(32));
@@ -147,16 +154,19 @@ async fn four_processes_one_execution_per_key() {
         }
     }
     println!(
-        "{PROCS} processes x {KEYS} keys: executed={} replayed={} waited={}",
-        totals[0], totals[1], totals[2]
+        "{PROCS} processes x {} keys: executed={} replayed={} waited={}",
+        keys(),
+        totals[0],
+        totals[1],
+        totals[2]
     );
-    assert_eq!(totals[0], KEYS as usize, "one execution per key");
-    assert_eq!(totals.iter().sum::<usize>(), PROCS * KEYS as usize);
+    assert_eq!(totals[0], keys() as usize, "one execution per key");
+    assert_eq!(totals.iter().sum::<usize>(), PROCS * keys() as usize);
     assert!(totals[2] > 0, "cross-process waiters observed");
 
     let store = RedisStore::connect(SHARED_URL).await.unwrap();
     let mut con = store.connection();
-    let keys: Vec<String> = (0..KEYS).map(|k| counter_key(&prefix.0, k)).collect();
+    let keys: Vec<String> = (0..keys()).map(|k| counter_key(&prefix.0, k)).collect();
     let counts: Vec<Option<u32>> = redis::cmd("MGET")
         .arg(&keys)
         .query_async(&mut con)
