@@ -536,3 +536,65 @@ async fn fences_grow_across_flushall() {
         assert_eq!(store.inspect(key).await.unwrap(), None);
     }
 }
+
+/// A master with a replica is killed: the replica takes over, the client follows
+/// the new topology, the record is replayed (or, had replication lagged, the body
+/// runs again with a larger fence), and later claims keep getting larger fences.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_failover_keeps_fences_growing() {
+    let mut cluster = RedisCluster::start_with_replicas(1);
+    let store = RedisClusterStore::connect(cluster.urls()).await.unwrap();
+    let idem = Idem::builder()
+        .store(store)
+        .namespace("fo")
+        .build()
+        .unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let call = || {
+        let (idem, runs) = (idem.clone(), Arc::clone(&runs));
+        async move {
+            idem.guard("failover", &[&"k"])
+                .run(|fence| async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, Error>(fence.get())
+                })
+                .await
+        }
+    };
+    let first = call().await.unwrap();
+    assert_eq!(first.how(), How::Executed);
+    let key = idem.key("failover", &[&"k"]);
+    let master = cluster.master_of(&format!("{{{key}}}"));
+    // Give asynchronous replication its moment, then crash the master.
+    let _ = cluster.nodes[master].cli(&["WAIT", "1", "1000"]);
+    cluster.nodes[master].kill();
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let after = loop {
+        match call().await {
+            Ok(o) => break o,
+            Err(Error::StoreUnavailable { .. }) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    };
+    println!("after failover: {:?}", after.how());
+    match after.how() {
+        How::Replayed => {
+            assert_eq!(after.fence(), first.fence());
+            assert_eq!(after.value(), first.value());
+            assert_eq!(runs.load(Ordering::SeqCst), 1);
+        }
+        How::Executed => assert!(after.fence() > first.fence(), "re-run after a lost record"),
+        other => panic!("{other:?}"),
+    }
+    cluster.wait_ok(Duration::from_secs(10));
+    assert!(idem.forget(&key).await.unwrap());
+    let again = call().await.unwrap();
+    assert_eq!(again.how(), How::Executed);
+    assert!(
+        again.fence() > after.fence(),
+        "fences keep growing on the promoted replica"
+    );
+}

@@ -300,8 +300,15 @@ pub(crate) struct RedisCluster {
 }
 
 impl RedisCluster {
+    /// Three masters, no replicas.
     pub(crate) fn start() -> Self {
-        let nodes: Vec<RedisServer> = (0..3)
+        Self::start_with_replicas(0)
+    }
+
+    /// Three masters with `replicas` replicas each (node timeout 1 s, so a killed
+    /// master's replica takes over within a few seconds).
+    pub(crate) fn start_with_replicas(replicas: usize) -> Self {
+        let nodes: Vec<RedisServer> = (0..3 * (1 + replicas))
             .map(|_| {
                 RedisServer::start_inner(
                     &[
@@ -310,7 +317,7 @@ impl RedisCluster {
                         "--cluster-config-file",
                         "nodes.conf",
                         "--cluster-node-timeout",
-                        "2000",
+                        "1000",
                     ],
                     true,
                 )
@@ -324,7 +331,7 @@ impl RedisCluster {
             .arg("--cluster")
             .arg("create")
             .args(&addrs)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
             .expect("redis-cli --cluster create");
         assert!(
@@ -333,18 +340,52 @@ impl RedisCluster {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let c = RedisCluster { nodes };
+        c.wait_ok(Duration::from_secs(20));
+        if replicas > 0 {
+            // Replicas report in once they synced with their master.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while c.nodes.iter().any(|n| {
+                let info = n.cli(&["INFO", "replication"]);
+                info.contains("role:slave") && !info.contains("master_link_status:up")
+            }) {
+                assert!(Instant::now() < deadline, "replicas not synced within 20 s");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        c
+    }
+
+    /// Waits until every running node reports `cluster_state:ok`.
+    pub(crate) fn wait_ok(&self, within: Duration) {
+        let deadline = Instant::now() + within;
         loop {
-            let ok = nodes
+            let ok = self
+                .nodes
                 .iter()
+                .filter(|n| n.child.is_some())
                 .all(|n| n.cli(&["CLUSTER", "INFO"]).contains("cluster_state:ok"));
             if ok {
-                break;
+                return;
             }
-            assert!(Instant::now() < deadline, "cluster not ok within 20 s");
+            assert!(
+                Instant::now() < deadline,
+                "cluster not ok within {within:?}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
-        RedisCluster { nodes }
+    }
+
+    /// The index of the master serving `redis_key`'s slot.
+    pub(crate) fn master_of(&self, redis_key: &str) -> usize {
+        self.nodes
+            .iter()
+            .position(|n| {
+                n.child.is_some()
+                    && n.cli(&["INFO", "replication"]).contains("role:master")
+                    && n.cli(&["EXISTS", redis_key]).trim().parse::<u8>().is_ok()
+            })
+            .expect("a master serves the slot")
     }
 
     pub(crate) fn urls(&self) -> Vec<String> {
