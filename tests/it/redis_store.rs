@@ -209,6 +209,13 @@ async fn cluster_store_semantics() {
         .await
         .unwrap();
     assert!(store.verify().await.unwrap().is_empty());
+    // The single-node store pointed at a cluster node says so at start-up.
+    let single = RedisStore::connect(&cluster.nodes[0].url()).await.unwrap();
+    let err = single.verify().await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Config(m) if m.contains("RedisClusterStore")),
+        "{err:?}"
+    );
     // Keys spread over all three masters, each record on the node of its hash tag.
     let store: Arc<dyn Store> = Arc::new(store);
     for i in 0..30 {

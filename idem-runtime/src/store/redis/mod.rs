@@ -285,6 +285,18 @@ impl Store for RedisStore {
                 .await
                 .map_err(scripts::map_err)?;
             check_version(&info)?;
+            let cluster: String = redis::cmd("INFO")
+                .arg("cluster")
+                .query_async(&mut con)
+                .await
+                .map_err(scripts::map_err)?;
+            if cluster.contains("cluster_enabled:1") {
+                return Err(StoreError::Config(
+                    "this Redis is a cluster node: records on other nodes' slots would fail \
+                     with MOVED; use RedisClusterStore"
+                        .into(),
+                ));
+            }
             let policy: Result<redis::Value, _> = redis::cmd("CONFIG")
                 .arg("GET")
                 .arg("maxmemory-policy")
