@@ -3,7 +3,8 @@
 //! # Cost
 //! One record is one Redis string holding a packed value (state, owner, fence,
 //! fingerprint, result) with a `PX` expiry: about 100 bytes of Redis memory beyond
-//! the key and the result. A duplicate of a finished call costs one round trip (the
+//! the key and the result (103 measured with `MEMORY USAGE` for a 41-byte key and a
+//! 200-byte result, Redis 7.0, jemalloc). A duplicate of a finished call costs one round trip (the
 //! claim script returns the stored result); a first call costs two (claim, then
 //! complete). Claim, complete, release, renew and inspect are each one `EVALSHA` of a
 //! small Lua script on one key, so they are atomic and touch one cluster slot.
@@ -33,7 +34,8 @@
 //! before its replica received it is lost, and so is everything on a restarted
 //! server without persistence, a `FLUSHALL`, or an evicted key (see
 //! [`Store::verify`], which warns about eviction policies). A lost record means a
-//! later duplicate runs the body again. That is why a Redis-backed guard should have a
+//! later duplicate runs the body again; a lost *in-progress* claim means a
+//! concurrent duplicate may run the body while the first still does. That is why a Redis-backed guard should have a
 //! database backstop (a unique constraint on the business row, `backstop = ...`)
 //! for calls that must never run twice: the record store intercepts almost every
 //! duplicate cheaply, the constraint catches the rest. Fences stay monotonic through
@@ -44,7 +46,9 @@
 //! [`StoreError::Unavailable`] (and `Error::StoreUnavailable`) within the guard's
 //! operation budget. The single-node store reconnects in the background; a
 //! command in flight when the connection broke fails and the guard retries it with
-//! the same owner (every script is idempotent per owner).
+//! the same owner (every script is idempotent per owner). A claim that timed out
+//! may still apply when a hung server wakes; its key then stays claimed until the
+//! lease lapses, and a later caller takes it over with a larger fence.
 //!
 //! Requires Redis 5 or newer (scripts that read `TIME` and then write need
 //! effect replication, the default since Redis 5).
