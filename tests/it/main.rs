@@ -5,6 +5,8 @@ mod support;
 
 mod conformance;
 mod memory;
+#[cfg(feature = "redis")]
+mod redis_cluster;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 mod redis_faults;
 #[cfg(feature = "redis")]
