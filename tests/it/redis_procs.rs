@@ -68,7 +68,6 @@ async fn worker(prefix: String, id: usize, start_at: u64) {
         );
         set.spawn(async move {
             let _permit = permit;
-            // The key parts array is not `Send`: render the guard in its own statement.
             let guard = idem.guard("job", &[&k]);
             let out = guard
                 .lease(Duration::from_secs(5))
