@@ -71,6 +71,16 @@ use super::{
 pub use ::redis;
 pub use cluster::{RedisClusterStore, RedisClusterStoreBuilder};
 
+/// The Lua sources of the claim and complete scripts, so the overhead benchmark
+/// can send the very same scripts by hand. Not part of the API.
+#[doc(hidden)]
+pub mod __bench {
+    /// The claim script (`KEYS[1]` record; `ARGV` owner, fingerprint, lease ms).
+    pub const CLAIM: &str = super::scripts::CLAIM;
+    /// The complete script (`KEYS[1]` record; `ARGV` owner, payload, ttl ms).
+    pub const COMPLETE: &str = super::scripts::COMPLETE;
+}
+
 /// Default time allowed to open a connection.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// Default time allowed for one response.

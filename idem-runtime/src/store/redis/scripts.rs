@@ -45,7 +45,7 @@ end
 /// decides. A key is only ever written when absent, so the previous fence of the key
 /// was issued at an earlier server time: the new one is larger (see the module docs
 /// for the clock assumption).
-const CLAIM: &str = r#"
+pub(crate) const CLAIM: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if v then
   return {v, redis.call('PTTL', KEYS[1])}
@@ -65,7 +65,7 @@ return f
 /// KEYS[1] record; ARGV owner(16), payload, ttl ms.
 /// 1 = applied (now, or already by this owner: a retry after a lost reply),
 /// 0 = not the owner (absent, someone else's, lapsed), -1 = foreign data.
-const COMPLETE: &str = lua!(
+pub(crate) const COMPLETE: &str = lua!(
     r#"
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end

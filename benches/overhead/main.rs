@@ -1,0 +1,449 @@
+//! The guard's overhead against the same round trips written by hand, side by side
+//! in one run against the live services.
+//!
+//! ```text
+//! cargo bench --bench overhead --all-features -- [--quick] [--out FILE] [--only TEXT]
+//! ```
+//! Services (override with the environment): `IDEM_BENCH_REDIS` (redis://127.0.0.1:6379),
+//! `IDEM_BENCH_PG` (postgres://postgres@127.0.0.1/test), `IDEM_BENCH_MYSQL`
+//! (mysql://root@127.0.0.1/test). A service that does not answer fails the run.
+//!
+//! Each scenario has sides: A (through idem), B (the hand-written equivalent with
+//! the same round trips) and sometimes C (shown for comparison). Batches alternate
+//! A B B A … so machine noise hits every side; the ratio is the median over batch
+//! pairs of A's cost per call over B's. See BENCHMARKS.md for how to read it.
+
+mod harness;
+mod memory;
+mod redis;
+mod sql;
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use harness::{Plan, Side, SideRun};
+
+/// What a scenario exercises; its sides are built from this (in the worker
+/// processes too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    RedisDuplicate,
+    RedisFirst,
+    MemoryDuplicate,
+    MemoryFirst,
+    Backstop(sql::Db),
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(tag = "kind", content = "limit", rename_all = "snake_case")]
+enum Target {
+    /// A's cost per call at most this many times B's.
+    CostAtMost(f64),
+    /// A's throughput at least this fraction of B's.
+    ThroughputAtLeast(f64),
+}
+
+impl Target {
+    fn met(self, ratio: f64) -> bool {
+        match self {
+            Target::CostAtMost(x) => ratio <= x,
+            Target::ThroughputAtLeast(x) => 1.0 / ratio >= x,
+        }
+    }
+    fn text(self) -> String {
+        match self {
+            Target::CostAtMost(x) => format!("cost ≤ {x:.2}×"),
+            Target::ThroughputAtLeast(x) => format!("thr ≥ {x:.2}×"),
+        }
+    }
+}
+
+struct Scenario {
+    id: String,
+    title: &'static str,
+    kind: Kind,
+    concurrency: usize,
+    procs: usize,
+    target: Option<Target>,
+}
+
+fn scenarios() -> Vec<Scenario> {
+    let mut v = Vec::new();
+    let mut add = |kind, title, concurrency, procs, target| {
+        let id = format!(
+            "{}-c{concurrency}{}",
+            kind_id(kind),
+            if procs > 1 {
+                format!("-p{procs}")
+            } else {
+                String::new()
+            }
+        );
+        v.push(Scenario {
+            id,
+            title,
+            kind,
+            concurrency,
+            procs,
+            target,
+        });
+    };
+    let c1 = Some(Target::CostAtMost(1.10));
+    let c64 = Some(Target::ThroughputAtLeast(0.90));
+    use Kind::*;
+    add(RedisDuplicate, "Redis duplicate (replay)", 1, 1, c1);
+    add(RedisDuplicate, "Redis duplicate (replay)", 64, 1, c64);
+    add(RedisDuplicate, "Redis duplicate (replay)", 32, 2, c64);
+    add(RedisFirst, "Redis first call", 1, 1, c1);
+    add(RedisFirst, "Redis first call", 64, 1, c64);
+    add(RedisFirst, "Redis first call", 32, 2, c64);
+    for db in [sql::Db::Postgres, sql::Db::MySql] {
+        add(
+            Backstop(db),
+            "backstop: unique violation + lookup",
+            1,
+            1,
+            Some(Target::CostAtMost(1.15)),
+        );
+    }
+    add(
+        MemoryDuplicate,
+        "memory store duplicate (CPU ceiling)",
+        1,
+        1,
+        None,
+    );
+    add(
+        MemoryFirst,
+        "memory store first call (CPU ceiling)",
+        1,
+        1,
+        None,
+    );
+    v
+}
+
+fn kind_id(k: Kind) -> String {
+    match k {
+        Kind::RedisDuplicate => "redis-dup".into(),
+        Kind::RedisFirst => "redis-first".into(),
+        Kind::MemoryDuplicate => "memory-dup".into(),
+        Kind::MemoryFirst => "memory-first".into(),
+        Kind::Backstop(db) => format!("{}-backstop", db.id()),
+    }
+}
+
+/// Connection settings and the run's namespace (shared with the workers).
+#[derive(Debug, Clone)]
+pub(crate) struct Env {
+    pub(crate) redis_url: String,
+    pub(crate) pg_url: String,
+    pub(crate) mysql_url: String,
+    /// Namespace of every key and name of this run (random).
+    pub(crate) ns: String,
+    /// Distinguishes the keys of concurrent worker processes.
+    pub(crate) tag: String,
+}
+
+/// Builds a scenario's sides; keys carry the scenario id so no two scenarios
+/// (or worker processes) share first-call keys.
+async fn build_sides(env: &Env, s: &Scenario) -> anyhow::Result<Vec<Side>> {
+    let env = &Env {
+        tag: format!("{}{}", env.tag, s.id),
+        ..env.clone()
+    };
+    match s.kind {
+        Kind::RedisDuplicate => redis::duplicate(env).await,
+        Kind::RedisFirst => redis::first(env).await,
+        Kind::MemoryDuplicate => memory::duplicate(env).await,
+        Kind::MemoryFirst => memory::first(env).await,
+        Kind::Backstop(db) => sql::backstop(env, db).await,
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct ScenarioResult {
+    id: String,
+    title: &'static str,
+    concurrency: usize,
+    procs: usize,
+    sides: Vec<harness::SideSummary>,
+    /// Median per-batch cost ratio A/B.
+    ratio: f64,
+    /// Median per-batch cost ratio A/C, when there is a C.
+    ratio_vs_c: Option<f64>,
+    target: Option<Target>,
+    met: Option<bool>,
+}
+
+struct Args {
+    quick: bool,
+    out: String,
+    only: Option<String>,
+    worker: Option<String>,
+    ns: Option<String>,
+    tag: String,
+}
+
+fn parse_args() -> anyhow::Result<Args> {
+    let mut a = Args {
+        quick: false,
+        out: "target/bench/overhead.json".into(),
+        only: None,
+        worker: None,
+        ns: None,
+        tag: "p0".into(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(x) = it.next() {
+        let mut val = || {
+            it.next()
+                .ok_or_else(|| anyhow::anyhow!("{x} needs a value"))
+        };
+        match x.as_str() {
+            "--quick" => a.quick = true,
+            "--out" => a.out = val()?,
+            "--only" => a.only = Some(val()?),
+            "--worker" => a.worker = Some(val()?),
+            "--ns" => a.ns = Some(val()?),
+            "--tag" => a.tag = val()?,
+            // cargo bench passes `--bench` to harness-less targets.
+            "--bench" => {}
+            other => anyhow::bail!(
+                "unknown argument `{other}`; expected --quick, --out FILE, --only TEXT"
+            ),
+        }
+    }
+    Ok(a)
+}
+
+fn env_or(var: &str, default: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| default.to_owned())
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = parse_args()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let env = Env {
+        redis_url: env_or("IDEM_BENCH_REDIS", "redis://127.0.0.1:6379"),
+        pg_url: env_or("IDEM_BENCH_PG", "postgres://postgres@127.0.0.1/test"),
+        mysql_url: env_or("IDEM_BENCH_MYSQL", "mysql://root@127.0.0.1/test"),
+        ns: args
+            .ns
+            .clone()
+            .unwrap_or_else(|| format!("bench{:08x}", rand_u64() as u32)),
+        tag: args.tag.clone(),
+    };
+    let plan = if args.quick {
+        Plan {
+            budget: Duration::from_millis(1500),
+            batch: Duration::from_millis(15),
+            min_rounds: 10,
+        }
+    } else {
+        Plan {
+            budget: Duration::from_secs(8),
+            batch: Duration::from_millis(40),
+            min_rounds: 30,
+        }
+    };
+    if let Some(id) = &args.worker {
+        return rt.block_on(worker(&env, id, plan));
+    }
+    rt.block_on(run(&env, &args, plan))
+}
+
+/// A worker process: measures one scenario and prints its raw runs as JSON.
+async fn worker(env: &Env, id: &str, plan: Plan) -> anyhow::Result<()> {
+    let s = scenarios()
+        .into_iter()
+        .find(|s| s.id == id)
+        .ok_or_else(|| anyhow::anyhow!("no scenario `{id}`"))?;
+    let sides = build_sides(env, &s).await?;
+    let runs = harness::measure(&sides, s.concurrency, plan).await?;
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, &runs)?;
+    out.flush()?;
+    Ok(())
+}
+
+async fn run(env: &Env, args: &Args, plan: Plan) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    println!(
+        "idem overhead benchmark — namespace {} — {} mode",
+        env.ns,
+        if args.quick { "quick" } else { "full" }
+    );
+    redis::prepare(env).await?;
+    let mut results = Vec::new();
+    for s in scenarios() {
+        if args.only.as_deref().is_some_and(|o| !s.id.contains(o)) {
+            continue;
+        }
+        eprint!("{:<28} ", s.id);
+        let (runs, pairs) = if s.procs > 1 {
+            let per_proc = spawn_workers(env, &s, args.quick).await?;
+            let mut pairs: Vec<Vec<f64>> = vec![Vec::new(); per_proc[0].len()];
+            for runs in &per_proc {
+                for (i, r) in runs.iter().enumerate().skip(1) {
+                    pairs[i].extend(harness::pair_ratios(&runs[0], r));
+                }
+            }
+            (harness::merge_procs(per_proc), pairs)
+        } else {
+            let sides = build_sides(env, &s).await?;
+            let runs = harness::measure(&sides, s.concurrency, plan).await?;
+            let pairs = (0..runs.len())
+                .map(|i| {
+                    if i == 0 {
+                        Vec::new()
+                    } else {
+                        harness::pair_ratios(&runs[0], &runs[i])
+                    }
+                })
+                .collect();
+            (runs, pairs)
+        };
+        let mut pairs = pairs;
+        let ratio = harness::median(&mut pairs[1]);
+        let ratio_vs_c = pairs.get_mut(2).map(|p| harness::median(p));
+        let r = ScenarioResult {
+            id: s.id.clone(),
+            title: s.title,
+            concurrency: s.concurrency,
+            procs: s.procs,
+            sides: harness::summarize(&runs),
+            ratio,
+            ratio_vs_c,
+            target: s.target,
+            met: s.target.map(|t| t.met(ratio)),
+        };
+        eprintln!("ratio {ratio:.3}");
+        results.push(r);
+    }
+    let memory = redis::memory_usage(env).await?;
+    redis::cleanup(env).await?;
+    sql::cleanup(env).await?;
+    print_table(&results, &memory);
+    let doc = serde_json::json!({
+        "mode": if args.quick { "quick" } else { "full" },
+        "seconds": started.elapsed().as_secs_f64(),
+        "scenarios": results,
+        "redis_memory": memory,
+    });
+    if let Some(dir) = std::path::Path::new(&args.out).parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&args.out, serde_json::to_vec_pretty(&doc)?)?;
+    println!(
+        "\nwrote {} ({:.0} s)",
+        args.out,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Re-runs this binary as `procs` workers on the same scenario at the same time.
+async fn spawn_workers(env: &Env, s: &Scenario, quick: bool) -> anyhow::Result<Vec<Vec<SideRun>>> {
+    let exe = std::env::current_exe()?;
+    let mut handles = Vec::new();
+    for p in 0..s.procs {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args([
+            "--worker",
+            &s.id,
+            "--ns",
+            &env.ns,
+            "--tag",
+            &format!("w{p}"),
+        ])
+        .env("IDEM_BENCH_REDIS", &env.redis_url)
+        .env("IDEM_BENCH_PG", &env.pg_url)
+        .env("IDEM_BENCH_MYSQL", &env.mysql_url);
+        if quick {
+            cmd.arg("--quick");
+        }
+        handles.push(tokio::task::spawn_blocking(move || cmd.output()));
+    }
+    let mut out = Vec::new();
+    for h in handles {
+        let o = h.await??;
+        anyhow::ensure!(
+            o.status.success(),
+            "worker failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out.push(serde_json::from_slice(&o.stdout)?);
+    }
+    Ok(out)
+}
+
+fn print_table(results: &[ScenarioResult], memory: &redis::MemoryReport) {
+    println!();
+    println!("| scenario | conc | side | calls/s | p50 µs | p99 µs | ratio A/B | target | met |");
+    println!("|---|---|---|---:|---:|---:|---:|---|---|");
+    for r in results {
+        let conc = if r.procs > 1 {
+            format!("{}×{}", r.procs, r.concurrency)
+        } else {
+            r.concurrency.to_string()
+        };
+        for (i, s) in r.sides.iter().enumerate() {
+            let (ratio, target, met) = match i {
+                0 => (
+                    format!("**{:.3}**", r.ratio),
+                    r.target.map(Target::text).unwrap_or_else(|| "—".into()),
+                    match r.met {
+                        Some(true) => "yes".into(),
+                        Some(false) => "**no**".into(),
+                        None => "—".to_string(),
+                    },
+                ),
+                2 => (
+                    r.ratio_vs_c
+                        .map(|x| format!("A/C {x:.3}"))
+                        .unwrap_or_default(),
+                    String::new(),
+                    String::new(),
+                ),
+                _ => (String::new(), String::new(), String::new()),
+            };
+            println!(
+                "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} |",
+                if i == 0 { r.title } else { "" },
+                if i == 0 { conc.as_str() } else { "" },
+                s.name,
+                s.calls_per_s,
+                s.p50_us,
+                s.p99_us,
+                ratio,
+                target,
+                met
+            );
+        }
+    }
+    println!();
+    println!("Redis memory per record (MEMORY USAGE), 41-byte idem key, 200-byte result:");
+    println!("| record | bytes | key | value | overhead beyond key + result | target |");
+    println!("|---|---:|---:|---:|---:|---|");
+    for m in &memory.rows {
+        println!(
+            "| {} | {} | {} | {} | {} | {} |",
+            m.what,
+            m.usage,
+            m.key_len,
+            m.result_len,
+            m.overhead,
+            if m.target { "≤ 128" } else { "—" }
+        );
+    }
+}
+
+/// A random u64 (per-process seed material).
+pub(crate) fn rand_u64() -> u64 {
+    uuid::Uuid::new_v4().as_u64_pair().0
+}
