@@ -131,6 +131,11 @@ impl FenceCell {
     pub fn get(&self) -> Fence {
         Fence::new(self.0.load(Ordering::Acquire))
     }
+    /// What the body's `idem::Fence` parameter is rebound to: the claim's fence
+    /// (the caller passes `Fence::NONE`; the argument is taken so it counts as used).
+    pub fn take(&self, _passed: Fence) -> Fence {
+        self.get()
+    }
     fn set(&self, f: Fence) {
         self.0.store(f.get(), Ordering::Release);
     }
@@ -182,6 +187,15 @@ impl<'h, E, C> Guarded<'h, E, C> {
         self
     }
 
+    /// The request fingerprint, built in place so the hasher is not kept alive
+    /// across the body's awaits.
+    pub fn fingerprint_with(mut self, add: impl FnOnce(&mut FingerprintBuilder)) -> Self {
+        let mut fp = FingerprintBuilder::new();
+        add(&mut fp);
+        self.fingerprint = fp.finish();
+        self
+    }
+
     /// Where a backstop violation is searched for in `E`.
     pub fn detect(mut self, detect: DetectFn<E>) -> Self {
         self.hooks = self.hooks.detect(detect);
@@ -216,18 +230,27 @@ impl<'h, E, C> Guarded<'h, E, C> {
     }
 
     /// Runs the body under the guard and returns what the function returns.
-    pub async fn run<T, Fut>(self, body: Fut) -> Result<T, E>
+    ///
+    /// Generic over the declared return type `R` (not `T`): its one `Returns`
+    /// bound is checked where the macro spans this call, at the user's return
+    /// type, so a result that cannot be stored is one error there.
+    pub async fn run<R, Fut>(self, body: Fut) -> R
     where
-        T: Serialize + DeserializeOwned + Send,
+        R: Returns<Err = E>,
         E: From<Error> + Send,
-        C: OnConflict<T, E>,
-        Fut: Future<Output = Result<T, E>> + Send,
+        C: OnConflict<R::Ok, E>,
+        Fut: Future<Output = R> + Send,
     {
         let idem = match self.handle {
             Some(h) => h,
-            None => global()?,
+            None => match global() {
+                Ok(h) => h,
+                Err(e) => return R::from_result(Err(e.into())),
+            },
         };
-        idem.register_scene(self.spec.scene, self.spec.function)?;
+        if let Err(e) = idem.register_scene(self.spec.scene, self.spec.function) {
+            return R::from_result(Err(e.into()));
+        }
         let key = self.key.into_key(idem.namespace());
         let policy = self.spec.policy();
         let cell = self.fence;
@@ -237,14 +260,49 @@ impl<'h, E, C> Guarded<'h, E, C> {
             policy: &policy,
             technique: "idempotent",
         };
-        call.execute(self.fingerprint, self.hooks, move |fence| {
-            if let Some(c) = cell {
-                c.set(fence);
-            }
-            body
-        })
-        .await
-        .map(crate::outcome::Outcome::into_inner)
+        let result = call
+            .execute(self.fingerprint, self.hooks, move |fence| {
+                if let Some(c) = cell {
+                    c.set(fence);
+                }
+                async move { body.await.into_result() }
+            })
+            .await
+            .map(crate::outcome::Outcome::into_inner);
+        R::from_result(result)
+    }
+}
+
+/// What an `#[idempotent]` function may return: `Result<T, E>` whose `Ok` value
+/// can be stored and replayed and whose error can carry an `idem::Error`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the result of an `#[idempotent]` function",
+    label = "the result of a guarded call",
+    note = "the function must return `Result<T, E>` with `T: Serialize + DeserializeOwned + Send` (it is stored and replayed) and `E: From<idem::Error> + Send`"
+)]
+pub trait Returns: Sized {
+    /// `T`.
+    type Ok: Serialize + DeserializeOwned + Send;
+    /// `E`.
+    type Err: From<Error> + Send;
+    /// As a plain `Result`.
+    fn into_result(self) -> Result<Self::Ok, Self::Err>;
+    /// Back from a plain `Result`.
+    fn from_result(r: Result<Self::Ok, Self::Err>) -> Self;
+}
+
+impl<T, E> Returns for Result<T, E>
+where
+    T: Serialize + DeserializeOwned + Send,
+    E: From<Error> + Send,
+{
+    type Ok = T;
+    type Err = E;
+    fn into_result(self) -> Self {
+        self
+    }
+    fn from_result(r: Self) -> Self {
+        r
     }
 }
 

@@ -1,1 +1,4 @@
-fn main(){}
+//! The integration tests, in one binary to keep link times down.
+
+mod macro_basic;
+mod macro_support;

@@ -1,0 +1,191 @@
+//! Turns a validated [`Plan`] into the expanded function. The only file that
+//! calls `quote!`. All protocol logic lives in `idem::__private`; the expansion
+//! only describes the call (see `docs/macro.md` for a full example).
+
+use std::time::Duration;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::item::ItemFn;
+use crate::validate::{KeyPiece, Plan};
+
+/// `#[idempotent(..)] async fn f(..) -> R { body }` →
+/// `async fn f(..) -> R { static SPEC; let key = ..; Guarded::new(..)..run(async { body }).await }`.
+pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
+    let ItemFn {
+        outer_attrs,
+        vis,
+        sig,
+        inner_attrs,
+        body,
+        brace_span,
+    } = plan.item;
+    let spec = spec(plan);
+    let key = key(plan);
+    let call = call(plan, body);
+    let block = quote_spanned! {*brace_span=>
+        {
+            #(#inner_attrs)*
+            #spec
+            #key
+            #call
+        }
+    };
+    quote! {
+        #(#outer_attrs)*
+        #vis #sig #block
+    }
+}
+
+/// The options → `static __IDEM_SPEC: Spec = Spec { .. };`
+fn spec(plan: &Plan<'_>) -> TokenStream {
+    let krate = &plan.krate;
+    let function = format!("::{}", plan.item.sig.ident);
+    let template = &plan.template;
+    let scene = &plan.scene;
+    let ttl = duration(plan.ttl);
+    let lease = duration(plan.lease);
+    let wait = option(plan.wait.map(duration));
+    let concurrent = if plan.reject { format_ident!("Reject") } else { format_ident!("Wait") };
+    let version = plan.version;
+    let backstop = option(plan.backstop.as_ref().map(ToTokens::to_token_stream));
+    let degrade = plan.degrade;
+    quote! {
+        static __IDEM_SPEC: #krate::__private::Spec = #krate::__private::Spec {
+            function: ::core::concat!(::core::module_path!(), #function),
+            template: #template,
+            scene: #scene,
+            ttl: #ttl,
+            lease: #lease,
+            wait: #wait,
+            max_hold: ::core::option::Option::None,
+            concurrent: #krate::__private::Concurrency::#concurrent,
+            version: #version,
+            backstop: #backstop,
+            degrade: #degrade,
+        };
+    }
+}
+
+/// Template pieces → `let __idem_key = KeyBuf::new(&SPEC).lit("a:").arg(&p)...finish();`
+fn key(plan: &Plan<'_>) -> TokenStream {
+    let krate = &plan.krate;
+    let pieces = plan.key.iter().map(|piece| match piece {
+        KeyPiece::Lit(s) => quote!(.lit(#s)),
+        KeyPiece::Arg { ident, fields, at } => {
+            // Located at the parameter's type, resolved like the parameter: a
+            // missing field or a type that is not a key part is reported there.
+            let at = ident.span().located_at(*at);
+            let ident = syn::Ident::new(&ident.to_string(), ident.span().located_at(at));
+            let fields = fields.iter().map(|f| field(f, at));
+            quote_spanned!(at=> .arg(&#ident #(.#fields)*))
+        }
+    });
+    quote! {
+        let __idem_key = #krate::__private::KeyBuf::new(&__IDEM_SPEC)
+            #(#pieces)*
+            .finish();
+    }
+}
+
+/// The guarded call: `Guarded::new(&SPEC, key)[.hooks..].run(async { ..body.. }).await`.
+fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
+    let krate = &plan.krate;
+    let ret = plan.ret;
+    let mut hooks = TokenStream::new();
+    if let Some(h) = &plan.handle {
+        hooks.extend(quote_spanned!(h.span()=> .handle(#h)));
+    }
+    if !plan.fingerprint.is_empty() {
+        let adds = plan.fingerprint.iter().map(|p| quote_spanned!(p.span()=> .add(&#p)));
+        hooks.extend(quote!(.fingerprint_with(|__idem_fp| { __idem_fp #(#adds)*; })));
+    }
+    if plan.backstop.is_some() {
+        // Autoref specialisation picks `std::error::Error`, then `AsRef<dyn Error>`
+        // (anyhow), then nothing; `IsResult` names `E` even behind a `Result` alias.
+        hooks.extend(quote! {
+            .detect(|__idem_e: &<#ret as #krate::__private::IsResult>::Err| {
+                use #krate::__private::{ViaAsRef as _, ViaNothing as _, ViaStdError as _};
+                (&&&#krate::__private::ErrProbe(__idem_e)).idem_dyn()
+            })
+        });
+    }
+    if let Some(path) = &plan.on_conflict {
+        let args = &plan.conflict_args;
+        hooks.extend(quote_spanned!(path.span()=> .on_conflict(|| #path(#(&#args),*))));
+    }
+    if let Some(path) = &plan.terminal {
+        hooks.extend(quote_spanned!(path.span()=> .terminal(#path)));
+    }
+    let mut cell = TokenStream::new();
+    let mut take = TokenStream::new();
+    if let Some((fence, mutable)) = &plan.fence {
+        let mutable = mutable.then(|| quote!(mut));
+        cell = quote!(let __idem_fence = #krate::__private::FenceCell::new(););
+        hooks.extend(quote!(.fence(&__idem_fence)));
+        take = quote!(let #mutable #fence = __idem_fence.take(#fence););
+    }
+    // `run` is spanned at the return type: when `T` is not storable or `E` lacks
+    // `From<idem::Error>`, the one error lands on the user's type (cached 0043a).
+    let run = quote_spanned!(ret.span()=> run);
+    quote! {
+        #cell
+        #krate::__private::Guarded::new(&__IDEM_SPEC, __idem_key)
+            #hooks
+            .#run(async {
+                // Pins the block's output type so `?` and `return` infer from the
+                // signature (tracing and async-trait do the same).
+                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<#ret> {
+                    return __idem_ret;
+                }
+                #take
+                // The body in its own block: a `use` inside it cannot change what
+                // the generated paths mean (tracing #3306).
+                { #body }
+            })
+            .await
+    }
+}
+
+fn field(name: &str, at: Span) -> TokenStream {
+    match name.parse::<u32>() {
+        Ok(i) => syn::Index { index: i, span: at }.into_token_stream(),
+        Err(_) => syn::Ident::new(name, at).into_token_stream(),
+    }
+}
+
+fn duration(d: Duration) -> TokenStream {
+    let ms = d.as_millis();
+    if ms % 1000 == 0 {
+        let secs = syn::LitInt::new(&grouped(ms / 1000), Span::call_site());
+        quote!(::core::time::Duration::from_secs(#secs))
+    } else {
+        let ms = syn::LitInt::new(&grouped(ms), Span::call_site());
+        quote!(::core::time::Duration::from_millis(#ms))
+    }
+}
+
+/// `86400` → `86_400`, as a reader would write it.
+fn grouped(n: u128) -> String {
+    let digits = n.to_string();
+    if digits.len() <= 4 {
+        return digits;
+    }
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push('_');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn option(v: Option<TokenStream>) -> TokenStream {
+    match v {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    }
+}
