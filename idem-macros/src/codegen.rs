@@ -49,7 +49,7 @@ fn spec(plan: &Plan<'_>) -> TokenStream {
     let lease = duration(plan.lease);
     let wait = option(plan.wait.map(duration));
     let concurrent = if plan.reject { format_ident!("Reject") } else { format_ident!("Wait") };
-    let version = plan.version;
+    let version = proc_macro2::Literal::u32_unsuffixed(plan.version);
     let backstop = option(plan.backstop.as_ref().map(ToTokens::to_token_stream));
     let degrade = plan.degrade;
     quote! {

@@ -10,6 +10,9 @@ mod item;
 mod template;
 mod validate;
 
+#[cfg(test)]
+mod snapshots;
+
 use proc_macro::TokenStream;
 
 /// Makes an `async fn` returning `Result<T, E>` idempotent: the body runs once

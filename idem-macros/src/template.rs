@@ -46,8 +46,9 @@ impl Template {
     }
 }
 
-/// Parses a template, returning every problem found (messages for the literal's span).
-pub(crate) fn parse(text: &str) -> Result<Template, Vec<String>> {
+/// Parses a template, returning every problem found (messages for the literal's
+/// span) besides the best-effort parse, so placeholders are still checked.
+pub(crate) fn parse(text: &str) -> (Template, Vec<String>) {
     let mut errors = Vec::new();
     let mut segments = Vec::new();
     let mut lit = String::new();
@@ -138,7 +139,7 @@ pub(crate) fn parse(text: &str) -> Result<Template, Vec<String>> {
             }
         }
     }
-    if errors.is_empty() { Ok(template) } else { Err(errors) }
+    (template, errors)
 }
 
 fn placeholder(inner: &str) -> Result<Segment, String> {
@@ -192,19 +193,26 @@ mod tests {
     fn l(s: &str) -> Segment {
         Segment::Lit(s.into())
     }
+    fn ok(text: &str) -> Template {
+        let (t, errors) = parse(text);
+        assert!(errors.is_empty(), "{errors:?}");
+        t
+    }
     fn err(text: &str) -> String {
-        parse(text).unwrap_err().join("\n")
+        let (_, errors) = parse(text);
+        assert!(!errors.is_empty(), "{text:?} accepted");
+        errors.join("\n")
     }
 
     #[test]
     fn parses_literals_and_placeholders() {
-        let t = parse("order-create:<user_id>:<cmd.req.0>:v2").unwrap();
+        let t = ok("order-create:<user_id>:<cmd.req.0>:v2");
         assert_eq!(
             t.segments,
             vec![l("order-create:"), p("user_id", &[]), l(":"), p("cmd", &["req", "0"]), l(":v2")]
         );
         assert_eq!(t.scene(), "order-create");
-        assert_eq!(parse("a.b:c:<x>").unwrap().scene(), "a.b:c");
+        assert_eq!(ok("a.b:c:<x>").scene(), "a.b:c");
     }
 
     #[test]
@@ -229,7 +237,8 @@ mod tests {
 
     #[test]
     fn rejects_glob_whitespace_and_braces_once_each() {
-        let e = parse("a*b?c d{e}:**:<id>").unwrap_err();
+        let (t, e) = parse("a*b?c d{e}:**:<id>");
+        assert_eq!(t.params().count(), 1);
         assert_eq!(e.len(), 5, "{e:?}");
         assert!(e[0].contains("`*` is not allowed"));
         assert!(e[2].contains("a space"));

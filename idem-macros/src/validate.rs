@@ -110,9 +110,10 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         ),
         Some(Opt { value: lit, .. }) => {
             template_text = lit.value();
-            match template::parse(&template_text) {
-                Err(messages) => messages.into_iter().for_each(|m| errors.at(lit.span(), m)),
-                Ok(t) => {
+            let (t, messages) = template::parse(&template_text);
+            messages.into_iter().for_each(|m| errors.at(lit.span(), m));
+            {
+                {
                     scene = t.scene().to_owned();
                     for seg in &t.segments {
                         match seg {
@@ -192,7 +193,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         },
     };
     let version = match &args.version {
-        None => 1,
+        None => 1u32,
         Some(Opt { value, .. }) => value.base10_parse::<u32>().unwrap_or_else(|_| {
             errors.at(value.span(), "`version` must be an integer from 0 to 4294967295");
             1

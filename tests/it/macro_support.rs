@@ -14,21 +14,22 @@ pub(crate) fn handle() -> Idem {
         .expect("memory handle")
 }
 
-/// The business error of the test functions.
-#[derive(Debug, thiserror::Error, serde::Serialize, serde::Deserialize, PartialEq)]
+/// The business error of the test functions. Serializable so terminal errors
+/// can be stored; the `idem::Error` variant is never stored.
+#[derive(Debug, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub(crate) enum AppError {
-    #[error("idem: {0}")]
-    Idem(String),
+    #[error(transparent)]
+    #[serde(skip)]
+    Idem(#[from] idem::Error),
     #[error("rejected: {0}")]
     Rejected(String),
     #[error("transient: {0}")]
     Transient(String),
 }
 
-impl From<idem::Error> for AppError {
-    fn from(e: idem::Error) -> Self {
-        AppError::Idem(format!("{e:?}"))
-    }
+/// Is this a business rejection (a final answer, stored and replayed)?
+pub(crate) fn is_rejection(e: &AppError) -> bool {
+    matches!(e, AppError::Rejected(_))
 }
 
 /// Counts body executions.

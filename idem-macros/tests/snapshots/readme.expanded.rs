@@ -1,0 +1,46 @@
+pub async fn create_order(
+    db: &PgPool,
+    user_id: u64,
+    req_id: &str,
+    req: CreateOrder,
+) -> Result<Order, AppError> {
+    static __IDEM_SPEC: ::idem::__private::Spec = ::idem::__private::Spec {
+        function: ::core::concat!(::core::module_path!(), "::create_order"),
+        template: "order-create:<user_id>:<req_id>",
+        scene: "order-create",
+        ttl: ::core::time::Duration::from_secs(86_400),
+        lease: ::core::time::Duration::from_secs(30),
+        wait: ::core::option::Option::None,
+        max_hold: ::core::option::Option::None,
+        concurrent: ::idem::__private::Concurrency::Wait,
+        version: 1,
+        backstop: ::core::option::Option::Some("uk_order_no"),
+        degrade: false,
+    };
+    let __idem_key = ::idem::__private::KeyBuf::new(&__IDEM_SPEC)
+        .lit("order-create:")
+        .arg(&user_id)
+        .lit(":")
+        .arg(&req_id)
+        .finish();
+    ::idem::__private::Guarded::new(&__IDEM_SPEC, __idem_key)
+        .detect(|
+            __idem_e: &<Result<Order, AppError> as ::idem::__private::IsResult>::Err|
+        {
+            use ::idem::__private::{ViaAsRef as _, ViaNothing as _, ViaStdError as _};
+            (&&&::idem::__private::ErrProbe(__idem_e)).idem_dyn()
+        })
+        .on_conflict(|| find_order(&db, &user_id, &req_id, &req))
+        .run(async {
+            if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
+                Result<Order, AppError>,
+            > {
+                return __idem_ret;
+            }
+            {
+                let order = insert_order(db, user_id, req_id, &req).await?;
+                Ok(order)
+            }
+        })
+        .await
+}
