@@ -75,11 +75,13 @@ fn key(plan: &Plan<'_>) -> TokenStream {
     let pieces = plan.key.iter().map(|piece| match piece {
         KeyPiece::Lit(s) => quote!(.lit(#s)),
         KeyPiece::Arg { ident, fields, at } => {
-            // Located at the parameter's type, resolved like the parameter: a
-            // missing field or a type that is not a key part is reported there.
-            let at = ident.span().located_at(*at);
+            // Placed in the user's signature and resolved like the parameter: a
+            // type that is not a key part is reported at the parameter's type, a
+            // missing field at the parameter. Field names get the macro's own
+            // hygiene so rustc offers no edit of the signature.
+            let at = if fields.is_empty() { *at } else { ident.span() };
             let ident = syn::Ident::new(&ident.to_string(), ident.span().located_at(at));
-            let fields = fields.iter().map(|f| field(f, at));
+            let fields = fields.iter().map(|f| field(f, Span::call_site().located_at(at)));
             quote_spanned!(at=> .arg(&#ident #(.#fields)*))
         }
     });
@@ -122,19 +124,22 @@ fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
     let mut cell = TokenStream::new();
     let mut take = TokenStream::new();
     if let Some((fence, mutable)) = &plan.fence {
-        let mutable = mutable.then(|| quote!(mut));
+        let mutable = mutable.then_some(());
         cell = quote!(let __idem_fence = #krate::__private::FenceCell::new(););
         hooks.extend(quote!(.fence(&__idem_fence)));
-        take = quote!(let #mutable #fence = __idem_fence.take(#fence););
+        // A `mut` parameter is assigned (so its `mut` is used), else shadowed.
+        take = match mutable {
+            Some(_) => quote!(#fence = __idem_fence.take(#fence);),
+            None => quote!(let #fence = __idem_fence.take(#fence);),
+        };
     }
-    // `run` is spanned at the return type: when `T` is not storable or `E` lacks
-    // `From<idem::Error>`, the one error lands on the user's type (cached 0043a).
-    let run = quote_spanned!(ret.span()=> run);
     quote! {
         #cell
-        #krate::__private::Guarded::new(&__IDEM_SPEC, __idem_key)
+        // `Guarded::<ReturnType>`: rustc reports an unsatisfied `Returns` bound
+        // at the type named here, i.e. once, on the user's return type (cached 0043a).
+        #krate::__private::Guarded::<#ret>::new(&__IDEM_SPEC, __idem_key)
             #hooks
-            .#run(async {
+            .run(async {
                 // Pins the block's output type so `?` and `return` infer from the
                 // signature (tracing and async-trait do the same).
                 if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<#ret> {

@@ -84,7 +84,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
                     fence = Some((id.clone(), p.mutable));
                 }
             }
-            Some(id) => names.push((id.clone(), p.ty.span())),
+            Some(id) => names.push((id.clone(), type_anchor(p.ty))),
             None => unnamed = unnamed.or(Some(p.span)),
         }
     }
@@ -315,5 +315,17 @@ fn return_type<'a>(output: &'a ReturnType, name: &Ident, errors: &mut Errors) ->
                 None
             }
         }
+    }
+}
+
+/// Where to report a problem with a parameter's type: its named part (`Cmd` in
+/// `&Cmd`), since stable proc macros cannot span a whole type.
+fn type_anchor(ty: &Type) -> Span {
+    match ty {
+        Type::Reference(r) => type_anchor(&r.elem),
+        Type::Paren(p) => type_anchor(&p.elem),
+        Type::Group(g) => type_anchor(&g.elem),
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map_or_else(|| ty.span(), |s| s.ident.span()),
+        _ => ty.span(),
     }
 }

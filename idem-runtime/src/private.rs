@@ -141,17 +141,18 @@ impl FenceCell {
     }
 }
 
-/// One guarded call as generated code builds it.
-pub struct Guarded<'h, E, C = NoConflict> {
+/// One guarded call as generated code builds it, typed by the function's
+/// declared return type `R` (`Result<T, E>` or an alias of it).
+pub struct Guarded<'h, R: IsResult, C = NoConflict> {
     spec: &'static Spec,
     key: KeyBuf,
     handle: Option<&'h Idem>,
     fingerprint: Result<Fingerprint, String>,
-    hooks: Hooks<E, C>,
+    hooks: Hooks<R::Err, C>,
     fence: Option<&'h FenceCell>,
 }
 
-impl<E, C> std::fmt::Debug for Guarded<'_, E, C> {
+impl<R: IsResult, C> std::fmt::Debug for Guarded<'_, R, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Guarded")
             .field("function", &self.spec.function)
@@ -160,7 +161,7 @@ impl<E, C> std::fmt::Debug for Guarded<'_, E, C> {
     }
 }
 
-impl<'h, E> Guarded<'h, E, NoConflict> {
+impl<'h, R: IsResult> Guarded<'h, R, NoConflict> {
     /// Starts the call.
     pub fn new(spec: &'static Spec, key: KeyBuf) -> Self {
         Guarded {
@@ -174,7 +175,7 @@ impl<'h, E> Guarded<'h, E, NoConflict> {
     }
 }
 
-impl<'h, E, C> Guarded<'h, E, C> {
+impl<'h, R: IsResult, C> Guarded<'h, R, C> {
     /// Uses this handle instead of the installed global.
     pub fn handle(mut self, idem: &'h Idem) -> Self {
         self.handle = Some(idem);
@@ -197,22 +198,22 @@ impl<'h, E, C> Guarded<'h, E, C> {
     }
 
     /// Where a backstop violation is searched for in `E`.
-    pub fn detect(mut self, detect: DetectFn<E>) -> Self {
+    pub fn detect(mut self, detect: DetectFn<R::Err>) -> Self {
         self.hooks = self.hooks.detect(detect);
         self
     }
 
     /// Terminal errors (stored and replayed).
-    pub fn terminal(mut self, is_terminal: fn(&E) -> bool) -> Self
+    pub fn terminal(mut self, is_terminal: fn(&R::Err) -> bool) -> Self
     where
-        E: Serialize + DeserializeOwned,
+        R::Err: Serialize + DeserializeOwned,
     {
         self.hooks = self.hooks.terminal(Terminal::new(is_terminal));
         self
     }
 
     /// The lookup run after a backstop violation.
-    pub fn on_conflict<C2>(self, on_conflict: C2) -> Guarded<'h, E, C2> {
+    pub fn on_conflict<C2>(self, on_conflict: C2) -> Guarded<'h, R, C2> {
         Guarded {
             spec: self.spec,
             key: self.key,
@@ -231,14 +232,13 @@ impl<'h, E, C> Guarded<'h, E, C> {
 
     /// Runs the body under the guard and returns what the function returns.
     ///
-    /// Generic over the declared return type `R` (not `T`): its one `Returns`
-    /// bound is checked where the macro spans this call, at the user's return
-    /// type, so a result that cannot be stored is one error there.
-    pub async fn run<R, Fut>(self, body: Fut) -> R
+    /// The one `Returns` bound is checked against the type the macro names in
+    /// `Guarded::<R>::new` (the user's return type), so a result that cannot be
+    /// stored is one error there.
+    pub async fn run<Fut>(self, body: Fut) -> R
     where
-        R: Returns<Err = E>,
-        E: From<Error> + Send,
-        C: OnConflict<R::Ok, E>,
+        R: Returns,
+        C: OnConflict<R::Ok, R::Err>,
         Fut: Future<Output = R> + Send,
     {
         let idem = match self.handle {
@@ -277,34 +277,36 @@ impl<'h, E, C> Guarded<'h, E, C> {
 /// can be stored and replayed and whose error can carry an `idem::Error`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the result of an `#[idempotent]` function",
-    label = "the result of a guarded call",
+    label = "expected `Result<T, E>`",
     note = "the function must return `Result<T, E>` with `T: Serialize + DeserializeOwned + Send` (it is stored and replayed) and `E: From<idem::Error> + Send`"
 )]
-pub trait Returns: Sized {
-    /// `T`.
-    type Ok: Serialize + DeserializeOwned + Send;
-    /// `E`.
-    type Err: From<Error> + Send;
-    /// As a plain `Result`.
-    fn into_result(self) -> Result<Self::Ok, Self::Err>;
-    /// Back from a plain `Result`.
-    fn from_result(r: Result<Self::Ok, Self::Err>) -> Self;
-}
+pub trait Returns: IsResult<Ok: Storable, Err: IdemErrorInto> {}
 
-impl<T, E> Returns for Result<T, E>
-where
-    T: Serialize + DeserializeOwned + Send,
-    E: From<Error> + Send,
-{
-    type Ok = T;
-    type Err = E;
-    fn into_result(self) -> Self {
-        self
-    }
-    fn from_result(r: Self) -> Self {
-        r
-    }
-}
+impl<T: Storable, E: IdemErrorInto> Returns for Result<T, E> {}
+
+/// A result value that can be stored and replayed. One bound, so a type missing
+/// several of them is one error at the user's return type (`do_not_recommend`
+/// keeps rustc from listing each missing trait separately).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be stored as the result of an `#[idempotent]` function",
+    label = "the `Ok` type must implement `Serialize`, `DeserializeOwned` and `Send`",
+    note = "the result is stored and replayed to repeated calls: derive `serde::Serialize` and `serde::Deserialize` for `{Self}`"
+)]
+pub trait Storable: Serialize + DeserializeOwned + Send {}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + DeserializeOwned + Send> Storable for T {}
+
+/// A business error that can carry an `idem::Error`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot carry an `idem::Error`",
+    label = "the `Err` type must implement `From<idem::Error>` and `Send`",
+    note = "add a variant wrapping `idem::Error` and implement `From<idem::Error>` for `{Self}` (with thiserror: `Idem(#[from] idem::Error)`); for a foreign error type such as `sqlx::Error`, return your own wrapper enum"
+)]
+pub trait IdemErrorInto: From<Error> + Send {}
+
+#[diagnostic::do_not_recommend]
+impl<E: From<Error> + Send> IdemErrorInto for E {}
 
 /// Autoref specialisation: finds the `&dyn Error` view of a concrete error type,
 /// whether it implements `std::error::Error` or is `anyhow`-like
@@ -347,13 +349,28 @@ impl<'a, T: ?Sized> ViaNothing<'a> for ErrProbe<'a, T> {
 
 /// Names the `Ok` and `Err` types of a function's declared return type, so
 /// generated code can name them even behind a `type Result<T> = ...` alias.
-pub trait IsResult {
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `Result`",
+    label = "expected `Result<T, E>`",
+    note = "an `#[idempotent]` function returns `Result<T, E>` (or an alias of it)"
+)]
+pub trait IsResult: Sized {
     /// The `Ok` type.
     type Ok;
     /// The `Err` type.
     type Err;
+    /// As a plain `Result`.
+    fn into_result(self) -> Result<Self::Ok, Self::Err>;
+    /// Back from a plain `Result`.
+    fn from_result(r: Result<Self::Ok, Self::Err>) -> Self;
 }
 impl<T, E> IsResult for Result<T, E> {
     type Ok = T;
     type Err = E;
+    fn into_result(self) -> Self {
+        self
+    }
+    fn from_result(r: Self) -> Self {
+        r
+    }
 }

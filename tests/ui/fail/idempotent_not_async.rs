@@ -1,3 +1,4 @@
+#![allow(unused_variables)]
 use idem::Idem;
 
 #[derive(Debug)]

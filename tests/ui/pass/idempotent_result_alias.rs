@@ -18,8 +18,11 @@ async fn create(idem: &Idem, id: u64) -> Result<u64> {
     Ok(id)
 }
 
-#[idem::idempotent(key = "alias-io:<id>", handle = idem)]
-async fn io_style(idem: &Idem, id: u64) -> std::io::Result<u64> {
+/// Another alias name entirely.
+type Res<T, E = AppError> = std::result::Result<T, E>;
+
+#[idem::idempotent(key = "alias-res:<id>", handle = idem)]
+async fn other_alias(idem: &Idem, id: u64) -> Res<u64> {
     Ok(id)
 }
 
@@ -27,5 +30,5 @@ fn main() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let idem = Idem::builder().store(idem::MemoryStore::new()).build().unwrap();
     assert_eq!(rt.block_on(create(&idem, 4)).unwrap(), 4);
-    assert_eq!(rt.block_on(io_style(&idem, 5)).unwrap(), 5);
+    assert_eq!(rt.block_on(other_alias(&idem, 5)).unwrap(), 5);
 }
