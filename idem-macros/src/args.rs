@@ -58,8 +58,16 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
     let mut args = Args::default();
     let parser = syn::meta::parser(|meta| {
         let Some(name) = meta.path.get_ident().cloned() else {
-            let shown = quote::ToTokens::to_token_stream(&meta.path).to_string().replace(' ', "");
-            errors.at(meta.path.span(), format!("unknown option `{shown}` in `#[idempotent]`; expected one of {}", one_of(OPTIONS)));
+            let shown = quote::ToTokens::to_token_stream(&meta.path)
+                .to_string()
+                .replace(' ', "");
+            errors.at(
+                meta.path.span(),
+                format!(
+                    "unknown option `{shown}` in `#[idempotent]`; expected one of {}",
+                    one_of(OPTIONS)
+                ),
+            );
             skip_value(&meta)?;
             return Ok(());
         };
@@ -102,9 +110,17 @@ pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
 }
 
 /// The one place duplicates are detected, so every option behaves alike.
-fn set_once<T>(slot: &mut Option<Opt<T>>, name: &Ident, value: syn::Result<T>, errors: &mut Errors) {
+fn set_once<T>(
+    slot: &mut Option<Opt<T>>,
+    name: &Ident,
+    value: syn::Result<T>,
+    errors: &mut Errors,
+) {
     if slot.is_some() {
-        errors.at(name.span(), format!("duplicate option `{name}` in `#[idempotent]`; remove one of them"));
+        errors.at(
+            name.span(),
+            format!("duplicate option `{name}` in `#[idempotent]`; remove one of them"),
+        );
         return;
     }
     match value {
@@ -143,18 +159,26 @@ fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
 fn lit_str(value: &Expr, name: &str) -> syn::Result<LitStr> {
     match value {
         Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Str(s), ..
+            lit: syn::Lit::Str(s),
+            ..
         }) => Ok(s.clone()),
-        other => Err(syn::Error::new(other.span(), format!("expected a string literal: `{name} = \"...\"`"))),
+        other => Err(syn::Error::new(
+            other.span(),
+            format!("expected a string literal: `{name} = \"...\"`"),
+        )),
     }
 }
 
 fn lit_int(value: &Expr) -> syn::Result<LitInt> {
     match value {
         Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(i), ..
+            lit: syn::Lit::Int(i),
+            ..
         }) => Ok(i.clone()),
-        other => Err(syn::Error::new(other.span(), "expected an integer: `version = 2`")),
+        other => Err(syn::Error::new(
+            other.span(),
+            "expected an integer: `version = 2`",
+        )),
     }
 }
 
@@ -162,24 +186,35 @@ fn path(value: &Expr, name: &str) -> syn::Result<Path> {
     match value {
         Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => Ok(p.path.clone()),
         Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Str(s), ..
+            lit: syn::Lit::Str(s),
+            ..
         }) => Err(syn::Error::new(
             s.span(),
             format!("expected a path, not a string: `{name} = {}`", s.value()),
         )),
-        other => Err(syn::Error::new(other.span(), format!("expected a function path: `{name} = my_function`"))),
+        other => Err(syn::Error::new(
+            other.span(),
+            format!("expected a function path: `{name} = my_function`"),
+        )),
     }
 }
 
 fn ident_list(value: &Expr) -> syn::Result<Vec<Ident>> {
-    let bad = |span: Span| syn::Error::new(span, "expected a list of parameter names: `fingerprint = [cmd, amount]`");
+    let bad = |span: Span| {
+        syn::Error::new(
+            span,
+            "expected a list of parameter names: `fingerprint = [cmd, amount]`",
+        )
+    };
     let Expr::Array(ExprArray { elems, .. }) = value else {
         return Err(bad(value.span()));
     };
     elems
         .iter()
         .map(|e| match e {
-            Expr::Path(p) if p.qself.is_none() => p.path.get_ident().cloned().ok_or_else(|| bad(e.span())),
+            Expr::Path(p) if p.qself.is_none() => {
+                p.path.get_ident().cloned().ok_or_else(|| bad(e.span()))
+            }
             other => Err(bad(other.span())),
         })
         .collect()
@@ -199,9 +234,19 @@ mod tests {
     #[test]
     fn reads_every_option() {
         let (a, e) = messages(quote!(
-            key = "k:<a>", ttl = "1h", lease = "1s", wait = "2s", concurrent = "reject",
-            fingerprint = [a, b], version = 3, backstop = "uk", on_conflict = find,
-            degrade = "backstop", terminal = crate::is_final, handle = &IDEM, crate = "::idem"
+            key = "k:<a>",
+            ttl = "1h",
+            lease = "1s",
+            wait = "2s",
+            concurrent = "reject",
+            fingerprint = [a, b],
+            version = 3,
+            backstop = "uk",
+            on_conflict = find,
+            degrade = "backstop",
+            terminal = crate::is_final,
+            handle = &IDEM,
+            crate = "::idem"
         ));
         assert_eq!(e, "");
         assert_eq!(a.key.unwrap().value.value(), "k:<a>");
@@ -212,7 +257,13 @@ mod tests {
 
     #[test]
     fn collects_unknown_duplicate_and_wrong_kinds() {
-        let (_, e) = messages(quote!(key = "k:<a>", tll = "1h", key = "x:<a>", version = "2", on_conflict = "f"));
+        let (_, e) = messages(quote!(
+            key = "k:<a>",
+            tll = "1h",
+            key = "x:<a>",
+            version = "2",
+            on_conflict = "f"
+        ));
         assert!(e.contains("unknown option `tll`"), "{e}");
         assert!(e.contains("did you mean `ttl`?"), "{e}");
         assert!(e.contains("duplicate option `key`"), "{e}");

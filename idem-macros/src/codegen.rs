@@ -48,7 +48,11 @@ fn spec(plan: &Plan<'_>) -> TokenStream {
     let ttl = duration(plan.ttl);
     let lease = duration(plan.lease);
     let wait = option(plan.wait.map(duration));
-    let concurrent = if plan.reject { format_ident!("Reject") } else { format_ident!("Wait") };
+    let concurrent = if plan.reject {
+        format_ident!("Reject")
+    } else {
+        format_ident!("Wait")
+    };
     let version = proc_macro2::Literal::u32_unsuffixed(plan.version);
     let backstop = option(plan.backstop.as_ref().map(ToTokens::to_token_stream));
     let degrade = plan.degrade;
@@ -81,7 +85,9 @@ fn key(plan: &Plan<'_>) -> TokenStream {
             // hygiene so rustc offers no edit of the signature.
             let at = if fields.is_empty() { *at } else { ident.span() };
             let ident = syn::Ident::new(&ident.to_string(), ident.span().located_at(at));
-            let fields = fields.iter().map(|f| field(f, Span::call_site().located_at(at)));
+            let fields = fields
+                .iter()
+                .map(|f| field(f, Span::call_site().located_at(at)));
             quote_spanned!(at=> .arg(&#ident #(.#fields)*))
         }
     });
@@ -101,7 +107,10 @@ fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
         hooks.extend(quote_spanned!(h.span()=> .handle(#h)));
     }
     if !plan.fingerprint.is_empty() {
-        let adds = plan.fingerprint.iter().map(|p| quote_spanned!(p.span()=> .add(&#p)));
+        let adds = plan
+            .fingerprint
+            .iter()
+            .map(|p| quote_spanned!(p.span()=> .add(&#p)));
         hooks.extend(quote!(.fingerprint_with(|__idem_fp| { __idem_fp #(#adds)*; })));
     }
     if plan.backstop.is_some() {
@@ -135,11 +144,11 @@ fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
     }
     quote! {
         #cell
-        // `Guarded::<ReturnType>`: rustc reports an unsatisfied `Returns` bound
-        // at the type named here, i.e. once, on the user's return type (cached 0043a).
-        #krate::__private::Guarded::<#ret>::new(&__IDEM_SPEC, __idem_key)
-            #hooks
-            .run(async {
+        // `run::<ReturnType, ..>` and `Guarded::<ReturnType>` name the user's type,
+        // so a result that cannot be stored is one error there (cached 0043a).
+        #krate::__private::run::<#ret, _, _>(
+            #krate::__private::Guarded::<#ret>::new(&__IDEM_SPEC, __idem_key) #hooks,
+            async {
                 // Pins the block's output type so `?` and `return` infer from the
                 // signature (tracing and async-trait do the same).
                 if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<#ret> {
@@ -149,8 +158,9 @@ fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
                 // The body in its own block: a `use` inside it cannot change what
                 // the generated paths mean (tracing #3306).
                 { #body }
-            })
-            .await
+            },
+        )
+        .await
     }
 }
 

@@ -7,15 +7,20 @@ const UNITS: &str = "`ms`, `s`, `m`, `h` or `d`";
 
 /// Parses a duration; the error is a complete message for the value's span.
 pub(crate) fn parse(text: &str) -> Result<Duration, String> {
-    let malformed =
-        || format!("invalid duration `{text}`: expected a number followed by {UNITS}, e.g. `30s` or `1h30m`");
+    let malformed = || {
+        format!(
+            "invalid duration `{text}`: expected a number followed by {UNITS}, e.g. `30s` or `1h30m`"
+        )
+    };
     if text.is_empty() {
         return Err(malformed());
     }
     let mut total: u64 = 0;
     let mut rest = text;
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         if digits == 0 {
             return Err(malformed());
         }
@@ -23,7 +28,9 @@ pub(crate) fn parse(text: &str) -> Result<Duration, String> {
             .parse()
             .map_err(|_| format!("duration `{text}` is too large"))?;
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let ms_per_unit: u64 = match &rest[..unit_len] {
             "ms" => 1,
             "s" => 1_000,
@@ -48,7 +55,13 @@ pub(crate) fn parse(text: &str) -> Result<Duration, String> {
 pub(crate) fn display(d: Duration) -> String {
     let mut ms = d.as_millis();
     let mut out = String::new();
-    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)] {
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+        ("ms", 1),
+    ] {
         if ms >= size {
             out.push_str(&format!("{}{unit}", ms / size));
             ms %= size;
@@ -73,11 +86,17 @@ mod tests {
 
     #[test]
     fn zero_and_malformed_are_errors() {
-        for bad in ["", "0s", "0ms0s", "s", "10", "10 s", "1.5h", "10x", "-1s", "1h30", "h1"] {
+        for bad in [
+            "", "0s", "0ms0s", "s", "10", "10 s", "1.5h", "10x", "-1s", "1h30", "h1",
+        ] {
             assert!(parse(bad).is_err(), "{bad:?} accepted");
         }
         assert!(parse("0s").unwrap_err().contains("greater than zero"));
-        assert!(parse("99999999999999999999d").unwrap_err().contains("too large"));
+        assert!(
+            parse("99999999999999999999d")
+                .unwrap_err()
+                .contains("too large")
+        );
         assert!(parse("999999999999999d").unwrap_err().contains("too large"));
     }
 

@@ -29,7 +29,10 @@ impl Errors {
 }
 
 /// The closest candidate to `name`, if it is close enough to be a plausible typo.
-pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let limit = (name.chars().count() / 3).max(1);
     candidates
         .into_iter()
@@ -85,7 +88,10 @@ mod tests {
 
     #[test]
     fn suggests_only_close_names() {
-        assert_eq!(did_you_mean("usr_id", ["user_id", "req_id"]), Some("user_id"));
+        assert_eq!(
+            did_you_mean("usr_id", ["user_id", "req_id"]),
+            Some("user_id")
+        );
         assert_eq!(did_you_mean("zzz", ["user_id", "req_id"]), None);
         assert_eq!(one_of(&["a", "b", "c"]), "`a`, `b` or `c`");
         assert_eq!(one_of(&["a"]), "`a`");

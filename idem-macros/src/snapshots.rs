@@ -41,9 +41,12 @@ fn expand_file(source: &str) -> String {
 
 /// Removes `#[idempotent(..)]` from `attrs` and returns its arguments.
 fn take_attr(attrs: &mut Vec<syn::Attribute>) -> Option<TokenStream> {
-    let i = attrs
-        .iter()
-        .position(|a| a.path().segments.last().is_some_and(|s| s.ident == "idempotent"))?;
+    let i = attrs.iter().position(|a| {
+        a.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "idempotent")
+    })?;
     match attrs.remove(i).meta {
         syn::Meta::List(l) => Some(l.tokens),
         _ => Some(TokenStream::new()),
@@ -57,7 +60,8 @@ fn expansions_match_snapshots() {
         .expect("snapshot dir")
         .map(|e| e.expect("dir entry").path())
         .filter(|p| {
-            p.extension().is_some_and(|e| e == "rs") && !p.to_string_lossy().ends_with(".expanded.rs")
+            p.extension().is_some_and(|e| e == "rs")
+                && !p.to_string_lossy().ends_with(".expanded.rs")
         })
         .collect();
     inputs.sort();
@@ -76,7 +80,11 @@ fn expansions_match_snapshots() {
             stale.push(format!("{}:\n{actual}", expected_path.display()));
         }
     }
-    assert!(stale.is_empty(), "expansions changed (IDEM_BLESS=1 to accept):\n{}", stale.join("\n"));
+    assert!(
+        stale.is_empty(),
+        "expansions changed (IDEM_BLESS=1 to accept):\n{}",
+        stale.join("\n")
+    );
 }
 
 #[test]
@@ -106,15 +114,27 @@ fn no_input_panics() {
         ("key = ", "async fn f() -> Result<u8, E> { Ok(1) }"),
         ("key = \"a:<b\"", "async fn f(b: u8) -> Result<u8, E> {"),
         ("= = =", "async fn f(b: u8) -> Result<u8, E> { Ok(b) }"),
-        ("key = \"a:<(b)>\"", "async fn f((b, c): (u8, u8)) -> Result<u8, E> { Ok(b) }"),
-        ("key = \"\u{0}:<b>\", ttl = \"99999999999999999999d\"", "async fn f(b: u8) -> Result<u8, E> { Ok(b) }"),
-        ("crate = \"not a path\", key = \"a:<b>\"", "async fn f(b: u8) -> Result<u8, E> { Ok(b) }"),
+        (
+            "key = \"a:<(b)>\"",
+            "async fn f((b, c): (u8, u8)) -> Result<u8, E> { Ok(b) }",
+        ),
+        (
+            "key = \"\u{0}:<b>\", ttl = \"99999999999999999999d\"",
+            "async fn f(b: u8) -> Result<u8, E> { Ok(b) }",
+        ),
+        (
+            "crate = \"not a path\", key = \"a:<b>\"",
+            "async fn f(b: u8) -> Result<u8, E> { Ok(b) }",
+        ),
     ];
     for (args, item) in cases {
         let (args_text, item_text) = (args, item);
         let args: TokenStream = args_text.parse().unwrap_or_default();
         let item: TokenStream = item_text.parse().unwrap_or_default();
         let out = crate::idempotent::expand(args, item).to_string();
-        assert!(out.contains("compile_error"), "no error for {args_text} / {item_text}: {out}");
+        assert!(
+            out.contains("compile_error"),
+            "no error for {args_text} / {item_text}: {out}"
+        );
     }
 }

@@ -83,11 +83,19 @@ pub(crate) fn parse(text: &str) -> (Template, Vec<String>) {
                 rest = &rest[end + 1..];
             }
             '>' => {
-                errors.push("unmatched `>` in key template; placeholders are written `<param>`".to_owned());
+                errors.push(
+                    "unmatched `>` in key template; placeholders are written `<param>`".to_owned(),
+                );
                 rest = &rest[1..];
             }
             c => {
-                if (c == '*' || c == '?' || c == '%' || c == '{' || c == '}' || c.is_whitespace() || c.is_control())
+                if (c == '*'
+                    || c == '?'
+                    || c == '%'
+                    || c == '{'
+                    || c == '}'
+                    || c.is_whitespace()
+                    || c.is_control())
                     && !bad_chars.contains(&c)
                 {
                     bad_chars.push(c);
@@ -108,7 +116,10 @@ pub(crate) fn parse(text: &str) -> (Template, Vec<String>) {
     }
     let template = Template { segments };
     if text.is_empty() {
-        errors.push("empty key template; expected a scene and placeholders, e.g. `order-create:<order_id>`".into());
+        errors.push(
+            "empty key template; expected a scene and placeholders, e.g. `order-create:<order_id>`"
+                .into(),
+        );
     } else if template.params().next().is_none() && errors.is_empty() {
         errors.push(format!(
             "key template `{text}` has no placeholder, so every call would share one key; \
@@ -144,13 +155,18 @@ pub(crate) fn parse(text: &str) -> (Template, Vec<String>) {
 
 fn placeholder(inner: &str) -> Result<Segment, String> {
     if inner.trim().is_empty() {
-        return Err("empty placeholder `<>` in key template; expected a parameter name, e.g. `<order_id>`".into());
+        return Err(
+            "empty placeholder `<>` in key template; expected a parameter name, e.g. `<order_id>`"
+                .into(),
+        );
     }
     let mut parts = inner.split('.');
     let root = parts.next().unwrap_or_default();
     let fields: Vec<&str> = parts.collect();
     let valid_root = is_ident(root);
-    let valid_fields = fields.iter().all(|f| is_ident(f) || (!f.is_empty() && f.bytes().all(|b| b.is_ascii_digit())));
+    let valid_fields = fields
+        .iter()
+        .all(|f| is_ident(f) || (!f.is_empty() && f.bytes().all(|b| b.is_ascii_digit())));
     if !valid_root || !valid_fields {
         return Err(format!(
             "invalid placeholder `<{inner}>` in key template; expected a parameter name or a field path such as `<cmd.order_no>`"
@@ -209,7 +225,13 @@ mod tests {
         let t = ok("order-create:<user_id>:<cmd.req.0>:v2");
         assert_eq!(
             t.segments,
-            vec![l("order-create:"), p("user_id", &[]), l(":"), p("cmd", &["req", "0"]), l(":v2")]
+            vec![
+                l("order-create:"),
+                p("user_id", &[]),
+                l(":"),
+                p("cmd", &["req", "0"]),
+                l(":v2")
+            ]
         );
         assert_eq!(t.scene(), "order-create");
         assert_eq!(ok("a.b:c:<x>").scene(), "a.b:c");

@@ -94,7 +94,10 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         let hint = match suggestion(name, known.iter().map(String::as_str)) {
             s if !s.is_empty() => s,
             _ if known.is_empty() => "; the function has no parameters".to_owned(),
-            _ => format!("; the parameters are {}", one_of(&known.iter().map(String::as_str).collect::<Vec<_>>())),
+            _ => format!(
+                "; the parameters are {}",
+                one_of(&known.iter().map(String::as_str).collect::<Vec<_>>())
+            ),
         };
         format!("unknown parameter `{name}` in {what}{hint}")
     };
@@ -144,7 +147,9 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     // Durations.
     let dur = |opt: &Option<Opt<LitStr>>, errors: &mut Errors| -> Option<Duration> {
         let lit = &opt.as_ref()?.value;
-        duration::parse(&lit.value()).map_err(|m| errors.at(lit.span(), m)).ok()
+        duration::parse(&lit.value())
+            .map_err(|m| errors.at(lit.span(), m))
+            .ok()
     };
     let ttl = dur(&args.ttl, errors);
     let lease = dur(&args.lease, errors);
@@ -195,14 +200,20 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     let version = match &args.version {
         None => 1u32,
         Some(Opt { value, .. }) => value.base10_parse::<u32>().unwrap_or_else(|_| {
-            errors.at(value.span(), "`version` must be an integer from 0 to 4294967295");
+            errors.at(
+                value.span(),
+                "`version` must be an integer from 0 to 4294967295",
+            );
             1
         }),
     };
     if let Some(Opt { value, .. }) = &args.backstop {
         let name = value.value();
         if name.is_empty() || name.chars().any(char::is_whitespace) {
-            errors.at(value.span(), "`backstop` must name a unique constraint or index, e.g. `\"uk_order_no\"`");
+            errors.at(
+                value.span(),
+                "`backstop` must name a unique constraint or index, e.g. `\"uk_order_no\"`",
+            );
         }
     }
     let degrade = match &args.degrade {
@@ -211,7 +222,10 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
             if value.value() != "backstop" {
                 errors.at(
                     value.span(),
-                    format!("invalid value `{}` for `degrade`; the only mode is `\"backstop\"`", value.value()),
+                    format!(
+                        "invalid value `{}` for `degrade`; the only mode is `\"backstop\"`",
+                        value.value()
+                    ),
                 );
             } else if args.backstop.is_none() {
                 errors.at(
@@ -242,7 +256,13 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         Some(Opt { value, .. }) => match value.parse::<Path>() {
             Ok(p) => p.into_token_stream(),
             Err(_) => {
-                errors.at(value.span(), format!("`crate` must be a path such as `\"::idem\"`, not `{}`", value.value()));
+                errors.at(
+                    value.span(),
+                    format!(
+                        "`crate` must be a path such as `\"::idem\"`, not `{}`",
+                        value.value()
+                    ),
+                );
                 TokenStream::new()
             }
         },
@@ -288,8 +308,8 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
 /// by rustc through `__private::Returns`.
 fn return_type<'a>(output: &'a ReturnType, name: &Ident, errors: &mut Errors) -> Option<&'a Type> {
     const NOT_RESULT: &[&str] = &[
-        "Option", "Vec", "String", "Box", "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8",
-        "i16", "i32", "i64", "i128", "isize", "f32", "f64",
+        "Option", "Vec", "String", "Box", "bool", "char", "str", "u8", "u16", "u32", "u64", "u128",
+        "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32", "f64",
     ];
     let hint = "`#[idempotent]` functions return `Result<T, E>` with `T: Serialize + DeserializeOwned` and `E: From<idem::Error>`";
     match output {
@@ -311,7 +331,10 @@ fn return_type<'a>(output: &'a ReturnType, name: &Ident, errors: &mut Errors) ->
                 Some(ty)
             } else {
                 let shown = ty.to_token_stream().to_string();
-                errors.at(ty.span(), format!("return type `{shown}` is not a `Result`; {hint}"));
+                errors.at(
+                    ty.span(),
+                    format!("return type `{shown}` is not a `Result`; {hint}"),
+                );
                 None
             }
         }
@@ -325,7 +348,11 @@ fn type_anchor(ty: &Type) -> Span {
         Type::Reference(r) => type_anchor(&r.elem),
         Type::Paren(p) => type_anchor(&p.elem),
         Type::Group(g) => type_anchor(&g.elem),
-        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map_or_else(|| ty.span(), |s| s.ident.span()),
+        Type::Path(p) if p.qself.is_none() => p
+            .path
+            .segments
+            .last()
+            .map_or_else(|| ty.span(), |s| s.ident.span()),
         _ => ty.span(),
     }
 }

@@ -7,6 +7,7 @@
 
 use std::error::Error as StdError;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -206,7 +207,7 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
     /// Terminal errors (stored and replayed).
     pub fn terminal(mut self, is_terminal: fn(&R::Err) -> bool) -> Self
     where
-        R::Err: Serialize + DeserializeOwned,
+        R::Err: TerminalError,
     {
         self.hooks = self.hooks.terminal(Terminal::new(is_terminal));
         self
@@ -296,6 +297,34 @@ pub trait Storable: Serialize + DeserializeOwned + Send {}
 
 #[diagnostic::do_not_recommend]
 impl<T: Serialize + DeserializeOwned + Send> Storable for T {}
+
+/// An error type whose terminal errors can be stored and replayed (`terminal = ..`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be stored as a terminal error",
+    label = "`terminal` stores errors, so the `Err` type must implement `Serialize` and `DeserializeOwned`",
+    note = "derive `serde::Serialize` and `serde::Deserialize` for `{Self}`, or drop `terminal`"
+)]
+pub trait TerminalError: Serialize + DeserializeOwned {}
+
+#[diagnostic::do_not_recommend]
+impl<E: Serialize + DeserializeOwned> TerminalError for E {}
+
+/// Runs a guarded call. A free function so the declared return type is named in
+/// its turbofish (`run::<ReturnType, _, _>`): rustc reports an unsatisfied
+/// `Returns` bound there, i.e. once, on the user's return type (cached 0043a).
+/// The future is boxed because an `async fn`'s opaque type would repeat the
+/// bound check (and the error) at the call site; one allocation per call.
+pub fn run<'a, R, C, Fut>(
+    guarded: Guarded<'a, R, C>,
+    body: Fut,
+) -> Pin<Box<dyn Future<Output = R> + Send + 'a>>
+where
+    R: Returns + 'a,
+    C: OnConflict<R::Ok, R::Err> + 'a,
+    Fut: Future<Output = R> + Send + 'a,
+{
+    Box::pin(guarded.run(body))
+}
 
 /// A business error that can carry an `idem::Error`.
 #[diagnostic::on_unimplemented(

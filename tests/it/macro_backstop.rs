@@ -36,30 +36,48 @@ async fn pool() -> SqlitePool {
 }
 
 #[idem::idempotent(key = "bs-order:<order_no>", backstop = "uk_orders_order_no", on_conflict = find_order, handle = idem)]
-async fn create_order(idem: &Idem, db: &SqlitePool, runs: &Counter, order_no: &str, amount: i64) -> Result<i64, ShopError> {
+async fn create_order(
+    idem: &Idem,
+    db: &SqlitePool,
+    runs: &Counter,
+    order_no: &str,
+    amount: i64,
+) -> Result<i64, ShopError> {
     runs.hit();
-    let id = sqlx::query_scalar::<_, i64>("INSERT INTO orders (order_no, amount) VALUES (?, ?) RETURNING id")
-        .bind(order_no)
-        .bind(amount)
-        .fetch_one(db)
-        .await?;
+    let id = sqlx::query_scalar::<_, i64>(
+        "INSERT INTO orders (order_no, amount) VALUES (?, ?) RETURNING id",
+    )
+    .bind(order_no)
+    .bind(amount)
+    .fetch_one(db)
+    .await?;
     Ok(id)
 }
 
 /// Loads the row the first request inserted (on a fresh pool connection).
-async fn find_order(_: &Idem, db: &SqlitePool, _: &Counter, order_no: &str, _: &i64) -> Result<i64, ShopError> {
-    Ok(sqlx::query_scalar::<_, i64>("SELECT id FROM orders WHERE order_no = ?")
-        .bind(order_no)
-        .fetch_one(db)
-        .await?)
+async fn find_order(
+    _: &Idem,
+    db: &SqlitePool,
+    _: &Counter,
+    order_no: &str,
+    _: &i64,
+) -> Result<i64, ShopError> {
+    Ok(
+        sqlx::query_scalar::<_, i64>("SELECT id FROM orders WHERE order_no = ?")
+            .bind(order_no)
+            .fetch_one(db)
+            .await?,
+    )
 }
 
 #[idem::idempotent(key = "bs-plain:<order_no>", backstop = "uk_orders_order_no", handle = idem)]
 async fn create_plain(idem: &Idem, db: &SqlitePool, order_no: &str) -> Result<i64, ShopError> {
-    let id = sqlx::query_scalar::<_, i64>("INSERT INTO orders (order_no, amount) VALUES (?, 1) RETURNING id")
-        .bind(order_no)
-        .fetch_one(db)
-        .await?;
+    let id = sqlx::query_scalar::<_, i64>(
+        "INSERT INTO orders (order_no, amount) VALUES (?, 1) RETURNING id",
+    )
+    .bind(order_no)
+    .fetch_one(db)
+    .await?;
     Ok(id)
 }
 
@@ -77,18 +95,27 @@ async fn a_lost_record_is_caught_by_the_unique_index_and_loaded() {
     let db = pool().await;
     let runs = Counter::default();
     let id = create_order(&idem, &db, &runs, "A-1", 500).await.unwrap();
-    assert_eq!(create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(), id);
+    assert_eq!(
+        create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(),
+        id
+    );
     assert_eq!(runs.get(), 1);
 
     // The fast store loses the record (eviction, failover): the body runs again,
     // the insert hits `uk_orders_order_no`, and `on_conflict` returns the first row.
     assert!(idem.forget(&idem.key("bs-order", &[&"A-1"])).await.unwrap());
-    assert_eq!(create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(), id);
+    assert_eq!(
+        create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(),
+        id
+    );
     assert_eq!(runs.get(), 2);
     assert_eq!(rows(&db, "A-1").await, 1);
     assert_eq!(idem.stats().backstop_hits(), 1);
     // The loaded result was stored: the next repeat is a plain replay.
-    assert_eq!(create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(), id);
+    assert_eq!(
+        create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(),
+        id
+    );
     assert_eq!(runs.get(), 2);
 }
 

@@ -8,7 +8,12 @@ use idem::{Idem, MemoryStore, Store};
 use crate::macro_support::{AppError, Counter, handle, is_rejection};
 
 #[idem::idempotent(key = "basic-create:<user_id>:<req_id>", ttl = "1h", lease = "2s", handle = idem)]
-async fn create(idem: &Idem, runs: &Counter, user_id: u64, req_id: &str) -> Result<String, AppError> {
+async fn create(
+    idem: &Idem,
+    runs: &Counter,
+    user_id: u64,
+    req_id: &str,
+) -> Result<String, AppError> {
     let n = runs.hit();
     Ok(format!("order-{user_id}-{req_id}-{n}"))
 }
@@ -28,10 +33,16 @@ async fn first_call_runs_and_repeats_replay() {
     // The macro renders the same key as the non-macro API, under the namespace.
     let key = idem.key("basic-create", &[&7u64, &"r1"]);
     assert_eq!(key.as_str(), "it:basic-create:7:r1");
-    assert!(idem.inspect(&key).await.unwrap().is_some(), "record stored under {key}");
+    assert!(
+        idem.inspect(&key).await.unwrap().is_some(),
+        "record stored under {key}"
+    );
     // A different argument is a different key; escaping keeps `a:b` distinct.
     assert_eq!(create(&idem, &runs, 7, "r2").await.unwrap(), "order-7-r2-2");
-    assert_eq!(create(&idem, &runs, 7, "r2:x").await.unwrap(), "order-7-r2:x-3");
+    assert_eq!(
+        create(&idem, &runs, 7, "r2:x").await.unwrap(),
+        "order-7-r2:x-3"
+    );
     assert_eq!(runs.get(), 3);
 }
 
@@ -47,7 +58,10 @@ async fn flaky(idem: &Idem, runs: &Counter, id: u32) -> Result<u32, AppError> {
 async fn a_failed_body_releases_the_key_and_a_retry_runs() {
     let idem = handle();
     let runs = Counter::default();
-    assert!(matches!(flaky(&idem, &runs, 4).await, Err(AppError::Transient(_))));
+    assert!(matches!(
+        flaky(&idem, &runs, 4).await,
+        Err(AppError::Transient(_))
+    ));
     assert_eq!(flaky(&idem, &runs, 4).await.unwrap(), 40);
     assert_eq!(flaky(&idem, &runs, 4).await.unwrap(), 40);
     assert_eq!(runs.get(), 2);
@@ -61,7 +75,12 @@ struct Payment {
 }
 
 #[idem::idempotent(key = "basic-pay:<order_no>", fingerprint = [payment], handle = idem)]
-async fn pay(idem: &Idem, runs: &Counter, order_no: &str, payment: &Payment) -> Result<u64, AppError> {
+async fn pay(
+    idem: &Idem,
+    runs: &Counter,
+    order_no: &str,
+    payment: &Payment,
+) -> Result<u64, AppError> {
     runs.hit();
     Ok(payment.amount)
 }
@@ -70,11 +89,20 @@ async fn pay(idem: &Idem, runs: &Counter, order_no: &str, payment: &Payment) -> 
 async fn same_key_with_another_payload_is_a_mismatch() {
     let idem = handle();
     let runs = Counter::default();
-    let eur = Payment { amount: 100, currency: "EUR".into() };
-    let usd = Payment { amount: 100, currency: "USD".into() };
+    let eur = Payment {
+        amount: 100,
+        currency: "EUR".into(),
+    };
+    let usd = Payment {
+        amount: 100,
+        currency: "USD".into(),
+    };
     assert_eq!(pay(&idem, &runs, "o-1", &eur).await.unwrap(), 100);
     let err = pay(&idem, &runs, "o-1", &usd).await.unwrap_err();
-    assert!(matches!(err, AppError::Idem(idem::Error::PayloadMismatch { .. })), "{err:?}");
+    assert!(
+        matches!(err, AppError::Idem(idem::Error::PayloadMismatch { .. })),
+        "{err:?}"
+    );
     assert_eq!(pay(&idem, &runs, "o-1", &eur.clone()).await.unwrap(), 100);
     assert_eq!(runs.get(), 1);
     assert_eq!(idem.stats().count("mismatch"), 1);
@@ -95,12 +123,18 @@ async fn terminal_errors_are_stored_and_replayed() {
     let runs = Counter::default();
     for _ in 0..3 {
         let err = refund(&idem, &runs, 1, true).await.unwrap_err();
-        assert!(matches!(&err, AppError::Rejected(m) if m == "refund 1 not allowed"), "{err:?}");
+        assert!(
+            matches!(&err, AppError::Rejected(m) if m == "refund 1 not allowed"),
+            "{err:?}"
+        );
     }
     assert_eq!(runs.get(), 1, "a terminal error is replayed, not re-run");
     // A non-terminal error is not stored: every call runs.
     for _ in 0..2 {
-        assert!(matches!(refund(&idem, &runs, 2, false).await, Err(AppError::Transient(_))));
+        assert!(matches!(
+            refund(&idem, &runs, 2, false).await,
+            Err(AppError::Transient(_))
+        ));
     }
     assert_eq!(runs.get(), 3);
 }
@@ -119,11 +153,22 @@ async fn item_v2(idem: &Idem, id: u32) -> Result<String, AppError> {
 async fn a_result_stored_by_another_version_is_a_codec_error() {
     // Two deployments (handles) on one store: the old one stored version 1.
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    let old = Idem::builder().shared_store(store.clone()).namespace("it").build().unwrap();
-    let new = Idem::builder().shared_store(store).namespace("it").build().unwrap();
+    let old = Idem::builder()
+        .shared_store(store.clone())
+        .namespace("it")
+        .build()
+        .unwrap();
+    let new = Idem::builder()
+        .shared_store(store)
+        .namespace("it")
+        .build()
+        .unwrap();
     assert_eq!(item_v1(&old, 5).await.unwrap(), "v1-5");
     let err = item_v2(&new, 5).await.unwrap_err();
-    assert!(matches!(err, AppError::Idem(idem::Error::Codec { .. })), "{err:?}");
+    assert!(
+        matches!(err, AppError::Idem(idem::Error::Codec { .. })),
+        "{err:?}"
+    );
     // A fresh key under version 2 is fine.
     assert_eq!(item_v2(&new, 6).await.unwrap(), "v2-6");
 }
@@ -139,6 +184,9 @@ async fn uses_global(runs: &Counter, id: u32) -> Result<u32, AppError> {
 async fn without_a_handle_and_nothing_installed_the_call_fails() {
     let runs = Counter::default();
     let err = uses_global(&runs, 1).await.unwrap_err();
-    assert!(matches!(err, AppError::Idem(idem::Error::NotInstalled)), "{err:?}");
+    assert!(
+        matches!(err, AppError::Idem(idem::Error::NotInstalled)),
+        "{err:?}"
+    );
     assert_eq!(runs.get(), 0);
 }

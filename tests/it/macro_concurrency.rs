@@ -39,7 +39,11 @@ async fn fifty_concurrent_calls_run_the_body_once() {
     let stats = idem.stats();
     assert_eq!(stats.count("executed"), 1);
     assert!(stats.count("waited") >= 1, "no waiter observed: {stats:?}");
-    assert_eq!(stats.count("waited") + stats.count("replayed"), 49, "{stats:?}");
+    assert_eq!(
+        stats.count("waited") + stats.count("replayed"),
+        49,
+        "{stats:?}"
+    );
 }
 
 #[idem::idempotent(key = "conc-ship:<id>", lease = "2s", concurrent = "reject", handle = idem)]
@@ -60,8 +64,14 @@ async fn reject_fails_a_concurrent_duplicate_at_once() {
     started.notified().await;
     let t0 = std::time::Instant::now();
     let err = ship(&idem, &Notify::new(), 9).await.unwrap_err();
-    assert!(matches!(err, AppError::Idem(idem::Error::InProgress { .. })), "{err:?}");
-    assert!(t0.elapsed() < Duration::from_millis(400), "reject must not wait");
+    assert!(
+        matches!(err, AppError::Idem(idem::Error::InProgress { .. })),
+        "{err:?}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_millis(400),
+        "reject must not wait"
+    );
     assert_eq!(first.await.unwrap().unwrap(), 9);
     // Once done, a repeat is a replay, not a rejection.
     assert_eq!(ship(&idem, &Notify::new(), 9).await.unwrap(), 9);
@@ -107,20 +117,32 @@ async fn when_the_running_call_fails_one_waiter_runs() {
 }
 
 #[idem::idempotent(key = "conc-a:<k>", lease = "2s", handle = idem)]
-async fn fn_a(idem: &Idem, log: &Mutex<HashMap<(char, u32), u32>>, k: u32) -> Result<String, AppError> {
+async fn fn_a(
+    idem: &Idem,
+    log: &Mutex<HashMap<(char, u32), u32>>,
+    k: u32,
+) -> Result<String, AppError> {
     *log.lock().unwrap().entry(('a', k)).or_default() += 1;
     Ok(format!("a{k}"))
 }
 
 #[idem::idempotent(key = "conc-b:<k>", lease = "2s", handle = idem)]
-async fn fn_b(idem: &Idem, log: &Mutex<HashMap<(char, u32), u32>>, k: u32) -> Result<String, AppError> {
+async fn fn_b(
+    idem: &Idem,
+    log: &Mutex<HashMap<(char, u32), u32>>,
+    k: u32,
+) -> Result<String, AppError> {
     *log.lock().unwrap().entry(('b', k)).or_default() += 1;
     Ok(format!("b{k}"))
 }
 
 #[test]
 fn two_functions_share_a_handle_across_threads() {
-    let keys: u32 = if std::env::var_os("IDEM_STRESS").is_some() { 20_000 } else { 2_000 };
+    let keys: u32 = if std::env::var_os("IDEM_STRESS").is_some() {
+        20_000
+    } else {
+        2_000
+    };
     let idem = Arc::new(handle());
     let log = Arc::new(Mutex::new(HashMap::new()));
     let barrier = Arc::new(std::sync::Barrier::new(8));
@@ -128,7 +150,10 @@ fn two_functions_share_a_handle_across_threads() {
         .map(|t| {
             let (idem, log, barrier) = (idem.clone(), log.clone(), barrier.clone());
             std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
                 barrier.wait();
                 rt.block_on(async {
                     // Every thread walks all keys from its own offset, so threads collide.
@@ -146,7 +171,10 @@ fn two_functions_share_a_handle_across_threads() {
     }
     let log = log.lock().unwrap();
     assert_eq!(log.len(), 2 * keys as usize);
-    assert!(log.values().all(|n| *n == 1), "a key ran twice for one function");
+    assert!(
+        log.values().all(|n| *n == 1),
+        "a key ran twice for one function"
+    );
     let stats = idem.stats();
     assert_eq!(stats.count("executed"), 2 * u64::from(keys));
     assert_eq!(stats.calls(), 16 * u64::from(keys));

@@ -20,20 +20,29 @@ async fn refund(tenant: &str, refund_id: Uuid) -> Result<Refund, RefundError> {
         .arg(&refund_id)
         .lit(":v2")
         .finish();
-    ::my_idem::__private::Guarded::new(&__IDEM_SPEC, __idem_key)
-        .handle(&*HANDLE)
-        .terminal(RefundError::is_final)
-        .run(async {
-            if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
+    ::my_idem::__private::run::<
+        Result<Refund, RefundError>,
+        _,
+        _,
+    >(
+            ::my_idem::__private::Guarded::<
                 Result<Refund, RefundError>,
-            > {
-                return __idem_ret;
-            }
-            {
-                use std::result::Result as Spec;
-                let mut r: Spec<Refund, RefundError> = gateway::refund(refund_id).await;
-                r
-            }
-        })
+            >::new(&__IDEM_SPEC, __idem_key)
+                .handle(&*HANDLE)
+                .terminal(RefundError::is_final),
+            async {
+                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
+                    Result<Refund, RefundError>,
+                > {
+                    return __idem_ret;
+                }
+                {
+                    use std::result::Result as Spec;
+                    let mut r: Spec<Refund, RefundError> = gateway::refund(refund_id)
+                        .await;
+                    r
+                }
+            },
+        )
         .await
 }

@@ -25,21 +25,29 @@ impl Payments {
             .arg(&cmd.order_no)
             .finish();
         let __idem_fence = ::idem::__private::FenceCell::new();
-        ::idem::__private::Guarded::new(&__IDEM_SPEC, __idem_key)
-            .handle(&self.idem)
-            .fingerprint_with(|__idem_fp| {
-                __idem_fp.add(&cmd);
-            })
-            .fence(&__idem_fence)
-            .run(async {
-                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
+        ::idem::__private::run::<
+            Result<Receipt, PayError>,
+            _,
+            _,
+        >(
+                ::idem::__private::Guarded::<
                     Result<Receipt, PayError>,
-                > {
-                    return __idem_ret;
-                }
-                let fence = __idem_fence.take(fence);
-                { self.ledger.apply(&cmd.order_no, cmd.amount, fence).await }
-            })
+                >::new(&__IDEM_SPEC, __idem_key)
+                    .handle(&self.idem)
+                    .fingerprint_with(|__idem_fp| {
+                        __idem_fp.add(&cmd);
+                    })
+                    .fence(&__idem_fence),
+                async {
+                    if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
+                        Result<Receipt, PayError>,
+                    > {
+                        return __idem_ret;
+                    }
+                    let fence = __idem_fence.take(fence);
+                    { self.ledger.apply(&cmd.order_no, cmd.amount, fence).await }
+                },
+            )
             .await
     }
 }

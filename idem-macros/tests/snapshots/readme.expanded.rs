@@ -23,24 +23,37 @@ pub async fn create_order(
         .lit(":")
         .arg(&req_id)
         .finish();
-    ::idem::__private::Guarded::new(&__IDEM_SPEC, __idem_key)
-        .detect(|
-            __idem_e: &<Result<Order, AppError> as ::idem::__private::IsResult>::Err|
-        {
-            use ::idem::__private::{ViaAsRef as _, ViaNothing as _, ViaStdError as _};
-            (&&&::idem::__private::ErrProbe(__idem_e)).idem_dyn()
-        })
-        .on_conflict(|| find_order(&db, &user_id, &req_id, &req))
-        .run(async {
-            if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
+    ::idem::__private::run::<
+        Result<Order, AppError>,
+        _,
+        _,
+    >(
+            ::idem::__private::Guarded::<
                 Result<Order, AppError>,
-            > {
-                return __idem_ret;
-            }
-            {
-                let order = insert_order(db, user_id, req_id, &req).await?;
-                Ok(order)
-            }
-        })
+            >::new(&__IDEM_SPEC, __idem_key)
+                .detect(|
+                    __idem_e: &<Result<
+                        Order,
+                        AppError,
+                    > as ::idem::__private::IsResult>::Err|
+                {
+                    use ::idem::__private::{
+                        ViaAsRef as _, ViaNothing as _, ViaStdError as _,
+                    };
+                    (&&&::idem::__private::ErrProbe(__idem_e)).idem_dyn()
+                })
+                .on_conflict(|| find_order(&db, &user_id, &req_id, &req)),
+            async {
+                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
+                    Result<Order, AppError>,
+                > {
+                    return __idem_ret;
+                }
+                {
+                    let order = insert_order(db, user_id, req_id, &req).await?;
+                    Ok(order)
+                }
+            },
+        )
         .await
 }

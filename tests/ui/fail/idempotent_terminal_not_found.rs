@@ -1,7 +1,7 @@
 #![allow(unused_variables)]
 use idem::Idem;
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct AppError;
 impl From<idem::Error> for AppError {
     fn from(_: idem::Error) -> Self {
@@ -13,4 +13,5 @@ impl From<idem::Error> for AppError {
 async fn create(idem: &Idem, id: u64) -> Result<u64, AppError> {
     Ok(id)
 }
+
 fn main() {}
