@@ -173,7 +173,7 @@ fn field(name: &str, at: Span) -> TokenStream {
 
 fn duration(d: Duration) -> TokenStream {
     let ms = d.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         let secs = syn::LitInt::new(&grouped(ms / 1000), Span::call_site());
         quote!(::core::time::Duration::from_secs(#secs))
     } else {
@@ -190,7 +190,7 @@ fn grouped(n: u128) -> String {
     }
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push('_');
         }
         out.push(c);
