@@ -464,7 +464,10 @@ impl Call<'_> {
         });
         async move {
             let (name, v) = found?;
-            self.idem.violation_matches(name, &v).await.then(|| name.to_owned())
+            self.idem
+                .violation_matches(name, &v)
+                .await
+                .then(|| name.to_owned())
         }
     }
 
