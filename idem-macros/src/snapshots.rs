@@ -23,11 +23,11 @@ fn expand_file(source: &str) -> String {
             },
             syn::Item::Impl(mut imp) => {
                 for it in &mut imp.items {
-                    if let syn::ImplItem::Fn(f) = it {
-                        if let Some(args) = take_attr(&mut f.attrs) {
-                            let tokens = crate::idempotent::expand(args, f.to_token_stream());
-                            *f = syn::parse2(tokens).expect("expanded method parses");
-                        }
+                    if let syn::ImplItem::Fn(f) = it
+                        && let Some(args) = take_attr(&mut f.attrs)
+                    {
+                        let tokens = crate::idempotent::expand(args, f.to_token_stream());
+                        *f = syn::parse2(tokens).expect("expanded method parses");
                     }
                 }
                 out.extend(imp.into_token_stream());

@@ -5,6 +5,14 @@ mod support;
 
 mod conformance;
 mod memory;
+#[cfg(feature = "redis")]
+mod redis_cluster;
+#[cfg(all(feature = "redis", feature = "sqlite"))]
+mod redis_faults;
+#[cfg(feature = "redis")]
+mod redis_procs;
+#[cfg(feature = "redis")]
+mod redis_store;
 
 mod macro_backstop;
 mod macro_basic;
