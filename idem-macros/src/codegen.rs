@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use proc_macro2::{Span, TokenStream};
-use quote::{ToTokens, format_ident, quote, quote_spanned};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::item::ItemFn;
@@ -39,36 +39,46 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     }
 }
 
-/// The options → `static __IDEM_SPEC: Spec = Spec { .. };`
+/// The options → `static __IDEM_SPEC: Spec = Spec { function, template, scene, <options written>, ..Spec::DEFAULT };`
 fn spec(plan: &Plan<'_>) -> TokenStream {
     let krate = &plan.krate;
     let function = format!("::{}", plan.item.sig.ident);
     let template = &plan.template;
     let scene = &plan.scene;
-    let ttl = duration(plan.ttl);
-    let lease = duration(plan.lease);
-    let wait = option(plan.wait.map(duration));
-    let concurrent = if plan.reject {
-        format_ident!("Reject")
-    } else {
-        format_ident!("Wait")
-    };
-    let version = proc_macro2::Literal::u32_unsuffixed(plan.version);
-    let backstop = option(plan.backstop.as_ref().map(ToTokens::to_token_stream));
-    let degrade = plan.degrade;
+    let mut fields = TokenStream::new();
+    if let Some(ttl) = plan.ttl {
+        let ttl = duration(ttl);
+        fields.extend(quote!(ttl: #ttl,));
+    }
+    if let Some(lease) = plan.lease {
+        let lease = duration(lease);
+        fields.extend(quote!(lease: #lease,));
+    }
+    if let Some(wait) = plan.wait {
+        let wait = option(Some(duration(wait)));
+        fields.extend(quote!(wait: #wait,));
+    }
+    if plan.reject {
+        fields.extend(quote!(concurrent: #krate::__private::Concurrency::Reject,));
+    }
+    if let Some(version) = plan.version {
+        let version = proc_macro2::Literal::u32_unsuffixed(version);
+        fields.extend(quote!(version: #version,));
+    }
+    if let Some(backstop) = &plan.backstop {
+        let backstop = option(Some(backstop.to_token_stream()));
+        fields.extend(quote!(backstop: #backstop,));
+    }
+    if plan.degrade {
+        fields.extend(quote!(degrade: true,));
+    }
     quote! {
         static __IDEM_SPEC: #krate::__private::Spec = #krate::__private::Spec {
             function: ::core::concat!(::core::module_path!(), #function),
             template: #template,
             scene: #scene,
-            ttl: #ttl,
-            lease: #lease,
-            wait: #wait,
-            max_hold: ::core::option::Option::None,
-            concurrent: #krate::__private::Concurrency::#concurrent,
-            version: #version,
-            backstop: #backstop,
-            degrade: #degrade,
+            #fields
+            ..#krate::__private::Spec::DEFAULT
         };
     }
 }
@@ -84,7 +94,8 @@ fn key(plan: &Plan<'_>) -> TokenStream {
             // missing field at the parameter. Field names get the macro's own
             // hygiene so rustc offers no edit of the signature.
             let at = if fields.is_empty() { *at } else { ident.span() };
-            let ident = syn::Ident::new(&ident.to_string(), ident.span().located_at(at));
+            let mut ident = ident.clone();
+            ident.set_span(ident.span().located_at(at));
             let fields = fields
                 .iter()
                 .map(|f| field(f, Span::call_site().located_at(at)));
@@ -114,13 +125,11 @@ fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
         hooks.extend(quote!(.fingerprint_with(|__idem_fp| { __idem_fp #(#adds)*; })));
     }
     if plan.backstop.is_some() {
-        // Autoref specialisation picks `std::error::Error`, then `AsRef<dyn Error>`
-        // (anyhow), then nothing; `IsResult` names `E` even behind a `Result` alias.
+        // `detect!` picks `std::error::Error`, then `AsRef<dyn Error>` (anyhow),
+        // then nothing, for the `Err` type `Guarded::<ReturnType>` fixed (even
+        // behind a `Result` alias).
         hooks.extend(quote! {
-            .detect(|__idem_e: &<#ret as #krate::__private::IsResult>::Err| {
-                use #krate::__private::{ViaAsRef as _, ViaNothing as _, ViaStdError as _};
-                (&&&#krate::__private::ErrProbe(__idem_e)).idem_dyn()
-            })
+            .detect(|__idem_e| #krate::__private::detect!(__idem_e))
         });
     }
     if let Some(path) = &plan.on_conflict {
@@ -144,10 +153,11 @@ fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
     }
     quote! {
         #cell
-        // `run::<ReturnType, ..>` and `Guarded::<ReturnType>` name the user's type,
+        // `Guarded::<ReturnType>` and `run::<ReturnType, ..>` name the user's type,
         // so a result that cannot be stored is one error there (cached 0043a).
+        let __idem_call = #krate::__private::Guarded::<#ret>::new(&__IDEM_SPEC, __idem_key) #hooks;
         #krate::__private::run::<#ret, _, _>(
-            #krate::__private::Guarded::<#ret>::new(&__IDEM_SPEC, __idem_key) #hooks,
+            __idem_call,
             async {
                 // Pins the block's output type so `?` and `return` infer from the
                 // signature (tracing and async-trait do the same).

@@ -138,3 +138,15 @@ fn no_input_panics() {
         );
     }
 }
+
+proptest::proptest! {
+    /// Whatever the key and durations say, the macro answers with tokens, never a panic.
+    #[test]
+    fn arbitrary_strings_never_panic(key in "\\PC{0,40}", ttl in "[0-9a-z ]{0,8}", field in "[a-z_.<>:0-9]{0,12}") {
+        let args = quote::quote!(key = #key, ttl = #ttl);
+        let item: TokenStream = "async fn f(a: u8, b: &str) -> Result<u8, E> { Ok(a) }".parse().unwrap();
+        let _ = crate::idempotent::expand(args, item.clone());
+        let key2 = format!("s:<{field}>");
+        let _ = crate::idempotent::expand(quote::quote!(key = #key2, lease = #ttl), item);
+    }
+}

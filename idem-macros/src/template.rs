@@ -164,9 +164,9 @@ fn placeholder(inner: &str) -> Result<Segment, String> {
     let root = parts.next().unwrap_or_default();
     let fields: Vec<&str> = parts.collect();
     let valid_root = is_ident(root);
-    let valid_fields = fields
-        .iter()
-        .all(|f| is_ident(f) || (!f.is_empty() && f.bytes().all(|b| b.is_ascii_digit())));
+    let valid_fields = fields.iter().all(|f| {
+        (is_ident(f) && *f != "self") || (!f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+    });
     if !valid_root || !valid_fields {
         return Err(format!(
             "invalid placeholder `<{inner}>` in key template; expected a parameter name or a field path such as `<cmd.order_no>`"
@@ -178,13 +178,10 @@ fn placeholder(inner: &str) -> Result<Segment, String> {
     })
 }
 
+/// A plain (non-keyword, non-raw) Rust identifier, as the lexer sees it; `self`
+/// is allowed as a root so methods can use `<self.field>`.
 fn is_ident(s: &str) -> bool {
-    let mut chars = s.chars();
-    match chars.next() {
-        Some(c) if c == '_' || c.is_alphabetic() => {}
-        _ => return false,
-    }
-    s != "_" && chars.all(|c| c == '_' || c.is_alphanumeric())
+    s == "self" || syn::parse_str::<syn::Ident>(s).is_ok_and(|i| i != "_" && i == s)
 }
 
 fn describe(c: char) -> String {
@@ -245,6 +242,10 @@ mod tests {
         assert!(err("a:id>").contains("unmatched `>`"));
         assert!(err("a:<user-id>").contains("invalid placeholder `<user-id>`"));
         assert!(err("a:<b.>").contains("invalid placeholder"));
+        assert!(err("a:<type>").contains("invalid placeholder"));
+        assert!(err("a:<b.self>").contains("invalid placeholder"));
+        assert!(err("a:<\u{345}x>").contains("invalid placeholder"));
+        assert_eq!(ok("a:<self.id>").params().count(), 1);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, LitStr, Path, ReturnType, Type};
 
@@ -39,11 +40,12 @@ pub(crate) struct Plan<'a> {
     pub(crate) template: String,
     pub(crate) scene: String,
     pub(crate) key: Vec<KeyPiece>,
-    pub(crate) ttl: Duration,
-    pub(crate) lease: Duration,
+    /// `None`: the runtime default (24h); likewise `lease` (30s) and `version` (1).
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) lease: Option<Duration>,
     pub(crate) wait: Option<Duration>,
     pub(crate) reject: bool,
-    pub(crate) version: u32,
+    pub(crate) version: Option<u32>,
     pub(crate) backstop: Option<LitStr>,
     pub(crate) degrade: bool,
     pub(crate) fingerprint: Vec<Ident>,
@@ -88,8 +90,8 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
             None => unnamed = unnamed.or(Some(p.span)),
         }
     }
-    let known: Vec<String> = names.iter().map(|(i, _)| i.to_string()).collect();
-    let lookup = |name: &str| names.iter().find(|(i, _)| i == name);
+    let known: Vec<String> = names.iter().map(|(i, _)| i.unraw().to_string()).collect();
+    let lookup = |name: &str| names.iter().find(|(i, _)| i.unraw() == name);
     let unknown_param = |name: &str, what: &str| {
         let hint = match suggestion(name, known.iter().map(String::as_str)) {
             s if !s.is_empty() => s,
@@ -122,7 +124,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
                         match seg {
                             Segment::Lit(s) => key.push(KeyPiece::Lit(s.clone())),
                             Segment::Param { root, fields } => {
-                                if fence.as_ref().is_some_and(|(f, _)| f == root) {
+                                if fence.as_ref().is_some_and(|(f, _)| f.unraw() == root) {
                                     errors.at(
                                         lit.span(),
                                         format!("the fence parameter `{root}` cannot be part of the key: it changes on every claim"),
@@ -197,16 +199,22 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
             }
         },
     };
-    let version = match &args.version {
-        None => 1u32,
-        Some(Opt { value, .. }) => value.base10_parse::<u32>().unwrap_or_else(|_| {
+    let version = args.version.as_ref().and_then(|Opt { value, .. }| {
+        let parsed = value.base10_parse::<u32>();
+        if parsed.is_err() {
             errors.at(
                 value.span(),
                 "`version` must be an integer from 0 to 4294967295",
             );
-            1
-        }),
-    };
+        }
+        parsed.ok()
+    });
+    if let (Some(w), true) = (&args.wait, reject) {
+        errors.at(
+            w.name.span(),
+            "`wait` has no effect with `concurrent = \"reject\"`: a rejected duplicate does not wait; remove one of them",
+        );
+    }
     if let Some(Opt { value, .. }) = &args.backstop {
         let name = value.value();
         if name.is_empty() || name.chars().any(char::is_whitespace) {
@@ -286,8 +294,8 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         template: template_text,
         scene,
         key,
-        ttl: ttl_v,
-        lease: lease_v,
+        ttl,
+        lease,
         wait,
         reject,
         version,

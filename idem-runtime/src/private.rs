@@ -54,6 +54,23 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// The defaults the macro leaves out: `..Spec::DEFAULT` keeps the expansion
+    /// to the options actually written. `function`, `template` and `scene` are
+    /// always given.
+    pub const DEFAULT: Spec = Spec {
+        function: "",
+        template: "",
+        scene: "",
+        ttl: crate::policy::DEFAULT_TTL,
+        lease: crate::policy::DEFAULT_LEASE,
+        wait: None,
+        max_hold: None,
+        concurrent: Concurrency::Wait,
+        version: 1,
+        backstop: None,
+        degrade: false,
+    };
+
     fn policy(&self) -> Policy {
         Policy {
             ttl: self.ttl,
@@ -336,6 +353,20 @@ pub trait IdemErrorInto: From<Error> + Send {}
 
 #[diagnostic::do_not_recommend]
 impl<E: From<Error> + Send> IdemErrorInto for E {}
+
+/// The backstop `detect` hook for a concrete error expression: autoref
+/// specialisation over [`ViaStdError`], [`ViaAsRef`], [`ViaNothing`]. A macro so
+/// the method lookup happens where the error type is concrete, and so the
+/// trait imports stay inside this expansion rather than in user code.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __idem_detect {
+    ($e:expr) => {{
+        use $crate::__private::{ViaAsRef as _, ViaNothing as _, ViaStdError as _};
+        (&&&$crate::__private::ErrProbe($e)).idem_dyn()
+    }};
+}
+pub use crate::__idem_detect as detect;
 
 /// Autoref specialisation: finds the `&dyn Error` view of a concrete error type,
 /// whether it implements `std::error::Error` or is `anyhow`-like

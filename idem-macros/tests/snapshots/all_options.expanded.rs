@@ -6,12 +6,9 @@ async fn refund(tenant: &str, refund_id: Uuid) -> Result<Refund, RefundError> {
         scene: "refund",
         ttl: ::core::time::Duration::from_secs(604_800),
         lease: ::core::time::Duration::from_secs(90),
-        wait: ::core::option::Option::None,
-        max_hold: ::core::option::Option::None,
         concurrent: ::my_idem::__private::Concurrency::Reject,
         version: 2,
-        backstop: ::core::option::Option::None,
-        degrade: false,
+        ..::my_idem::__private::Spec::DEFAULT
     };
     let __idem_key = ::my_idem::__private::KeyBuf::new(&__IDEM_SPEC)
         .lit("refund:")
@@ -20,16 +17,17 @@ async fn refund(tenant: &str, refund_id: Uuid) -> Result<Refund, RefundError> {
         .arg(&refund_id)
         .lit(":v2")
         .finish();
+    let __idem_call = ::my_idem::__private::Guarded::<
+        Result<Refund, RefundError>,
+    >::new(&__IDEM_SPEC, __idem_key)
+        .handle(&*HANDLE)
+        .terminal(RefundError::is_final);
     ::my_idem::__private::run::<
         Result<Refund, RefundError>,
         _,
         _,
     >(
-            ::my_idem::__private::Guarded::<
-                Result<Refund, RefundError>,
-            >::new(&__IDEM_SPEC, __idem_key)
-                .handle(&*HANDLE)
-                .terminal(RefundError::is_final),
+            __idem_call,
             async {
                 if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
                     Result<Refund, RefundError>,

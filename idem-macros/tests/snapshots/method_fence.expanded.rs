@@ -9,14 +9,9 @@ impl Payments {
             function: ::core::concat!(::core::module_path!(), "::charge"),
             template: "pay:<self.merchant>:<cmd.order_no>",
             scene: "pay",
-            ttl: ::core::time::Duration::from_secs(86_400),
             lease: ::core::time::Duration::from_secs(10),
             wait: ::core::option::Option::Some(::core::time::Duration::from_secs(2)),
-            max_hold: ::core::option::Option::None,
-            concurrent: ::idem::__private::Concurrency::Wait,
-            version: 1,
-            backstop: ::core::option::Option::None,
-            degrade: false,
+            ..::idem::__private::Spec::DEFAULT
         };
         let __idem_key = ::idem::__private::KeyBuf::new(&__IDEM_SPEC)
             .lit("pay:")
@@ -25,19 +20,20 @@ impl Payments {
             .arg(&cmd.order_no)
             .finish();
         let __idem_fence = ::idem::__private::FenceCell::new();
+        let __idem_call = ::idem::__private::Guarded::<
+            Result<Receipt, PayError>,
+        >::new(&__IDEM_SPEC, __idem_key)
+            .handle(&self.idem)
+            .fingerprint_with(|__idem_fp| {
+                __idem_fp.add(&cmd);
+            })
+            .fence(&__idem_fence);
         ::idem::__private::run::<
             Result<Receipt, PayError>,
             _,
             _,
         >(
-                ::idem::__private::Guarded::<
-                    Result<Receipt, PayError>,
-                >::new(&__IDEM_SPEC, __idem_key)
-                    .handle(&self.idem)
-                    .fingerprint_with(|__idem_fp| {
-                        __idem_fp.add(&cmd);
-                    })
-                    .fence(&__idem_fence),
+                __idem_call,
                 async {
                     if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
                         Result<Receipt, PayError>,

@@ -9,13 +9,8 @@ pub async fn create_order(
         template: "order-create:<user_id>:<req_id>",
         scene: "order-create",
         ttl: ::core::time::Duration::from_secs(86_400),
-        lease: ::core::time::Duration::from_secs(30),
-        wait: ::core::option::Option::None,
-        max_hold: ::core::option::Option::None,
-        concurrent: ::idem::__private::Concurrency::Wait,
-        version: 1,
         backstop: ::core::option::Option::Some("uk_order_no"),
-        degrade: false,
+        ..::idem::__private::Spec::DEFAULT
     };
     let __idem_key = ::idem::__private::KeyBuf::new(&__IDEM_SPEC)
         .lit("order-create:")
@@ -23,26 +18,17 @@ pub async fn create_order(
         .lit(":")
         .arg(&req_id)
         .finish();
+    let __idem_call = ::idem::__private::Guarded::<
+        Result<Order, AppError>,
+    >::new(&__IDEM_SPEC, __idem_key)
+        .detect(|__idem_e| ::idem::__private::detect!(__idem_e))
+        .on_conflict(|| find_order(&db, &user_id, &req_id, &req));
     ::idem::__private::run::<
         Result<Order, AppError>,
         _,
         _,
     >(
-            ::idem::__private::Guarded::<
-                Result<Order, AppError>,
-            >::new(&__IDEM_SPEC, __idem_key)
-                .detect(|
-                    __idem_e: &<Result<
-                        Order,
-                        AppError,
-                    > as ::idem::__private::IsResult>::Err|
-                {
-                    use ::idem::__private::{
-                        ViaAsRef as _, ViaNothing as _, ViaStdError as _,
-                    };
-                    (&&&::idem::__private::ErrProbe(__idem_e)).idem_dyn()
-                })
-                .on_conflict(|| find_order(&db, &user_id, &req_id, &req)),
+            __idem_call,
             async {
                 if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
                     Result<Order, AppError>,

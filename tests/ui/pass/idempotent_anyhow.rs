@@ -22,7 +22,7 @@ fn is_final_app(e: &AppError) -> bool {
 }
 
 #[idem::idempotent(
-    key = "all-options:<id>", ttl = "7d", lease = "10s", wait = "2s", concurrent = "reject",
+    key = "all-options:<id>", ttl = "7d", lease = "10s", wait = "2s", concurrent = "wait",
     fingerprint = [id, note], version = 3, terminal = is_final_app, handle = idem
 )]
 async fn all(idem: &Idem, id: u64, note: &str) -> Result<String, AppError> {
