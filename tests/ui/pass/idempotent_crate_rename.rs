@@ -10,7 +10,7 @@ mod inner {
         }
     }
 
-    #[renamed::idempotent(key = "renamed:<id>", handle = h, crate = "renamed")]
+    #[renamed::idempotent(key = "renamed:<id>", backstop = "uk_renamed", handle = h, crate = "renamed")]
     pub async fn create(h: &renamed::Idem, id: u64) -> Result<u64, AppError> {
         Ok(id)
     }
