@@ -117,30 +117,25 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
             template_text = lit.value();
             let (t, messages) = template::parse(&template_text);
             messages.into_iter().for_each(|m| errors.at(lit.span(), m));
-            {
-                {
-                    scene = t.scene().to_owned();
-                    for seg in &t.segments {
-                        match seg {
-                            Segment::Lit(s) => key.push(KeyPiece::Lit(s.clone())),
-                            Segment::Param { root, fields } => {
-                                if fence.as_ref().is_some_and(|(f, _)| f.unraw() == root) {
-                                    errors.at(
-                                        lit.span(),
-                                        format!("the fence parameter `{root}` cannot be part of the key: it changes on every claim"),
-                                    );
-                                } else if let Some((ident, ty_span)) = lookup(root) {
-                                    key.push(KeyPiece::Arg {
-                                        ident: ident.clone(),
-                                        fields: fields.clone(),
-                                        at: *ty_span,
-                                    });
-                                } else {
-                                    errors.at(lit.span(), unknown_param(root, "key template"));
-                                }
-                            }
-                        }
-                    }
+            scene = t.scene().to_owned();
+            for seg in &t.segments {
+                let piece = match seg {
+                    Segment::Lit(s) => Ok(KeyPiece::Lit(s.clone())),
+                    Segment::Param { root, .. } if fence.as_ref().is_some_and(|(f, _)| f.unraw() == root) => Err(
+                        format!("the fence parameter `{root}` cannot be part of the key: it changes on every claim"),
+                    ),
+                    Segment::Param { root, fields } => match lookup(root) {
+                        Some((ident, ty_span)) => Ok(KeyPiece::Arg {
+                            ident: ident.clone(),
+                            fields: fields.clone(),
+                            at: *ty_span,
+                        }),
+                        None => Err(unknown_param(root, "key template")),
+                    },
+                };
+                match piece {
+                    Ok(p) => key.push(p),
+                    Err(m) => errors.at(lit.span(), m),
                 }
             }
         }
@@ -276,8 +271,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         },
     };
     let on_conflict = args.on_conflict.map(|o| o.value);
-    if let (Some(path), Some(span)) = (&on_conflict, unnamed) {
-        let _ = path;
+    if let (Some(_), Some(span)) = (&on_conflict, unnamed) {
         errors.at(
             span,
             "`on_conflict` receives every parameter by reference, so each parameter needs a plain name",

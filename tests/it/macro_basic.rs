@@ -190,3 +190,37 @@ async fn without_a_handle_and_nothing_installed_the_call_fails() {
     );
     assert_eq!(runs.get(), 0);
 }
+
+#[derive(Debug)]
+struct Customer {
+    id: u64,
+}
+
+#[derive(Debug)]
+struct Checkout {
+    customer: Customer,
+    cart: (String, u32),
+}
+
+#[idem::idempotent(key = "basic-checkout:<cmd.customer.id>:<cmd.cart.0>", handle = idem)]
+async fn checkout(idem: &Idem, runs: &Counter, cmd: &Checkout) -> Result<u32, AppError> {
+    runs.hit();
+    Ok(cmd.cart.1)
+}
+
+#[tokio::test]
+async fn field_paths_in_the_key_select_the_record() {
+    let idem = handle();
+    let runs = Counter::default();
+    let cmd = |id, cart: &str, n| Checkout {
+        customer: Customer { id },
+        cart: (cart.into(), n),
+    };
+    assert_eq!(checkout(&idem, &runs, &cmd(1, "c1", 3)).await.unwrap(), 3);
+    // Same customer and cart, other quantity: the key does not include it, so replay.
+    assert_eq!(checkout(&idem, &runs, &cmd(1, "c1", 9)).await.unwrap(), 3);
+    assert_eq!(checkout(&idem, &runs, &cmd(2, "c1", 9)).await.unwrap(), 9);
+    assert_eq!(runs.get(), 2);
+    let key = idem.key("basic-checkout", &[&1u64, &"c1"]);
+    assert!(idem.inspect(&key).await.unwrap().is_some());
+}
