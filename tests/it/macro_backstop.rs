@@ -3,7 +3,9 @@
 //! `on_conflict` loads the existing row.
 #![cfg(feature = "sqlite")]
 
-use idem::Idem;
+use std::sync::Arc;
+
+use idem::{FaultyStore, Idem, MemoryStore};
 use sqlx::SqlitePool;
 use sqlx::sqlite::SqlitePoolOptions;
 
@@ -131,4 +133,60 @@ async fn without_on_conflict_a_backstop_hit_is_duplicate() {
         "{err:?}"
     );
     assert_eq!(rows(&db, "B-1").await, 1);
+}
+
+#[idem::idempotent(
+    key = "bs-degraded:<order_no>",
+    backstop = "uk_orders_order_no",
+    degrade = "backstop",
+    on_conflict = find_order,
+    handle = idem
+)]
+async fn create_degraded(
+    idem: &Idem,
+    db: &SqlitePool,
+    runs: &Counter,
+    order_no: &str,
+    amount: i64,
+) -> Result<i64, ShopError> {
+    runs.hit();
+    let id = sqlx::query_scalar::<_, i64>(
+        "INSERT INTO orders (order_no, amount) VALUES (?, ?) RETURNING id",
+    )
+    .bind(order_no)
+    .bind(amount)
+    .fetch_one(db)
+    .await?;
+    Ok(id)
+}
+
+#[tokio::test]
+async fn store_down_fails_closed_unless_degrade_lets_the_constraint_decide() {
+    let faulty = Arc::new(FaultyStore::new(MemoryStore::new()));
+    let idem = Idem::builder()
+        .shared_store(faulty.clone())
+        .namespace("it")
+        .build()
+        .unwrap();
+    let db = pool().await;
+    let runs = Counter::default();
+    faulty.set_unavailable(true);
+
+    // Without `degrade`: fail closed, the body does not run.
+    let err = create_order(&idem, &db, &runs, "D-1", 5).await.unwrap_err();
+    assert!(
+        matches!(err, ShopError::Idem(idem::Error::StoreUnavailable { .. })),
+        "{err:?}"
+    );
+    assert_eq!(runs.get(), 0);
+
+    // With `degrade = "backstop"`: the body runs and the unique index decides.
+    let first = create_degraded(&idem, &db, &runs, "D-2", 7).await.unwrap();
+    let again = create_degraded(&idem, &db, &runs, "D-2", 7).await.unwrap();
+    assert_eq!(again, first, "the duplicate got the existing row");
+    assert_eq!(runs.get(), 2);
+    assert_eq!(rows(&db, "D-2").await, 1);
+    let stats = idem.stats();
+    assert_eq!(stats.count("degraded"), 1);
+    assert_eq!(stats.backstop_hits(), 1);
 }
