@@ -19,4 +19,3 @@ mod macro_basic;
 mod macro_concurrency;
 mod macro_fence;
 mod macro_support;
-mod ui;

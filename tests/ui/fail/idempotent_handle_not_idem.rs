@@ -1,5 +1,4 @@
 #![allow(unused_variables)]
-use idem::Idem;
 
 #[derive(Debug)]
 pub struct AppError;
