@@ -88,6 +88,18 @@ fn expansions_match_snapshots() {
 }
 
 #[test]
+fn the_documented_expansion_is_the_snapshot() {
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/macro.md"))
+            .expect("docs/macro.md");
+    let snapshot = std::fs::read_to_string(dir().join("readme.expanded.rs")).expect("snapshot");
+    assert!(
+        docs.contains(&snapshot),
+        "docs/macro.md must show idem-macros/tests/snapshots/readme.expanded.rs verbatim"
+    );
+}
+
+#[test]
 fn errors_keep_the_function_and_report_everything() {
     let out = expand_file(
         r#"#[idempotent(key = "a b:<x>", ttl = "0s", tll = "1h")]
