@@ -15,7 +15,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let parsed: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(e) => {
-            errors.push(e);
+            errors.at(
+                e.span(),
+                format!("`#[idempotent]` applies to an `async fn`: {e}"),
+            );
             return fallback(errors, item);
         }
     };
