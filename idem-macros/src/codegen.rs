@@ -12,7 +12,7 @@ use crate::item::ItemFn;
 use crate::validate::{KeyPiece, Plan};
 
 /// `#[idempotent(..)] async fn f(..) -> R { body }` →
-/// `async fn f(..) -> R { static SPEC; let key = ..; Guarded::new(..)..run(async { body }).await }`.
+/// `async fn f(..) -> R { static SPEC; let key = ..; let call = Guarded::<R>::new(..)..; run::<R, _, _>(call, async { body }).await }`.
 pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     let ItemFn {
         outer_attrs,
@@ -109,7 +109,8 @@ fn key(plan: &Plan<'_>) -> TokenStream {
     }
 }
 
-/// The guarded call: `Guarded::new(&SPEC, key)[.hooks..].run(async { ..body.. }).await`.
+/// The guarded call: `let __idem_call = Guarded::<R>::new(&SPEC, key)[.hooks..];`
+/// then `run::<R, _, _>(__idem_call, async { fake return; { body } }).await`.
 fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
     let krate = &plan.krate;
     let ret = plan.ret;
