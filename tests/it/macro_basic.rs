@@ -224,3 +224,24 @@ async fn field_paths_in_the_key_select_the_record() {
     let key = idem.key("basic-checkout", &[&1u64, &"c1"]);
     assert!(idem.inspect(&key).await.unwrap().is_some());
 }
+
+/// `Cell` is `Send` but not `Sync`: the guarded future must still be `Send`
+/// (the engine encodes the result before awaiting the store, rather than
+/// holding `&T` across the await).
+#[idem::idempotent(key = "basic-cell:<id>", handle = idem)]
+async fn cell(idem: &Idem, id: u32) -> Result<std::cell::Cell<u32>, AppError> {
+    tokio::task::yield_now().await;
+    Ok(std::cell::Cell::new(id))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_that_is_send_but_not_sync_keeps_the_future_send() {
+    let idem = std::sync::Arc::new(handle());
+    let spawned = {
+        let idem = idem.clone();
+        tokio::spawn(async move { cell(&idem, 3).await.map(|c| c.get()) })
+    };
+    assert_eq!(spawned.await.unwrap().unwrap(), 3);
+    assert_eq!(cell(&idem, 3).await.unwrap().get(), 3);
+    assert_eq!(idem.stats().count("replayed"), 1);
+}
