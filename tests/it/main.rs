@@ -13,3 +13,9 @@ mod redis_faults;
 mod redis_procs;
 #[cfg(feature = "redis")]
 mod redis_store;
+
+mod macro_backstop;
+mod macro_basic;
+mod macro_concurrency;
+mod macro_fence;
+mod macro_support;
