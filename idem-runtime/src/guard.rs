@@ -303,7 +303,8 @@ impl Call<'_> {
                 Err(e) => {
                     claim_guard.disarm();
                     if matches!(e, StoreError::Unavailable(_)) && self.policy.degrade {
-                        return self.degraded(hooks, body).await;
+                        // Boxed: a cold path kept out of every call's future.
+                        return Box::pin(self.degraded(hooks, body)).await;
                     }
                     return ("failed", Err(self.idem.store_error(key, e).into()));
                 }
@@ -335,9 +336,15 @@ impl Call<'_> {
                     return ("executed", Err(err));
                 }
                 if let Some(constraint) = self.backstop_hit(&err, hooks.detect).await {
-                    return self
-                        .after_backstop(owner, fence, constraint, hooks.on_conflict, err)
-                        .await;
+                    // Boxed: the user's lookup future stays out of the common path's size.
+                    return Box::pin(self.after_backstop(
+                        owner,
+                        fence,
+                        constraint,
+                        hooks.on_conflict,
+                        err,
+                    ))
+                    .await;
                 }
                 self.release(owner).await;
                 ("released", Err(err))
@@ -358,7 +365,9 @@ impl Call<'_> {
         tokio::select! {
             biased;
             r = body => r,
-            never = self.renew_forever(owner, hold_until) => match never {},
+            // Boxed: renewal (timers, a store operation) would otherwise add its
+            // size to the future of every call, replays included.
+            never = Box::pin(self.renew_forever(owner, hold_until)) => match never {},
         }
     }
 
@@ -600,11 +609,14 @@ impl Idem {
         if !inner.breaker.allow() {
             return Err(StoreError::Unavailable("circuit breaker open".into()));
         }
-        let deadline = Instant::now() + inner.op_timeout;
+        let mut t0 = Instant::now();
+        let deadline = t0 + inner.op_timeout;
         let store = inner.store.name();
         let mut attempt = 0u32;
         loop {
-            let t0 = Instant::now();
+            if attempt > 0 {
+                t0 = Instant::now();
+            }
             let r = match tokio::time::timeout_at(deadline, f()).await {
                 Ok(r) => r,
                 Err(_) => Err(StoreError::Unavailable(format!(
