@@ -325,7 +325,10 @@ impl Idem {
         let Some(catalog) = &self.inner.catalog else {
             // The database did not name the constraint and we cannot look it up:
             // any unique violation in the body's first insert is taken as the backstop.
-            tracing::debug!(constraint = name, "unnamed unique violation taken as backstop (no catalog)");
+            tracing::debug!(
+                constraint = name,
+                "unnamed unique violation taken as backstop (no catalog)"
+            );
             return true;
         };
         let cached = self

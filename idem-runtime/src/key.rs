@@ -280,7 +280,10 @@ mod tests {
 
     #[test]
     fn escapes_separators_and_braces() {
-        assert_eq!(key(&[&"a:b", &"{x}", &"50%"]), "ns:scene:a%3Ab:%7Bx%7D:50%25");
+        assert_eq!(
+            key(&[&"a:b", &"{x}", &"50%"]),
+            "ns:scene:a%3Ab:%7Bx%7D:50%25"
+        );
         assert_eq!(key(&[&"line\nbreak\0"]), "ns:scene:line%0Abreak%00");
     }
 

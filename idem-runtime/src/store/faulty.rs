@@ -186,7 +186,8 @@ impl<S: Store> FaultyStore<S> {
             return (Draw::Pass, delay, false);
         };
         let mut lose_key = false;
-        if matches!(op, Op::Claim) && plan.lost_key > 0.0 && Self::next_f64(&mut st) < plan.lost_key {
+        if matches!(op, Op::Claim) && plan.lost_key > 0.0 && Self::next_f64(&mut st) < plan.lost_key
+        {
             lose_key = true;
         }
         if plan.slow > 0.0 && Self::next_f64(&mut st) < plan.slow {
@@ -251,10 +252,18 @@ impl<S: Store> Store for FaultyStore<S> {
         payload: &'a [u8],
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(self.run(Op::Mutate, Some(key), self.inner.complete(key, owner, payload, ttl)))
+        Box::pin(self.run(
+            Op::Mutate,
+            Some(key),
+            self.inner.complete(key, owner, payload, ttl),
+        ))
     }
 
-    fn release<'a>(&'a self, key: &'a str, owner: Owner) -> BoxFuture<'a, Result<Owned, StoreError>> {
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(self.run(Op::Mutate, Some(key), self.inner.release(key, owner)))
     }
 
@@ -267,7 +276,10 @@ impl<S: Store> Store for FaultyStore<S> {
         Box::pin(self.run(Op::Mutate, Some(key), self.inner.renew(key, owner, lease)))
     }
 
-    fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
+    fn inspect<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
         Box::pin(self.run(Op::Read, Some(key), self.inner.inspect(key)))
     }
 

@@ -1,0 +1,139 @@
+//! SQLite: one writer at a time, so the claim is a short `BEGIN IMMEDIATE`
+//! transaction (a one-row fence counter, then an upsert of a missing or expired
+//! key), preceded by a plain read that lets duplicates and waiters skip the write
+//! lock. WAL mode keeps those reads from blocking behind the writer.
+
+use std::path::Path;
+use std::time::Duration;
+
+use sqlx::Row;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+
+use super::ddl::{Statements, Stmt};
+use super::store::{Arg, Pool, SqlStore, bind};
+use super::{RawRow, TableNames, map_err, micros, retry_conflicts};
+use crate::outcome::Fence;
+use crate::store::{Claim, ClaimRequest, StoreError};
+
+impl SqlStore {
+    /// A SQLite store on `pool` with the default table names. Open the pool in WAL
+    /// mode with a `busy_timeout` (as [`open`](Self::open) does).
+    pub fn sqlite(pool: SqlitePool) -> Self {
+        Self::from_pool(Pool::Sqlite(pool), TableNames::default())
+    }
+
+    /// Opens (creating if missing) a SQLite database file: WAL journal,
+    /// `synchronous = NORMAL`, `busy_timeout` 5 s, up to 4 connections, no ping on
+    /// acquire (see the module docs). Does not create tables.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let opts = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(Duration::from_secs(5))
+            .test_before_acquire(false)
+            .connect_with(opts)
+            .await
+            .map_err(map_err)?;
+        Ok(Self::sqlite(pool))
+    }
+}
+
+pub(super) async fn execute(
+    pool: &SqlitePool,
+    stmt: &Stmt,
+    args: &[Arg<'_>],
+) -> Result<u64, sqlx::Error> {
+    Ok(bind(stmt, args).execute(pool).await?.rows_affected())
+}
+
+pub(super) async fn exists(
+    pool: &SqlitePool,
+    stmt: &Stmt,
+    args: &[Arg<'_>],
+) -> Result<bool, sqlx::Error> {
+    Ok(bind(stmt, args).fetch_optional(pool).await?.is_some())
+}
+
+pub(super) async fn fetch(
+    pool: &SqlitePool,
+    stmt: &Stmt,
+    args: &[Arg<'_>],
+) -> Result<Option<RawRow>, StoreError> {
+    let row = bind(stmt, args)
+        .fetch_optional(pool)
+        .await
+        .map_err(map_err)?;
+    row.as_ref().map(raw).transpose()
+}
+
+fn raw(row: &SqliteRow) -> Result<RawRow, StoreError> {
+    Ok(RawRow {
+        state: row.try_get("state").map_err(map_err)?,
+        owner: row.try_get("owner").map_err(map_err)?,
+        fence: row.try_get("fence").map_err(map_err)?,
+        fingerprint: row.try_get("fingerprint").map_err(map_err)?,
+        payload: row.try_get("payload").map_err(map_err)?,
+        remaining_us: row.try_get("remaining_us").map_err(map_err)?,
+    })
+}
+
+pub(super) async fn claim(
+    pool: &SqlitePool,
+    sql: &Statements,
+    req: ClaimRequest<'_>,
+) -> Result<Claim, StoreError> {
+    if let Some(live) = fetch(pool, &sql.select_live, &[Arg::Text(req.key)]).await? {
+        return live.into_claim(req.owner);
+    }
+    retry_conflicts(|| claim_tx(pool, sql, req))
+        .await
+        .map_err(map_err)?
+}
+
+/// The write half: under the database's write lock nothing can change between
+/// the upsert and the read that follows it.
+async fn claim_tx(
+    pool: &SqlitePool,
+    sql: &Statements,
+    req: ClaimRequest<'_>,
+) -> Result<Result<Claim, StoreError>, sqlx::Error> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let fence: i64 = bind(&sql.next_fence, &[])
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get(0)?;
+    let owner = req.owner.to_bytes();
+    let args = [
+        Arg::Text(req.key),
+        Arg::Bytes(&owner),
+        Arg::Int(fence),
+        Arg::Bytes(&req.fingerprint.0),
+        Arg::Int(micros(req.lease)),
+    ];
+    let claimed = bind(&sql.claim, &args).fetch_optional(&mut *tx).await?;
+    let answer = match claimed {
+        Some(_) => Ok(Claim::Claimed {
+            fence: Fence::new(fence as u64),
+        }),
+        None => match bind(&sql.select_live, &[Arg::Text(req.key)])
+            .fetch_optional(&mut *tx)
+            .await?
+        {
+            Some(row) => raw(&row).and_then(|r| r.into_claim(req.owner)),
+            None => Err(StoreError::Codec(format!(
+                "`{}` neither claimable nor live",
+                req.key
+            ))),
+        },
+    };
+    tx.commit().await?;
+    Ok(answer)
+}
