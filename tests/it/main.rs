@@ -1,1 +1,4 @@
-fn main() {}
+//! One integration-test binary (fewer links); each module covers one area.
+
+mod sql_store;
+mod sql_support;

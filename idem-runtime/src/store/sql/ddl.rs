@@ -156,13 +156,18 @@ impl Statements {
             select_live: Stmt::new(format!(
                 "SELECT {COLS}, {remaining} AS remaining_us FROM {t} WHERE idem_key = $1 AND expires_at > now()"
             )),
-            // One round trip: the upsert takes a missing or expired key; otherwise the
-            // second branch reads the live row. That read uses the statement's snapshot,
-            // which may predate a concurrent insert: the store then simply runs it again.
+            // One round trip. `cur` is the live row, if any; only when there is none
+            // does `ins` upsert (taking a missing or expired key), so duplicates and
+            // waiters stay read-only: no row lock, no transaction id, no WAL flush.
+            // `cur` reads the statement's snapshot, which may predate a concurrent
+            // insert: then neither branch returns a row and the store asks again.
             claim: Stmt::new(format!(
-                "WITH ins AS (\
+                "WITH cur AS (\
+                   SELECT {COLS}, {remaining} AS remaining_us FROM {t} \
+                   WHERE idem_key = $1 AND expires_at > now()), \
+                 ins AS (\
                    INSERT INTO {t} AS r (idem_key, state, owner, fence, fingerprint, payload, expires_at) \
-                   VALUES ($1, 0, $2, nextval('{seq}'), $3, NULL, {exp}) \
+                   SELECT $1, 0, $2, nextval('{seq}'), $3, NULL, {exp} WHERE NOT EXISTS (SELECT 1 FROM cur) \
                    ON CONFLICT (idem_key) DO UPDATE SET state = 0, owner = EXCLUDED.owner, \
                      fence = EXCLUDED.fence, fingerprint = EXCLUDED.fingerprint, payload = NULL, \
                      expires_at = EXCLUDED.expires_at \
@@ -171,8 +176,7 @@ impl Statements {
                  SELECT TRUE AS claimed, 0::INT2 AS state, $2::BYTEA AS owner, fence, \
                    $3::BYTEA AS fingerprint, NULL::BYTEA AS payload, 0::INT8 AS remaining_us FROM ins \
                  UNION ALL \
-                 SELECT FALSE, {COLS}, {remaining} FROM {t} \
-                   WHERE idem_key = $1 AND NOT EXISTS (SELECT 1 FROM ins)",
+                 SELECT FALSE, {COLS}, remaining_us FROM cur",
                 exp = plus("$4"),
             )),
             next_fence: Stmt::new(format!("SELECT nextval('{seq}')")),

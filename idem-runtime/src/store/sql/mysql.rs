@@ -11,7 +11,7 @@ use sqlx::mysql::{MySqlPool, MySqlPoolOptions, MySqlRow};
 
 use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
-use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
+use super::{CLAIM_ROUNDS, KeyLocks, RawRow, TableNames, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError};
 
@@ -25,12 +25,12 @@ impl SqlStore {
         Self::from_pool(Pool::MySql(pool), TableNames::default())
     }
 
-    /// Connects a pool of up to 16 connections (1 s acquire timeout, no ping on
+    /// Connects a pool of up to 16 connections (5 s acquire timeout, no ping on
     /// acquire: see the module docs). Does not create tables.
     pub async fn connect_mysql(url: &str) -> Result<Self, StoreError> {
         let pool = MySqlPoolOptions::new()
             .max_connections(16)
-            .acquire_timeout(Duration::from_secs(1))
+            .acquire_timeout(Duration::from_secs(5))
             .test_before_acquire(false)
             .connect(url)
             .await
@@ -101,13 +101,19 @@ async fn next_fence(pool: &MySqlPool, sql: &Statements, key: &str) -> Result<i64
 pub(super) async fn claim(
     pool: &MySqlPool,
     sql: &Statements,
+    locks: &KeyLocks,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
     let owner = req.owner.to_bytes();
     let mut fence = None;
     for _ in 0..CLAIM_ROUNDS {
-        if let Some(live) = fetch(pool, &sql.select_live, &[Arg::Text(req.key)]).await? {
-            return live.into_claim(req.owner);
+        let live = [Arg::Text(req.key)];
+        if let Some(row) = fetch(pool, &sql.select_live, &live).await? {
+            return row.into_claim(req.owner);
+        }
+        let _write = locks.lock(req.key).await;
+        if let Some(row) = fetch(pool, &sql.select_live, &live).await? {
+            return row.into_claim(req.owner);
         }
         // Reused across rounds: fences need to grow, not to be dense.
         let f = match fence {

@@ -8,7 +8,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 
 use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
-use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
+use super::{CLAIM_ROUNDS, KeyLocks, RawRow, TableNames, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError};
 
@@ -18,12 +18,12 @@ impl SqlStore {
         Self::from_pool(Pool::Postgres(pool), TableNames::default())
     }
 
-    /// Connects a pool of up to 16 connections (1 s acquire timeout, no ping on
+    /// Connects a pool of up to 16 connections (5 s acquire timeout, no ping on
     /// acquire: see the module docs). Does not create tables.
     pub async fn connect_postgres(url: &str) -> Result<Self, StoreError> {
         let pool = PgPoolOptions::new()
             .max_connections(16)
-            .acquire_timeout(Duration::from_secs(1))
+            .acquire_timeout(Duration::from_secs(5))
             .test_before_acquire(false)
             .connect(url)
             .await
@@ -71,9 +71,12 @@ fn raw(row: &PgRow) -> Result<RawRow, StoreError> {
     })
 }
 
+/// No key lock needed: waiters and duplicates stay read-only inside the one
+/// statement, and conflicting inserts wait on the row lock without writing.
 pub(super) async fn claim(
     pool: &PgPool,
     sql: &Statements,
+    _locks: &KeyLocks,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
     let owner = req.owner.to_bytes();

@@ -14,7 +14,7 @@ use sqlx::sqlite::{
 
 use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
-use super::{RawRow, TableNames, map_err, micros, retry_conflicts};
+use super::{KeyLocks, RawRow, TableNames, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError};
 
@@ -88,10 +88,16 @@ fn raw(row: &SqliteRow) -> Result<RawRow, StoreError> {
 pub(super) async fn claim(
     pool: &SqlitePool,
     sql: &Statements,
+    locks: &KeyLocks,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
-    if let Some(live) = fetch(pool, &sql.select_live, &[Arg::Text(req.key)]).await? {
-        return live.into_claim(req.owner);
+    let live = [Arg::Text(req.key)];
+    if let Some(row) = fetch(pool, &sql.select_live, &live).await? {
+        return row.into_claim(req.owner);
+    }
+    let _write = locks.lock(req.key).await;
+    if let Some(row) = fetch(pool, &sql.select_live, &live).await? {
+        return row.into_claim(req.owner);
     }
     retry_conflicts(|| claim_tx(pool, sql, req))
         .await

@@ -7,7 +7,9 @@ use std::time::Duration;
 use sqlx::{Database, Encode, Type};
 
 use super::ddl::{Statements, Stmt, statements};
-use super::{Dialect, RawRow, TableNames, map_err, micros, missing, purge_loop, retry_conflicts};
+use super::{
+    Dialect, KeyLocks, RawRow, TableNames, map_err, micros, missing, purge_loop, retry_conflicts,
+};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
@@ -96,6 +98,7 @@ pub struct SqlStore {
     pub(crate) names: TableNames,
     pub(crate) sql: Statements,
     pub(crate) dialect: Dialect,
+    pub(crate) locks: std::sync::Arc<KeyLocks>,
 }
 
 impl SqlStore {
@@ -113,6 +116,7 @@ impl SqlStore {
             pool,
             names,
             dialect,
+            locks: std::sync::Arc::default(),
         }
     }
 
@@ -173,7 +177,10 @@ impl Store for SqlStore {
     }
 
     fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        Box::pin(async move { dispatch!(&self.pool, |p, m| m::claim(p, &self.sql, req).await) })
+        Box::pin(async move {
+            dispatch!(&self.pool, |p, m| m::claim(p, &self.sql, &self.locks, req)
+                .await)
+        })
     }
 
     fn complete<'a>(
