@@ -1,4 +1,5 @@
 //! One integration-test binary (fewer links); each module covers one area.
 
+mod sql_backstop;
 mod sql_store;
 mod sql_support;
