@@ -29,8 +29,17 @@ impl SqlStore {
     /// `synchronous = NORMAL`, `busy_timeout` 5 s, up to 4 connections, no ping on
     /// acquire (see the module docs). Does not create tables.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let opts = SqliteConnectOptions::new()
-            .filename(path)
+        Self::open_with(SqliteConnectOptions::new().filename(path)).await
+    }
+
+    /// Like [`open`](Self::open), from a `sqlite:` URL.
+    pub async fn connect_sqlite(url: &str) -> Result<Self, StoreError> {
+        let opts: SqliteConnectOptions = url.parse().map_err(map_err)?;
+        Self::open_with(opts).await
+    }
+
+    async fn open_with(opts: SqliteConnectOptions) -> Result<Self, StoreError> {
+        let opts = opts
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)

@@ -120,6 +120,36 @@ impl SqlStore {
         }
     }
 
+    /// Connects by URL scheme: `postgres://`/`postgresql://`, `mysql://`/`mariadb://`
+    /// or `sqlite:` (the file is created if missing; WAL, `busy_timeout` 5 s), with
+    /// the defaults of `connect_postgres`, `connect_mysql` and `open`. Does not
+    /// create tables.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let scheme = url.split(':').next().unwrap_or("");
+        match scheme {
+            #[cfg(feature = "postgres")]
+            "postgres" | "postgresql" => Self::connect_postgres(url).await,
+            #[cfg(feature = "mysql")]
+            "mysql" | "mariadb" => {
+                Self::connect_mysql(&url.replacen("mariadb:", "mysql:", 1)).await
+            }
+            #[cfg(feature = "sqlite")]
+            "sqlite" => Self::connect_sqlite(url).await,
+            _ => Err(StoreError::Config(format!(
+                "unsupported database URL scheme `{scheme}` (enabled: {})",
+                [
+                    cfg!(feature = "postgres").then_some("postgres"),
+                    cfg!(feature = "mysql").then_some("mysql"),
+                    cfg!(feature = "sqlite").then_some("sqlite"),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(", ")
+            ))),
+        }
+    }
+
     /// Uses other table names (or a PostgreSQL schema) for this store.
     pub fn with_tables(self, names: TableNames) -> Self {
         Self::from_pool(self.pool, names)
