@@ -59,7 +59,7 @@ pub struct Guard<'h> {
 
 impl Idem {
     /// Starts a guarded call keyed by `scene` and the escaped `parts`.
-    pub fn guard(&self, scene: &str, parts: &[&dyn KeyPart]) -> Guard<'_> {
+    pub fn guard(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Guard<'_> {
         Guard {
             idem: self,
             key: self.key(scene, parts),

@@ -181,7 +181,7 @@ impl Idem {
     }
 
     /// Renders a key the way `guard(scene, parts)` does, for `inspect`/`forget`.
-    pub fn key(&self, scene: &str, parts: &[&dyn KeyPart]) -> Key {
+    pub fn key(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Key {
         Key::from_parts(&self.inner.namespace, scene, parts)
     }
 

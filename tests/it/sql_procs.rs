@@ -21,6 +21,18 @@ const PROCS: usize = 4;
 async fn four_processes_one_row_per_key() {
     let fx = Fixture::new(Dialect::Postgres).await;
     let biz = Biz::new(&fx).await;
+    let BizPool::Pg(pool) = &biz.pool else {
+        unreachable!()
+    };
+    // Each worker reports how many bodies it ran (created here: concurrent
+    // `CREATE TABLE IF NOT EXISTS` races on PostgreSQL's catalog).
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE TABLE {}.worker_runs (worker INT PRIMARY KEY, runs INT8 NOT NULL)",
+        fx.names.schema_name().unwrap()
+    )))
+    .execute(pool)
+    .await
+    .unwrap();
     let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..PROCS)
         .map(|i| {
@@ -84,12 +96,6 @@ async fn worker_process_entry() {
         .connect(&pg_url())
         .await
         .unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "CREATE TABLE IF NOT EXISTS {schema}.worker_runs (worker INT PRIMARY KEY, runs INT8 NOT NULL)"
-    )))
-    .execute(&pool)
-    .await
-    .unwrap();
     let biz = Biz {
         pool: BizPool::Pg(pool.clone()),
         table: table.to_owned(),

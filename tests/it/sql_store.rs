@@ -10,7 +10,7 @@ use idem::store::{Claim, ClaimRequest, Owned, Owner, RecordState};
 use idem::{Concurrency, Error, FaultyStore, Hooks, How, Idem, Store, Terminal};
 use tokio::sync::Barrier;
 
-use crate::sql_support::{Biz, Fixture, stress};
+use crate::sql_support::{Biz, Fixture};
 
 #[derive(Debug, thiserror::Error, serde::Serialize, serde::Deserialize)]
 enum AppErr {
@@ -117,11 +117,7 @@ async fn sequential_repeats_run_once(d: Dialect) {
 }
 
 async fn concurrent_callers_many_keys(d: Dialect) {
-    let keys = match (stress(), d) {
-        (true, _) => 1000,
-        (false, Dialect::Sqlite) => 200,
-        (false, _) => 100,
-    };
+    let keys = crate::sql_support::ci_keys(d);
     let callers = 50;
     let fx = Fixture::new(d).await;
     let idem = handle(fx.dyn_store());

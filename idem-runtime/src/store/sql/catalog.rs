@@ -44,7 +44,7 @@ impl SqlConstraints {
     #[cfg(feature = "sqlite")]
     pub fn sqlite(pool: sqlx::SqlitePool) -> Self {
         SqlConstraints {
-            pool: Pool::Sqlite(pool),
+            pool: Pool::Sqlite(super::sqlite::Lite::new(pool)),
         }
     }
 
@@ -87,7 +87,8 @@ impl SqlConstraints {
                 .await?
             }
             #[cfg(feature = "sqlite")]
-            Pool::Sqlite(p) => {
+            Pool::Sqlite(lite) => {
+                let p = &lite.pool;
                 sqlx::query_as(
                     "SELECT m.tbl_name, ii.name \
                      FROM sqlite_master m \

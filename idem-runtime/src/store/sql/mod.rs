@@ -43,6 +43,7 @@ use crate::outcome::Fence;
 
 mod catalog;
 mod ddl;
+mod local;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
@@ -243,56 +244,6 @@ impl RawRow {
                 remaining,
             },
         })
-    }
-}
-
-/// Per-key locks of one store instance, taken around the write half of a claim.
-///
-/// When many local callers find a key free at the same instant (a burst of
-/// duplicates), only one of them goes on to write; the others wait here, then
-/// read the winner's row. Without it every contender would pay a fence and an
-/// upsert (each a commit with its log flush: ≈ 4 ms on MariaDB here), and a
-/// burst of 50 callers on 100 keys took longer than the guard's timeout.
-/// Correctness never depends on it: other processes are handled by the
-/// database's own locking.
-#[derive(Debug, Default)]
-pub(crate) struct KeyLocks(
-    std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
-);
-
-impl KeyLocks {
-    pub(crate) async fn lock(&self, key: &str) -> KeyGuard<'_> {
-        let m = {
-            let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            std::sync::Arc::clone(map.entry(key.to_owned()).or_default())
-        };
-        KeyGuard {
-            locks: self,
-            key: key.to_owned(),
-            guard: Some(m.lock_owned().await),
-        }
-    }
-}
-
-/// Holds one key's lock; removes the map entry when nobody else wants it.
-#[derive(Debug)]
-pub(crate) struct KeyGuard<'a> {
-    locks: &'a KeyLocks,
-    key: String,
-    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
-}
-
-impl Drop for KeyGuard<'_> {
-    fn drop(&mut self) {
-        drop(self.guard.take());
-        let mut map = self.locks.0.lock().unwrap_or_else(|p| p.into_inner());
-        // Only the map holds it: no waiter, no holder.
-        if map
-            .get(&self.key)
-            .is_some_and(|m| std::sync::Arc::strong_count(m) == 1)
-        {
-            map.remove(&self.key);
-        }
     }
 }
 

@@ -11,7 +11,7 @@ use sqlx::mysql::{MySqlPool, MySqlPoolOptions, MySqlRow};
 
 use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
-use super::{CLAIM_ROUNDS, KeyLocks, RawRow, TableNames, map_err, micros, retry_conflicts};
+use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError};
 
@@ -101,17 +101,12 @@ async fn next_fence(pool: &MySqlPool, sql: &Statements, key: &str) -> Result<i64
 pub(super) async fn claim(
     pool: &MySqlPool,
     sql: &Statements,
-    locks: &KeyLocks,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
     let owner = req.owner.to_bytes();
     let mut fence = None;
     for _ in 0..CLAIM_ROUNDS {
         let live = [Arg::Text(req.key)];
-        if let Some(row) = fetch(pool, &sql.select_live, &live).await? {
-            return row.into_claim(req.owner);
-        }
-        let _write = locks.lock(req.key).await;
         if let Some(row) = fetch(pool, &sql.select_live, &live).await? {
             return row.into_claim(req.owner);
         }

@@ -8,7 +8,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 
 use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
-use super::{CLAIM_ROUNDS, KeyLocks, RawRow, TableNames, map_err, micros, retry_conflicts};
+use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError};
 
@@ -71,12 +71,9 @@ fn raw(row: &PgRow) -> Result<RawRow, StoreError> {
     })
 }
 
-/// No key lock needed: waiters and duplicates stay read-only inside the one
-/// statement, and conflicting inserts wait on the row lock without writing.
 pub(super) async fn claim(
     pool: &PgPool,
     sql: &Statements,
-    _locks: &KeyLocks,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
     let owner = req.owner.to_bytes();

@@ -4,6 +4,7 @@
 //! lock. WAL mode keeps those reads from blocking behind the writer.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::Row;
@@ -14,7 +15,7 @@ use sqlx::sqlite::{
 
 use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
-use super::{KeyLocks, RawRow, TableNames, map_err, micros, retry_conflicts};
+use super::{RawRow, TableNames, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError};
 
@@ -22,7 +23,7 @@ impl SqlStore {
     /// A SQLite store on `pool` with the default table names. Open the pool in WAL
     /// mode with a `busy_timeout` (as [`open`](Self::open) does).
     pub fn sqlite(pool: SqlitePool) -> Self {
-        Self::from_pool(Pool::Sqlite(pool), TableNames::default())
+        Self::from_pool(Pool::Sqlite(Lite::new(pool)), TableNames::default())
     }
 
     /// Opens (creating if missing) a SQLite database file: WAL journal,
@@ -55,29 +56,52 @@ impl SqlStore {
     }
 }
 
+/// A SQLite pool and the lock that makes this process's writers take turns.
+///
+/// SQLite has one writer at a time; a connection that finds the write lock taken
+/// sleeps in the `busy_timeout` handler in steps of up to 100 ms, so letting
+/// several local connections race for it turns a burst of short writes into
+/// seconds of sleeping. Local writers queue here instead; other processes still
+/// meet at the database lock and its `busy_timeout`.
+#[derive(Debug, Clone)]
+pub(crate) struct Lite {
+    pub(crate) pool: SqlitePool,
+    writer: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Lite {
+    pub(crate) fn new(pool: SqlitePool) -> Self {
+        Lite {
+            pool,
+            writer: Arc::default(),
+        }
+    }
+}
+
 pub(super) async fn execute(
-    pool: &SqlitePool,
+    lite: &Lite,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<u64, sqlx::Error> {
-    Ok(bind(stmt, args).execute(pool).await?.rows_affected())
+    let _turn = lite.writer.lock().await;
+    Ok(bind(stmt, args).execute(&lite.pool).await?.rows_affected())
 }
 
 pub(super) async fn exists(
-    pool: &SqlitePool,
+    lite: &Lite,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<bool, sqlx::Error> {
-    Ok(bind(stmt, args).fetch_optional(pool).await?.is_some())
+    Ok(bind(stmt, args).fetch_optional(&lite.pool).await?.is_some())
 }
 
 pub(super) async fn fetch(
-    pool: &SqlitePool,
+    lite: &Lite,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<Option<RawRow>, StoreError> {
     let row = bind(stmt, args)
-        .fetch_optional(pool)
+        .fetch_optional(&lite.pool)
         .await
         .map_err(map_err)?;
     row.as_ref().map(raw).transpose()
@@ -95,20 +119,16 @@ fn raw(row: &SqliteRow) -> Result<RawRow, StoreError> {
 }
 
 pub(super) async fn claim(
-    pool: &SqlitePool,
+    lite: &Lite,
     sql: &Statements,
-    locks: &KeyLocks,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
     let live = [Arg::Text(req.key)];
-    if let Some(row) = fetch(pool, &sql.select_live, &live).await? {
+    if let Some(row) = fetch(lite, &sql.select_live, &live).await? {
         return row.into_claim(req.owner);
     }
-    let _write = locks.lock(req.key).await;
-    if let Some(row) = fetch(pool, &sql.select_live, &live).await? {
-        return row.into_claim(req.owner);
-    }
-    retry_conflicts(|| claim_tx(pool, sql, req))
+    let _turn = lite.writer.lock().await;
+    retry_conflicts(|| claim_tx(&lite.pool, sql, req))
         .await
         .map_err(map_err)?
 }

@@ -7,9 +7,8 @@ use std::time::Duration;
 use sqlx::{Database, Encode, Type};
 
 use super::ddl::{Statements, Stmt, statements};
-use super::{
-    Dialect, KeyLocks, RawRow, TableNames, map_err, micros, missing, purge_loop, retry_conflicts,
-};
+use super::local::{KeyLocks, LocalClaims};
+use super::{Dialect, RawRow, TableNames, map_err, micros, missing, purge_loop, retry_conflicts};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
@@ -50,7 +49,7 @@ pub(crate) enum Pool {
     #[cfg(feature = "mysql")]
     MySql(sqlx::MySqlPool),
     #[cfg(feature = "sqlite")]
-    Sqlite(sqlx::SqlitePool),
+    Sqlite(super::sqlite::Lite),
 }
 
 /// Runs `$body` with `$p` bound to the dialect's pool and `$m` to its module.
@@ -98,7 +97,8 @@ pub struct SqlStore {
     pub(crate) names: TableNames,
     pub(crate) sql: Statements,
     pub(crate) dialect: Dialect,
-    pub(crate) locks: std::sync::Arc<KeyLocks>,
+    locks: std::sync::Arc<KeyLocks>,
+    local: std::sync::Arc<LocalClaims>,
 }
 
 impl SqlStore {
@@ -117,6 +117,7 @@ impl SqlStore {
             names,
             dialect,
             locks: std::sync::Arc::default(),
+            local: std::sync::Arc::default(),
         }
     }
 
@@ -208,8 +209,21 @@ impl Store for SqlStore {
 
     fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
-            dispatch!(&self.pool, |p, m| m::claim(p, &self.sql, &self.locks, req)
-                .await)
+            // See `local.rs`: local duplicates of a claim granted here need no round trip.
+            if let Some(answer) = self.local.answer(req.key, req.owner) {
+                return Ok(answer);
+            }
+            let _one_at_a_time = self.locks.lock(req.key).await;
+            if let Some(answer) = self.local.answer(req.key, req.owner) {
+                return Ok(answer);
+            }
+            let sent = std::time::Instant::now();
+            let claim = dispatch!(&self.pool, |p, m| m::claim(p, &self.sql, req).await)?;
+            if let Claim::Claimed { fence } = claim {
+                self.local
+                    .hold(req.key, req.owner, fence, req.fingerprint, sent + req.lease);
+            }
+            Ok(claim)
         })
     }
 
@@ -228,6 +242,8 @@ impl Store for SqlStore {
                 Arg::Text(key),
                 Arg::Bytes(&o),
             ];
+            // Whatever the answer, the key is no longer an in-progress claim of ours.
+            self.local.drop_key(key);
             let n = self
                 .execute(&self.sql.complete, &args)
                 .await
@@ -243,6 +259,7 @@ impl Store for SqlStore {
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(async move {
             let o = owner.to_bytes();
+            self.local.drop_key(key);
             let n = self
                 .execute(&self.sql.release, &[Arg::Text(key), Arg::Bytes(&o)])
                 .await
@@ -273,11 +290,18 @@ impl Store for SqlStore {
         Box::pin(async move {
             let o = owner.to_bytes();
             let args = [Arg::Int(micros(lease)), Arg::Text(key), Arg::Bytes(&o)];
-            let n = self
-                .execute(&self.sql.renew, &args)
-                .await
-                .map_err(map_err)?;
-            Ok(owned(n))
+            let sent = std::time::Instant::now();
+            let n = self.execute(&self.sql.renew, &args).await;
+            match n {
+                Ok(n) if n > 0 => {
+                    self.local.extend(key, owner, sent + lease);
+                    Ok(Owned::Applied)
+                }
+                other => {
+                    self.local.drop_key(key);
+                    other.map(owned).map_err(map_err)
+                }
+            }
         })
     }
 
@@ -295,6 +319,7 @@ impl Store for SqlStore {
 
     fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
+            self.local.drop_key(key);
             let n = self
                 .execute(&self.sql.forget, &[Arg::Text(key)])
                 .await
