@@ -86,12 +86,20 @@ async fn worker_process_entry() {
     let schema = std::env::var("IDEM_SQL_SCHEMA").unwrap();
     let biz_spec = std::env::var("IDEM_SQL_BIZ").unwrap();
     let (table, index) = biz_spec.split_once(':').unwrap();
-    let store = SqlStore::connect_postgres(&pg_url())
+    // Small pools: four of these processes share PostgreSQL's 100 connections
+    // with the rest of the suite (and other suites).
+    let store_pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .acquire_timeout(Duration::from_secs(10))
+        .test_before_acquire(false)
+        .connect(&pg_url())
         .await
-        .unwrap()
-        .with_tables(TableNames::default().schema(&schema).unwrap());
+        .unwrap();
+    let store =
+        SqlStore::postgres(store_pool).with_tables(TableNames::default().schema(&schema).unwrap());
     let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(8)
+        .max_connections(2)
+        .acquire_timeout(Duration::from_secs(10))
         .test_before_acquire(false)
         .connect(&pg_url())
         .await

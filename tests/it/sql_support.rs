@@ -25,6 +25,27 @@ pub(crate) fn suffix() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..12].to_owned()
 }
 
+/// Connections per test pool. The test binary runs 8 tests at once next to
+/// other suites on one PostgreSQL (`max_connections = 100`): 16-connection
+/// pools ran it out of connections, and 2 cores gain nothing from more.
+const POOL: u32 = 4;
+
+async fn one_connection_pg() -> sqlx::PgPool {
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&pg_url())
+        .await
+        .unwrap()
+}
+
+async fn one_connection_mysql() -> sqlx::MySqlPool {
+    sqlx::mysql::MySqlPoolOptions::new()
+        .max_connections(1)
+        .connect(&mysql_url())
+        .await
+        .unwrap()
+}
+
 /// Fresh idem tables on one database, removed on drop.
 #[derive(Debug)]
 pub(crate) struct Fixture {
@@ -111,14 +132,14 @@ impl Fixture {
     pub(crate) async fn exec(&self, sql: &str) {
         match self.dialect {
             Dialect::Postgres => {
-                let pool = sqlx::PgPool::connect(&pg_url()).await.unwrap();
+                let pool = one_connection_pg().await;
                 sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
                     .execute(&pool)
                     .await
                     .unwrap();
             }
             Dialect::MySql => {
-                let pool = sqlx::MySqlPool::connect(&mysql_url()).await.unwrap();
+                let pool = one_connection_mysql().await;
                 sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
                     .execute(&pool)
                     .await
@@ -166,14 +187,22 @@ impl Drop for Fixture {
                 .unwrap();
             rt.block_on(async move {
                 let r = match dialect {
-                    Dialect::Postgres => match sqlx::PgPool::connect(&pg_url()).await {
+                    Dialect::Postgres => match sqlx::postgres::PgPoolOptions::new()
+                        .max_connections(1)
+                        .connect(&pg_url())
+                        .await
+                    {
                         Ok(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
                             .execute(&p)
                             .await
                             .map(drop),
                         Err(e) => Err(e),
                     },
-                    _ => match sqlx::MySqlPool::connect(&mysql_url()).await {
+                    _ => match sqlx::mysql::MySqlPoolOptions::new()
+                        .max_connections(1)
+                        .connect(&mysql_url())
+                        .await
+                    {
                         Ok(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
                             .execute(&p)
                             .await
@@ -237,7 +266,7 @@ impl Biz {
                 let schema = fx.names.schema_name().unwrap().to_owned();
                 let table = format!("{schema}.orders");
                 let pool = sqlx::postgres::PgPoolOptions::new()
-                    .max_connections(8)
+                    .max_connections(2)
                     .test_before_acquire(false)
                     .connect(&pg_url())
                     .await
@@ -258,7 +287,7 @@ impl Biz {
             Dialect::MySql => {
                 let table = format!("{}_orders", fx.names.records_name());
                 let pool = sqlx::mysql::MySqlPoolOptions::new()
-                    .max_connections(8)
+                    .max_connections(2)
                     .test_before_acquire(false)
                     .connect(&mysql_url())
                     .await
@@ -286,7 +315,7 @@ impl Biz {
                     .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
                     .busy_timeout(Duration::from_secs(10));
                 let pool = sqlx::sqlite::SqlitePoolOptions::new()
-                    .max_connections(4)
+                    .max_connections(2)
                     .test_before_acquire(false)
                     .connect_with(opts)
                     .await
@@ -456,12 +485,12 @@ pub(crate) async fn conformance_store(dialect: Dialect) -> Arc<dyn idem::Store> 
 
 /// Keys of the conformance suite's many-keys test (50 callers each). Its handle
 /// gives every store operation 800 ms, and a burst of 50 × N claims through one
-/// pool on this 2-core machine (database server included) is CPU-bound: 20 keys
-/// fit that budget. The larger CI sizes (100 keys on PostgreSQL/MariaDB, 200 on
+/// pool on this 2-core machine (database server included) is CPU-bound, and
+/// the binary runs these bursts side by side: 30 keys fit that budget. The larger CI sizes (100 keys on PostgreSQL/MariaDB, 200 on
 /// SQLite, 1,000 under `IDEM_STRESS=1`) run in `sql_store::*::
 /// concurrent_callers_many_keys` with a 5 s operation budget.
-pub(crate) fn many_keys(_dialect: Dialect) -> usize {
-    20
+pub(crate) fn many_keys(dialect: Dialect) -> usize {
+    if stress() { ci_keys(dialect) } else { 30 }
 }
 
 /// Keys of `sql_store`'s many-keys test: the CI size, or 1,000 under `IDEM_STRESS=1`.

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
-use crate::store::{Claim, Owner};
+use crate::store::{Claim, DoneRecord, Owner};
 
 /// Entries kept before expired ones are swept (bodies whose caller was dropped
 /// leave theirs until the lease would have lapsed).
@@ -103,9 +103,20 @@ impl LocalClaims {
     }
 }
 
-/// Per-key async locks: one claim of a key at a time in this instance.
+/// Per-key async locks: one claim of a key at a time in this instance. The
+/// lock also carries the last finished record a claim under it read, with the
+/// time that read was sent: a queued claim that arrived before that read was sent
+/// may take its answer (the read happened while that claim was in progress, so
+/// answering it is a valid order of events), which turns the burst of re-claims
+/// when a local holder finishes into one or two reads.
 #[derive(Debug, Default)]
-pub(crate) struct KeyLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+pub(crate) struct KeyLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<Shared>>>>);
+
+/// What the claims of one key share while they queue.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    done: Option<(Instant, DoneRecord)>,
+}
 
 impl KeyLocks {
     pub(crate) async fn lock(&self, key: &str) -> KeyGuard<'_> {
@@ -126,7 +137,27 @@ impl KeyLocks {
 pub(crate) struct KeyGuard<'a> {
     locks: &'a KeyLocks,
     key: String,
-    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    guard: Option<tokio::sync::OwnedMutexGuard<Shared>>,
+}
+
+impl KeyGuard<'_> {
+    /// A finished record read by a claim sent after `arrived`.
+    pub(crate) fn done_since(&self, arrived: Instant) -> Option<DoneRecord> {
+        match self.guard.as_deref()?.done.as_ref()? {
+            (sent, rec) if *sent >= arrived => Some(rec.clone()),
+            _ => None,
+        }
+    }
+
+    /// Remembers the answer of a claim sent at `sent`, for the claims queued behind it.
+    pub(crate) fn remember(&mut self, sent: Instant, answer: &Claim) {
+        if let Some(shared) = self.guard.as_deref_mut() {
+            shared.done = match answer {
+                Claim::Done(rec) => Some((sent, rec.clone())),
+                _ => None,
+            };
+        }
+    }
 }
 
 impl Drop for KeyGuard<'_> {

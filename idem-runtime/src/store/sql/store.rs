@@ -213,9 +213,13 @@ impl Store for SqlStore {
             if let Some(answer) = self.local.answer(req.key, req.owner) {
                 return Ok(answer);
             }
-            let _one_at_a_time = self.locks.lock(req.key).await;
+            let arrived = std::time::Instant::now();
+            let mut one_at_a_time = self.locks.lock(req.key).await;
             if let Some(answer) = self.local.answer(req.key, req.owner) {
                 return Ok(answer);
+            }
+            if let Some(rec) = one_at_a_time.done_since(arrived) {
+                return Ok(Claim::Done(rec));
             }
             let sent = std::time::Instant::now();
             let claim = dispatch!(&self.pool, |p, m| m::claim(p, &self.sql, req).await)?;
@@ -223,6 +227,7 @@ impl Store for SqlStore {
                 self.local
                     .hold(req.key, req.owner, fence, req.fingerprint, sent + req.lease);
             }
+            one_at_a_time.remember(sent, &claim);
             Ok(claim)
         })
     }
