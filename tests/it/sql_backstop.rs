@@ -98,6 +98,8 @@ async fn violation_found_however_wrapped(d: Dialect) {
     let view = {
         #[allow(unused_imports)]
         use idem::__private::{ErrProbe, ViaAsRef, ViaNothing, ViaStdError};
+        // Exactly what the macro expansion writes (autoref specialisation).
+        #[allow(clippy::needless_borrow)]
         (&&&ErrProbe(&any))
             .idem_dyn()
             .expect("anyhow errors are searchable")

@@ -69,12 +69,16 @@ impl Fixture {
             Dialect::Postgres => {
                 let schema = format!("idem_t_{sfx}");
                 let names = TableNames::default().schema(&schema).unwrap();
-                let store = SqlStore::connect_postgres(&pg_url())
+                let pool = sqlx::postgres::PgPoolOptions::new()
+                    .max_connections(POOL)
+                    .acquire_timeout(Duration::from_secs(5))
+                    .test_before_acquire(false)
+                    .connect(&pg_url())
                     .await
                     .unwrap_or_else(|e| {
                         panic!("PostgreSQL at {} is required for this test: {e}", pg_url())
-                    })
-                    .with_tables(names.clone());
+                    });
+                let store = SqlStore::postgres(pool).with_tables(names.clone());
                 store.migrate().await.expect("migrate postgres");
                 Fixture {
                     store: Arc::new(store),
@@ -85,15 +89,19 @@ impl Fixture {
             }
             Dialect::MySql => {
                 let names = TableNames::new(&format!("idem_t_{sfx}")).unwrap();
-                let store = SqlStore::connect_mysql(&mysql_url())
+                let pool = sqlx::mysql::MySqlPoolOptions::new()
+                    .max_connections(POOL)
+                    .acquire_timeout(Duration::from_secs(5))
+                    .test_before_acquire(false)
+                    .connect(&mysql_url())
                     .await
                     .unwrap_or_else(|e| {
                         panic!(
                             "MariaDB/MySQL at {} is required for this test: {e}",
                             mysql_url()
                         )
-                    })
-                    .with_tables(names.clone());
+                    });
+                let store = SqlStore::mysql(pool).with_tables(names.clone());
                 store.migrate().await.expect("migrate mysql");
                 // The business table of `Biz::new` shares the prefix and goes with them.
                 let tables = vec![

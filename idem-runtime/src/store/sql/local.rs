@@ -90,10 +90,10 @@ impl LocalClaims {
 
     /// A renewal by `owner` applied: its claim now lives until `until`.
     pub(crate) fn extend(&self, key: &str, owner: Owner, until: Instant) {
-        if let Some(h) = self.map().get_mut(key) {
-            if h.owner == owner {
-                h.until = until;
-            }
+        if let Some(h) = self.map().get_mut(key)
+            && h.owner == owner
+        {
+            h.until = until;
         }
     }
 
