@@ -136,6 +136,22 @@ impl Fixture {
         self.store.clone()
     }
 
+    /// A second store on the same tables with its own pool, as another process
+    /// would have.
+    pub(crate) async fn another_instance(&self) -> SqlStore {
+        let store = match self.dialect {
+            Dialect::Postgres => SqlStore::postgres(one_connection_pg().await),
+            Dialect::MySql => SqlStore::mysql(one_connection_mysql().await),
+            _ => {
+                let Some(Cleanup::Lite(dir)) = &self.cleanup else {
+                    unreachable!()
+                };
+                SqlStore::open(dir.path().join("idem.db")).await.unwrap()
+            }
+        };
+        store.with_tables(self.names.clone())
+    }
+
     /// Runs raw SQL against the fixture's database (test-only manipulations).
     pub(crate) async fn exec(&self, sql: &str) {
         match self.dialect {
