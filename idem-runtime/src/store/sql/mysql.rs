@@ -1,7 +1,7 @@
 //! MySQL 8 / MariaDB 10.5+: fences from a table of [`FENCE_SLOTS`] counters; the
 //! claim reads first (duplicates and waiters cost one `SELECT`), and only a
 //! missing or expired key pays for a fence and an `INSERT … ON DUPLICATE KEY
-//! UPDATE`. Deadlocks (1213), which MariaDB reports between concurrent upserts of
+//! UPDATE`, in one transaction. Deadlocks (1213), which MariaDB reports between concurrent upserts of
 //! one key, are retried inside the store.
 
 use std::time::Duration;
@@ -84,18 +84,38 @@ fn slot(key: &str) -> i64 {
     i64::from(u16::from_le_bytes([b[0], b[1]]) % FENCE_SLOTS)
 }
 
-async fn next_fence(pool: &MySqlPool, sql: &Statements, key: &str) -> Result<i64, StoreError> {
-    let args = [Arg::Int(slot(key))];
-    let r = retry_conflicts(|| bind(&sql.next_fence, &args).execute(pool))
-        .await
-        .map_err(map_err)?;
-    match i64::try_from(r.last_insert_id()) {
-        Ok(f) if f > 0 => Ok(f),
-        _ => Err(StoreError::Codec(format!(
+/// The write half, one transaction so it costs one commit (one log flush):
+/// the next fence of the key's slot, then the upsert. Returns the fence when the
+/// key is now ours. Both steps lock the slot row first, then the record row, so
+/// concurrent claims cannot deadlock each other through this transaction.
+async fn take(
+    pool: &MySqlPool,
+    sql: &Statements,
+    req: &ClaimRequest<'_>,
+) -> Result<Option<i64>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let r = bind(&sql.next_fence, &[Arg::Int(slot(req.key))])
+        .execute(&mut *tx)
+        .await?;
+    let fence = i64::try_from(r.last_insert_id()).unwrap_or(0);
+    if fence <= 0 {
+        return Err(sqlx::Error::Protocol(format!(
             "fence counter returned {}",
             r.last_insert_id()
-        ))),
+        )));
     }
+    let owner = req.owner.to_bytes();
+    let args = [
+        Arg::Text(req.key),
+        Arg::Bytes(&owner),
+        Arg::Int(fence),
+        Arg::Bytes(&req.fingerprint.0),
+        Arg::Int(micros(req.lease)),
+    ];
+    let r = bind(&sql.claim, &args).execute(&mut *tx).await?;
+    tx.commit().await?;
+    // LAST_INSERT_ID is our fence exactly when the row is now ours (see ddl.rs).
+    Ok((r.last_insert_id() == fence as u64).then_some(fence))
 }
 
 pub(super) async fn claim(
@@ -103,32 +123,17 @@ pub(super) async fn claim(
     sql: &Statements,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
-    let owner = req.owner.to_bytes();
-    let mut fence = None;
     for _ in 0..CLAIM_ROUNDS {
         let live = [Arg::Text(req.key)];
         if let Some(row) = fetch(pool, &sql.select_live, &live).await? {
             return row.into_claim(req.owner);
         }
-        // Reused across rounds: fences need to grow, not to be dense.
-        let f = match fence {
-            Some(f) => f,
-            None => *fence.insert(next_fence(pool, sql, req.key).await?),
-        };
-        let args = [
-            Arg::Text(req.key),
-            Arg::Bytes(&owner),
-            Arg::Int(f),
-            Arg::Bytes(&req.fingerprint.0),
-            Arg::Int(micros(req.lease)),
-        ];
-        let r = retry_conflicts(|| bind(&sql.claim, &args).execute(pool))
+        if let Some(fence) = retry_conflicts(|| take(pool, sql, &req))
             .await
-            .map_err(map_err)?;
-        // LAST_INSERT_ID is our fence exactly when the row is now ours.
-        if r.last_insert_id() == f as u64 {
+            .map_err(map_err)?
+        {
             return Ok(Claim::Claimed {
-                fence: Fence::new(f as u64),
+                fence: Fence::new(fence as u64),
             });
         }
         // A live row won: read it on the next round.
