@@ -420,6 +420,21 @@ async fn keys_are_byte_exact(d: Dialect) {
     }
     fences.dedup();
     assert_eq!(fences.len(), 4, "four distinct keys, four claims");
+    // Longer than a record row holds: refused, never truncated into another key.
+    let long = "k".repeat(idem::store::sql::MAX_KEY_BYTES + 1);
+    let e = fx
+        .store
+        .claim(req(&long, Owner::random(), Duration::from_secs(30)))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, idem::store::StoreError::Config(_)), "{e:?}");
+    let at_limit = "k".repeat(idem::store::sql::MAX_KEY_BYTES);
+    fence_of(
+        &fx.store
+            .claim(req(&at_limit, Owner::random(), Duration::from_secs(30)))
+            .await
+            .unwrap(),
+    );
 }
 
 /// Two store instances (two pools, as two processes would have) on one set of
@@ -466,4 +481,22 @@ async fn instances_share_the_tables(d: Dialect) {
             .unwrap(),
     );
     assert!(fb > fa);
+}
+
+/// `verify()` warns about a SQLite database outside WAL mode.
+#[tokio::test]
+async fn sqlite_without_wal_is_a_warning() {
+    let dir = crate::sql_support::TempDir::new();
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.path().join("rollback.db"))
+        .create_if_missing(true)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Delete);
+    let store = SqlStore::sqlite(sqlx::SqlitePool::connect_with(opts).await.unwrap());
+    store.migrate().await.unwrap();
+    let warnings = store.verify().await.unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].0.contains("journal_mode"), "{warnings:?}");
+    let wal = SqlStore::open(dir.path().join("wal.db")).await.unwrap();
+    wal.migrate().await.unwrap();
+    assert_eq!(wal.verify().await.unwrap(), vec![]);
 }

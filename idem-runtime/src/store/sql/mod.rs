@@ -21,8 +21,47 @@
 //! (`now()`, `UTC_TIMESTAMP(6)`, `unixepoch('subsec')`), never by the callers'
 //! clocks, so several application hosts with skewed clocks agree.
 //!
-//! Migrations never run implicitly: call [`PostgresStore::migrate`] (and friends)
-//! or apply [`ddl`] with your own migration tool, then [`Store::verify`] at start-up.
+//! Migrations never run implicitly: call [`SqlStore::migrate`] or apply [`ddl`]
+//! with your own migration tool, then [`Store::verify`] at start-up (a missing
+//! table is an error naming it).
+//!
+//! # The claim, per dialect
+//! - PostgreSQL: one statement. A CTE reads the live row; only when there is none
+//!   does it `INSERT … ON CONFLICT (idem_key) DO UPDATE … WHERE expires_at <= now()
+//!   RETURNING fence`, so duplicates and waiters stay read-only (no row lock, no
+//!   transaction id, no log flush).
+//! - MySQL/MariaDB: a `SELECT`; for a missing or expired key, one transaction with
+//!   the slot's fence and an `INSERT … ON DUPLICATE KEY UPDATE` whose branches set
+//!   `LAST_INSERT_ID` to say whether the key was taken (rows-affected cannot: the
+//!   driver sets `CLIENT_FOUND_ROWS`). Not `INSERT IGNORE`, which would turn data
+//!   errors such as truncation into warnings. Deadlocks (1213) and lock-wait
+//!   timeouts (1205) are retried inside the store.
+//! - SQLite: a `SELECT`; for a missing or expired key, a `BEGIN IMMEDIATE`
+//!   transaction with the one-row counter and an `INSERT … ON CONFLICT DO UPDATE …
+//!   WHERE … RETURNING`. The writers of one process take turns on an async lock
+//!   rather than sleeping in SQLite's busy handler.
+//!
+//! Within one process, claims of one key take turns, a claim granted here answers
+//! its local duplicates without a round trip until its owner completes, releases
+//! or loses it, and queued claims share a finished-record read that started after
+//! they arrived (see `local.rs`). Finished records are never cached.
+//!
+//! # Dialect differences users should know
+//! - Fences: PostgreSQL's are sequence numbers (small, shared by all keys);
+//!   MySQL's and SQLite's are microsecond timestamps bumped past the last one.
+//!   Both only promise "larger than every earlier fence of this key".
+//! - Keys are compared byte for byte everywhere (MySQL: `VARBINARY`, not a
+//!   collation that would merge `A`/`a` or ignore trailing spaces).
+//! - SQLite measures time in milliseconds (`unixepoch('subsec')`), the servers
+//!   in microseconds.
+//! - Backstops on SQLite must be named unique *indexes* (`CREATE UNIQUE INDEX
+//!   uk_… ON …`): a `UNIQUE` clause in `CREATE TABLE` gets an `sqlite_autoindex_…`
+//!   name, and SQLite errors name only table and columns, which
+//!   [`SqlConstraints`] maps back to the index. MySQL index names are per table:
+//!   give backstops names unique in the database.
+//! - MariaDB does not fill `constraint()` on its errors; the name is parsed from
+//!   the message (after the last `for key '`, so a duplicated value containing
+//!   that text does not fool it).
 //!
 //! # Connection pools
 //! sqlx pools ping every connection before handing it out (`test_before_acquire`,
@@ -54,7 +93,7 @@ mod store;
 
 pub use catalog::SqlConstraints;
 pub use ddl::ddl;
-pub use store::SqlStore;
+pub use store::{MAX_KEY_BYTES, SqlStore};
 
 /// Rows deleted per `purge_expired` statement.
 const PURGE_BATCH: i64 = 1_000;

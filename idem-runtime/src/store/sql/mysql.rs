@@ -13,7 +13,7 @@ use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
 use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
-use crate::store::{Claim, ClaimRequest, StoreError};
+use crate::store::{Claim, ClaimRequest, StoreError, Warning};
 
 /// Fence counters. A key always hashes to the same slot, so its fences increase;
 /// several slots keep unrelated keys from queueing on one row lock.
@@ -142,6 +142,11 @@ pub(super) async fn claim(
         "claim of `{}` kept racing with concurrent changes",
         req.key
     )))
+}
+
+/// Nothing to warn about beyond what the probes check.
+pub(super) async fn warnings(_pool: &MySqlPool) -> Result<Vec<Warning>, StoreError> {
+    Ok(Vec::new())
 }
 
 #[cfg(test)]

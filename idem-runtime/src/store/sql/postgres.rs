@@ -10,7 +10,7 @@ use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
 use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
-use crate::store::{Claim, ClaimRequest, StoreError};
+use crate::store::{Claim, ClaimRequest, StoreError, Warning};
 
 impl SqlStore {
     /// A PostgreSQL store on `pool` with the default table names.
@@ -111,4 +111,8 @@ pub(super) async fn claim(
         "claim of `{}` kept racing with concurrent changes",
         req.key
     )))
+}
+/// Nothing to warn about beyond what the probes check.
+pub(super) async fn warnings(_pool: &PgPool) -> Result<Vec<Warning>, StoreError> {
+    Ok(Vec::new())
 }

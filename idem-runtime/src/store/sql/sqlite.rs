@@ -17,7 +17,7 @@ use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
 use super::{RawRow, TableNames, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
-use crate::store::{Claim, ClaimRequest, StoreError};
+use crate::store::{Claim, ClaimRequest, StoreError, Warning};
 
 impl SqlStore {
     /// A SQLite store on `pool` with the default table names. Open the pool in WAL
@@ -171,4 +171,18 @@ async fn claim_tx(
     };
     tx.commit().await?;
     Ok(answer)
+}
+/// A database not in WAL mode makes readers and the writer block each other.
+pub(super) async fn warnings(lite: &Lite) -> Result<Vec<Warning>, StoreError> {
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&lite.pool)
+        .await
+        .map_err(map_err)?;
+    Ok(if mode.eq_ignore_ascii_case("wal") {
+        Vec::new()
+    } else {
+        vec![Warning(format!(
+            "SQLite journal_mode is `{mode}`, not `wal`: claims and reads will block each other"
+        ))]
+    })
 }

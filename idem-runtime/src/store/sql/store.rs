@@ -190,6 +190,22 @@ impl SqlStore {
     }
 }
 
+/// Longest key a record row holds (MySQL's `VARBINARY(768)`; the same bound on
+/// every dialect). Keys from the guard are at most ~200 bytes plus the namespace
+/// and scene; a longer one is refused rather than risking a server configured
+/// without strict mode truncating two keys into one.
+pub const MAX_KEY_BYTES: usize = 768;
+
+fn check_key(key: &str) -> Result<(), StoreError> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(StoreError::Config(format!(
+            "key of {} bytes is longer than the {MAX_KEY_BYTES} a SQL record holds (shorten the namespace or scene)",
+            key.len()
+        )));
+    }
+    Ok(())
+}
+
 fn owned(rows: u64) -> Owned {
     if rows > 0 {
         Owned::Applied
@@ -209,6 +225,7 @@ impl Store for SqlStore {
 
     fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
+            check_key(req.key)?;
             // See `local.rs`: local duplicates of a claim granted here need no round trip.
             if let Some(answer) = self.local.answer(req.key, req.owner) {
                 return Ok(answer);
@@ -344,7 +361,7 @@ impl Store for SqlStore {
                     .await
                     .map_err(|e| missing(name, e))?;
             }
-            Ok(Vec::new())
+            dispatch!(&self.pool, |p, m| m::warnings(p).await)
         })
     }
 }
