@@ -5,9 +5,24 @@ mod support;
 
 mod conformance;
 mod memory;
+#[cfg(feature = "redis")]
+mod redis_cluster;
+#[cfg(all(feature = "redis", feature = "sqlite"))]
+mod redis_faults;
+#[cfg(feature = "redis")]
+mod redis_procs;
+#[cfg(feature = "redis")]
+mod redis_store;
+// The SQL suites run against all three databases at once.
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_backstop;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_conformance;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_layered;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_procs;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_store;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_support;
