@@ -2,8 +2,9 @@
 //! `Idem::guard` API, on the database named by `DATABASE_URL`
 //! (`postgres://…`, `mysql://…`, or `sqlite://file.db`; default: a SQLite file in
 //! the temp directory). The idem records live in the same database (created by
-//! `migrate()`), and the orders table has a unique index on the order number:
-//! the backstop.
+//! `migrate()`), or in Redis when `IDEM_REDIS_URL` is set (needs the `redis`
+//! feature: the layered setup, Redis in front, the database constraint behind);
+//! the orders table has a unique index on the order number: the backstop.
 //!
 //! 1. ten sequential repeats of one request;
 //! 2. fifty concurrent callers on one key;
@@ -13,6 +14,7 @@
 //!
 //! ```text
 //! DATABASE_URL=postgres://postgres@127.0.0.1/test cargo run --example order_service --all-features
+//! IDEM_REDIS_URL=redis://127.0.0.1/ DATABASE_URL=mysql://root@127.0.0.1/test cargo run --example order_service --all-features
 //! ```
 //! Prints one line per round and exits non-zero if any verdict fails.
 
@@ -21,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use idem::sql::{SqlConstraints, SqlStore};
-use idem::{FaultyStore, Hooks, How, Idem};
+use idem::{FaultyStore, Hooks, How, Idem, Store};
 use sqlx::AssertSqlSafe;
 
 #[derive(Debug, thiserror::Error)]
@@ -254,6 +256,21 @@ async fn connect(url: &str) -> Result<Db, sqlx::Error> {
     })
 }
 
+/// Redis when `IDEM_REDIS_URL` is set, else the SQL store on `DATABASE_URL`.
+async fn record_store(url: &str) -> Result<Arc<dyn Store>, Box<dyn std::error::Error>> {
+    if let Ok(redis_url) = std::env::var("IDEM_REDIS_URL") {
+        #[cfg(feature = "redis")]
+        return Ok(Arc::new(
+            idem::store::redis::RedisStore::connect(&redis_url).await?,
+        ));
+        #[cfg(not(feature = "redis"))]
+        return Err(format!("IDEM_REDIS_URL={redis_url} needs the `redis` feature").into());
+    }
+    let store = SqlStore::connect(url).await?;
+    store.migrate().await?; // explicit: idem never creates tables on its own
+    Ok(Arc::new(store))
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| {
@@ -264,8 +281,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     let run = uuid::Uuid::new_v4().simple().to_string()[..10].to_owned();
 
-    let store = SqlStore::connect(&url).await?;
-    store.migrate().await?; // explicit: idem never creates tables on its own
+    let store = record_store(&url).await?;
     let orders = Arc::new(Orders::create(connect(&url).await?, &run).await?);
     let faulty = Arc::new(FaultyStore::new(store));
     let idem = Idem::builder()
