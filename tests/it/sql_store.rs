@@ -318,8 +318,28 @@ async fn purge_removes_only_expired(d: Dialect) {
             .unwrap(),
     );
     assert_eq!(s.purge_expired().await.unwrap(), 0);
+    // 2,500 long-expired rows more: purged in batches of 1,000 by one call.
+    let t = fx.records();
+    let bulk = match d {
+        Dialect::Postgres => format!(
+            "INSERT INTO {t} SELECT 'bulk' || g, 1, '\\x00000000000000000000000000000001'::bytea, g, \
+             '\\x00000000000000000000000000000000'::bytea, 'x'::bytea, now() - interval '1 hour' \
+             FROM generate_series(1, 2500) g"
+        ),
+        Dialect::MySql => format!(
+            "SET SESSION max_recursive_iterations = 10000; \
+             INSERT INTO {t} WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 2500) \
+             SELECT CONCAT('bulk', n), 1, UNHEX(REPEAT('01', 16)), n, UNHEX(REPEAT('00', 16)), 'x', \
+             UTC_TIMESTAMP(6) - INTERVAL 1 HOUR FROM g"
+        ),
+        _ => format!(
+            "INSERT INTO {t} WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 2500) \
+             SELECT 'bulk' || n, 1, zeroblob(16), n, zeroblob(16), x'78', (unixepoch() - 3600) * 1000000 FROM g"
+        ),
+    };
+    fx.exec(&bulk).await;
     tokio::time::sleep(Duration::from_millis(1300)).await;
-    assert_eq!(s.purge_expired().await.unwrap(), 3);
+    assert_eq!(s.purge_expired().await.unwrap(), 2_503);
     assert_eq!(s.purge_expired().await.unwrap(), 0);
     for k in ["p3", "p4"] {
         assert!(matches!(
