@@ -318,18 +318,18 @@ fn is_missing_object(db: &dyn sqlx::error::DatabaseError) -> bool {
         || db.message().starts_with("no such column")
 }
 
-/// Whether an error is a deadlock or lock timeout the statement may simply retry
-/// (MariaDB 1213/1205, PostgreSQL 40P01/40001, SQLite busy).
+/// Whether an error is a deadlock or lock timeout the statement may simply retry:
+/// SQLSTATE 40001 (MariaDB/MySQL deadlock 1213, PostgreSQL serialization
+/// failure), 40P01 (PostgreSQL deadlock), MariaDB's lock-wait timeout (1205,
+/// SQLSTATE HY000: recognised by its message), SQLite busy (5, 517).
 pub(crate) fn is_retryable_conflict(e: &sqlx::Error) -> bool {
     let sqlx::Error::Database(db) = e else {
         return false;
     };
     let code = db.code();
-    matches!(
-        code.as_deref(),
-        Some("40001" | "40P01" | "1213" | "1205" | "5" | "517")
-    ) || db.message().contains("Deadlock found")
-        || db.message().contains("Lock wait timeout")
+    matches!(code.as_deref(), Some("40001" | "40P01" | "5" | "517"))
+        || db.message().contains("Deadlock found")
+        || db.message().starts_with("Lock wait timeout exceeded")
 }
 
 /// Runs `f` again after short pauses while it fails with a deadlock (MariaDB
@@ -429,5 +429,59 @@ mod tests {
                 fence: Fence::new(5)
             }
         );
+    }
+}
+
+/// A real MariaDB deadlock is recognised as retryable (the class of error
+/// `retry_conflicts` repeats). Needs the MariaDB of the test machine
+/// (`IDEM_MYSQL_URL`, default `mysql://root@127.0.0.1:3306/test`).
+#[cfg(all(test, feature = "mysql"))]
+mod mariadb_deadlock {
+    use std::time::Duration;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deadlock_victim_is_retryable() {
+        let url = std::env::var("IDEM_MYSQL_URL")
+            .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into());
+        let pool = sqlx::mysql::MySqlPoolOptions::new()
+            .max_connections(3)
+            .connect(&url)
+            .await
+            .unwrap_or_else(|e| panic!("MariaDB at {url} is required for this test: {e}"));
+        let t = format!("idem_deadlock_{}", uuid::Uuid::new_v4().simple());
+        let run = |sql: String| {
+            let pool = pool.clone();
+            async move {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                    .execute(&pool)
+                    .await
+                    .map(drop)
+            }
+        };
+        run(format!(
+            "CREATE TABLE {t} (id INT PRIMARY KEY, v INT) ENGINE=InnoDB"
+        ))
+        .await
+        .unwrap();
+        run(format!("INSERT INTO {t} VALUES (1, 0), (2, 0)"))
+            .await
+            .unwrap();
+        let (mut a, mut b) = (pool.begin().await.unwrap(), pool.begin().await.unwrap());
+        let upd =
+            |id: i32| sqlx::AssertSqlSafe(format!("UPDATE {t} SET v = v + 1 WHERE id = {id}"));
+        sqlx::query(upd(1)).execute(&mut *a).await.unwrap();
+        sqlx::query(upd(2)).execute(&mut *b).await.unwrap();
+        // Each now wants the other's row: InnoDB picks a victim (1213).
+        let (ra, rb) = tokio::join!(sqlx::query(upd(2)).execute(&mut *a), async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            sqlx::query(upd(1)).execute(&mut *b).await
+        });
+        let victim = ra
+            .err()
+            .or(rb.err())
+            .expect("one transaction is the deadlock victim");
+        assert!(super::is_retryable_conflict(&victim), "{victim:?}");
+        drop((a, b));
+        run(format!("DROP TABLE {t}")).await.unwrap();
     }
 }
