@@ -15,7 +15,7 @@ use sqlx::sqlite::{
 
 use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
-use super::{RawRow, TableNames, map_err, micros, retry_conflicts};
+use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
 
@@ -128,18 +128,29 @@ pub(super) async fn claim(
         return row.into_claim(req.owner);
     }
     let _turn = lite.writer.lock().await;
-    retry_conflicts(|| claim_tx(&lite.pool, sql, req))
-        .await
-        .map_err(map_err)?
+    for _ in 0..CLAIM_ROUNDS {
+        let answer = retry_conflicts(|| claim_tx(&lite.pool, sql, req))
+            .await
+            .map_err(map_err)?;
+        if let Some(answer) = answer {
+            return answer;
+        }
+    }
+    Err(StoreError::Unavailable(format!(
+        "claim of `{}` kept racing with its own expiry",
+        req.key
+    )))
 }
 
-/// The write half: under the database's write lock nothing can change between
-/// the upsert and the read that follows it.
+/// The write half: under the database's write lock no other writer changes the
+/// row between the upsert and the read that follows it. Only the clock moves: a
+/// row that was live for the upsert may have expired for the read (`None`: try
+/// again).
 async fn claim_tx(
     pool: &SqlitePool,
     sql: &Statements,
     req: ClaimRequest<'_>,
-) -> Result<Result<Claim, StoreError>, sqlx::Error> {
+) -> Result<Option<Result<Claim, StoreError>>, sqlx::Error> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let fence: i64 = bind(&sql.next_fence, &[])
         .fetch_one(&mut *tx)
@@ -155,23 +166,18 @@ async fn claim_tx(
     ];
     let claimed = bind(&sql.claim, &args).fetch_optional(&mut *tx).await?;
     let answer = match claimed {
-        Some(_) => Ok(Claim::Claimed {
+        Some(_) => Some(Ok(Claim::Claimed {
             fence: Fence::new(fence as u64),
-        }),
-        None => match bind(&sql.select_live, &[Arg::Text(req.key)])
+        })),
+        None => bind(&sql.select_live, &[Arg::Text(req.key)])
             .fetch_optional(&mut *tx)
             .await?
-        {
-            Some(row) => raw(&row).and_then(|r| r.into_claim(req.owner)),
-            None => Err(StoreError::Codec(format!(
-                "`{}` neither claimable nor live",
-                req.key
-            ))),
-        },
+            .map(|row| raw(&row).and_then(|r| r.into_claim(req.owner))),
     };
     tx.commit().await?;
     Ok(answer)
 }
+
 /// A database not in WAL mode makes readers and the writer block each other.
 pub(super) async fn warnings(lite: &Lite) -> Result<Vec<Warning>, StoreError> {
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
