@@ -8,6 +8,9 @@ use crate::store::{BoxFuture, StoreError};
 use super::map_err;
 use super::store::Pool;
 
+/// How a catalog lists an index member that is an expression, not a column.
+pub const EXPRESSION: &str = "(expression)";
+
 /// A [`ConstraintCatalog`] over a business database pool.
 ///
 /// - PostgreSQL: unique constraints and unique indexes (a constraint's index has
@@ -49,8 +52,9 @@ impl SqlConstraints {
     }
 
     async fn lookup(&self, name: &str) -> Result<Option<ConstraintDef>, sqlx::Error> {
-        // Each query returns (table, column) rows in index order.
-        let rows: Vec<(String, String)> = match &self.pool {
+        // Each query returns (table, column) rows in index order; an expression
+        // in the index has no column name.
+        let rows: Vec<(String, Option<String>)> = match &self.pool {
             #[cfg(feature = "postgres")]
             Pool::Postgres(p) => {
                 sqlx::query_as(
@@ -59,7 +63,7 @@ impl SqlConstraints {
                      JOIN pg_class ic ON ic.oid = i.indexrelid \
                      JOIN pg_class c ON c.oid = i.indrelid \
                      JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON TRUE \
-                     JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum \
+                     LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum \
                      WHERE i.indisunique AND ic.relname = $1 AND ic.oid = ( \
                        SELECT ic2.oid FROM pg_class ic2 JOIN pg_index i2 ON i2.indexrelid = ic2.oid \
                        WHERE ic2.relname = $1 AND i2.indisunique \
@@ -107,7 +111,10 @@ impl SqlConstraints {
         };
         Ok(Some(ConstraintDef {
             table: table.clone(),
-            columns: rows.iter().map(|(_, c)| c.clone()).collect(),
+            columns: rows
+                .iter()
+                .map(|(_, c)| c.clone().unwrap_or_else(|| EXPRESSION.to_owned()))
+                .collect(),
         }))
     }
 }

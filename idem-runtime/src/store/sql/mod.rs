@@ -91,7 +91,7 @@ mod postgres;
 mod sqlite;
 mod store;
 
-pub use catalog::SqlConstraints;
+pub use catalog::{EXPRESSION, SqlConstraints};
 pub use ddl::ddl;
 pub use store::{MAX_KEY_BYTES, SqlStore};
 
