@@ -21,6 +21,17 @@ pub const EXPRESSION: &str = "(expression)";
 /// - SQLite: `CREATE UNIQUE INDEX` indexes. A `UNIQUE` clause inside
 ///   `CREATE TABLE` gets an `sqlite_autoindex_…` name, so declare backstops on
 ///   SQLite as named unique indexes.
+///
+/// ```no_run
+/// # async fn f(pool: sqlx::PgPool) -> Result<(), idem_runtime::Error> {
+/// use idem_runtime::{Idem, store::sql::{SqlConstraints, SqlStore}};
+/// let idem = Idem::builder()
+///     .store(SqlStore::postgres(pool.clone()))
+///     .constraints(SqlConstraints::postgres(pool))
+///     .build()?;
+/// idem.verify(&["uk_order_no"]).await?; // a missing index is an error naming it
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct SqlConstraints {
     pool: Pool,
