@@ -17,6 +17,7 @@ mod harness;
 mod memory;
 mod redis;
 mod sql;
+mod sqlstore;
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -34,6 +35,8 @@ enum Kind {
     MemoryDuplicate,
     MemoryFirst,
     Backstop(sql::Db),
+    SqlDuplicate(sql::Db),
+    SqlFirst(sql::Db),
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -62,7 +65,7 @@ impl Target {
 
 struct Scenario {
     id: String,
-    title: &'static str,
+    title: String,
     kind: Kind,
     concurrency: usize,
     procs: usize,
@@ -71,7 +74,7 @@ struct Scenario {
 
 fn scenarios() -> Vec<Scenario> {
     let mut v = Vec::new();
-    let mut add = |kind, title, concurrency, procs, target| {
+    let mut add = |kind, title: &str, concurrency, procs, target| {
         let id = format!(
             "{}-c{concurrency}{}",
             kind_id(kind),
@@ -83,7 +86,7 @@ fn scenarios() -> Vec<Scenario> {
         );
         v.push(Scenario {
             id,
-            title,
+            title: title.to_owned(),
             kind,
             concurrency,
             procs,
@@ -99,13 +102,43 @@ fn scenarios() -> Vec<Scenario> {
     add(RedisFirst, "Redis first call", 1, 1, c1);
     add(RedisFirst, "Redis first call", 64, 1, c64);
     add(RedisFirst, "Redis first call", 32, 2, c64);
+    let sql_target = Some(Target::CostAtMost(1.15));
     for db in [sql::Db::Postgres, sql::Db::MySql] {
+        let name = db.name();
+        add(
+            SqlDuplicate(db),
+            &format!("{name} store duplicate (replay)"),
+            1,
+            1,
+            sql_target,
+        );
+        add(
+            SqlDuplicate(db),
+            &format!("{name} store duplicate (replay)"),
+            64,
+            1,
+            sql_target,
+        );
+        add(
+            SqlFirst(db),
+            &format!("{name} store first call"),
+            1,
+            1,
+            sql_target,
+        );
+        add(
+            SqlFirst(db),
+            &format!("{name} store first call"),
+            64,
+            1,
+            sql_target,
+        );
         add(
             Backstop(db),
-            "backstop: unique violation + lookup",
+            &format!("{name} backstop: unique violation + lookup"),
             1,
             1,
-            Some(Target::CostAtMost(1.15)),
+            sql_target,
         );
     }
     add(
@@ -132,6 +165,8 @@ fn kind_id(k: Kind) -> String {
         Kind::MemoryDuplicate => "memory-dup".into(),
         Kind::MemoryFirst => "memory-first".into(),
         Kind::Backstop(db) => format!("{}-backstop", db.id()),
+        Kind::SqlDuplicate(db) => format!("{}-dup", db.id()),
+        Kind::SqlFirst(db) => format!("{}-first", db.id()),
     }
 }
 
@@ -160,13 +195,15 @@ async fn build_sides(env: &Env, s: &Scenario) -> anyhow::Result<Vec<Side>> {
         Kind::MemoryDuplicate => memory::duplicate(env).await,
         Kind::MemoryFirst => memory::first(env).await,
         Kind::Backstop(db) => sql::backstop(env, db).await,
+        Kind::SqlDuplicate(db) => sqlstore::duplicate(env, db).await,
+        Kind::SqlFirst(db) => sqlstore::first(env, db).await,
     }
 }
 
 #[derive(Debug, Serialize)]
 struct ScenarioResult {
     id: String,
-    title: &'static str,
+    title: String,
     concurrency: usize,
     procs: usize,
     sides: Vec<harness::SideSummary>,
@@ -278,6 +315,35 @@ async fn run(env: &Env, args: &Args, plan: Plan) -> anyhow::Result<()> {
         env.ns,
         if args.quick { "quick" } else { "full" }
     );
+    // Clean up whatever happened: the services are shared.
+    let measured = measure_all(env, args, plan).await;
+    let cleaned = cleanup(env).await;
+    let (results, memory) = measured?;
+    cleaned?;
+    print_table(&results, &memory);
+    let doc = serde_json::json!({
+        "mode": if args.quick { "quick" } else { "full" },
+        "seconds": started.elapsed().as_secs_f64(),
+        "scenarios": results,
+        "redis_memory": memory,
+    });
+    if let Some(dir) = std::path::Path::new(&args.out).parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&args.out, serde_json::to_vec_pretty(&doc)?)?;
+    println!(
+        "\nwrote {} ({:.0} s)",
+        args.out,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+async fn measure_all(
+    env: &Env,
+    args: &Args,
+    plan: Plan,
+) -> anyhow::Result<(Vec<ScenarioResult>, redis::MemoryReport)> {
     redis::prepare(env).await?;
     let mut results = Vec::new();
     for s in scenarios() {
@@ -313,7 +379,7 @@ async fn run(env: &Env, args: &Args, plan: Plan) -> anyhow::Result<()> {
         let ratio_vs_c = pairs.get_mut(2).map(|p| harness::median(p));
         let r = ScenarioResult {
             id: s.id.clone(),
-            title: s.title,
+            title: s.title.clone(),
             concurrency: s.concurrency,
             procs: s.procs,
             sides: harness::summarize(&runs),
@@ -326,25 +392,13 @@ async fn run(env: &Env, args: &Args, plan: Plan) -> anyhow::Result<()> {
         results.push(r);
     }
     let memory = redis::memory_usage(env).await?;
+    Ok((results, memory))
+}
+
+async fn cleanup(env: &Env) -> anyhow::Result<()> {
     redis::cleanup(env).await?;
     sql::cleanup(env).await?;
-    print_table(&results, &memory);
-    let doc = serde_json::json!({
-        "mode": if args.quick { "quick" } else { "full" },
-        "seconds": started.elapsed().as_secs_f64(),
-        "scenarios": results,
-        "redis_memory": memory,
-    });
-    if let Some(dir) = std::path::Path::new(&args.out).parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&args.out, serde_json::to_vec_pretty(&doc)?)?;
-    println!(
-        "\nwrote {} ({:.0} s)",
-        args.out,
-        started.elapsed().as_secs_f64()
-    );
-    Ok(())
+    sqlstore::cleanup(env).await
 }
 
 /// Re-runs this binary as `procs` workers on the same scenario at the same time.
@@ -414,7 +468,7 @@ fn print_table(results: &[ScenarioResult], memory: &redis::MemoryReport) {
             };
             println!(
                 "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} |",
-                if i == 0 { r.title } else { "" },
+                if i == 0 { r.title.as_str() } else { "" },
                 if i == 0 { conc.as_str() } else { "" },
                 s.name,
                 s.calls_per_s,

@@ -29,6 +29,13 @@ impl Db {
             Db::MySql => "mysql",
         }
     }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Db::Postgres => "PostgreSQL",
+            Db::MySql => "MariaDB",
+        }
+    }
 }
 
 /// One pool of either kind, without the ping on acquire (`test_before_acquire`).

@@ -293,7 +293,7 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             // A quarter of the hits go to 8 hot keys, the rest to 5000 cold ones.
-            let k = if x % 4 == 0 {
+            let k = if x.is_multiple_of(4) {
                 format!("hot{}", (x >> 8) % 8)
             } else {
                 format!("cold{}", (x >> 8) % 5_000)

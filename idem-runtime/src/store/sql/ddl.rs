@@ -105,6 +105,9 @@ impl Stmt {
     fn new(s: String) -> Self {
         Stmt(s.into())
     }
+    pub(crate) fn text(&self) -> Arc<str> {
+        Arc::clone(&self.0)
+    }
     pub(crate) fn q(&self) -> AssertSqlSafe<Arc<str>> {
         AssertSqlSafe(Arc::clone(&self.0))
     }

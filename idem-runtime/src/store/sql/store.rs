@@ -166,6 +166,19 @@ impl SqlStore {
         &self.names
     }
 
+    /// The texts of the claim-path statements: `[select_live, claim, next_fence,
+    /// complete]`, so the overhead benchmark's hand-written baseline sends the very
+    /// same SQL. Not part of the API.
+    #[doc(hidden)]
+    pub fn __bench_statements(&self) -> [std::sync::Arc<str>; 4] {
+        [
+            self.sql.select_live.text(),
+            self.sql.claim.text(),
+            self.sql.next_fence.text(),
+            self.sql.complete.text(),
+        ]
+    }
+
     /// Creates idem's tables (and schema, sequence, indexes) if they do not exist.
     /// Idempotent; never called implicitly.
     pub async fn migrate(&self) -> Result<(), StoreError> {
