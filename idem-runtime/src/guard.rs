@@ -245,7 +245,9 @@ impl Call<'_> {
         // flight still releases it (release is owner-checked, so a claim that never
         // applied is untouched).
         let mut claim_guard = ClaimGuard::new(self.idem, key, owner);
-        let started = Instant::now();
+        // The wait budget runs from the first `Busy` answer: replays and first
+        // calls never read the clock for it.
+        let mut started: Option<Instant> = None;
         let wait_budget = self.policy.wait_budget();
         let mut waited = false;
         let mut backoff = Duration::from_millis(2);
@@ -281,7 +283,7 @@ impl Call<'_> {
                         claim_guard.disarm();
                         return ("mismatch", Err(mismatch(key, fingerprint, fp).into()));
                     }
-                    let elapsed = started.elapsed();
+                    let elapsed = started.get_or_insert_with(Instant::now).elapsed();
                     if self.policy.concurrent == Concurrency::Reject || elapsed >= wait_budget {
                         claim_guard.disarm();
                         return (

@@ -243,6 +243,13 @@ display_parts!(
 
 /// Escapes one part: `%`, `:`, `{`, `}`, `~` and control characters become `%XX`.
 pub fn escape_into(out: &mut String, s: &str) {
+    // Fast path: ids and numbers are printable ASCII without separators.
+    if s.bytes().all(|b| {
+        (b == b' ' || b.is_ascii_graphic()) && !matches!(b, b'%' | b':' | b'{' | b'}' | b'~')
+    }) {
+        out.push_str(s);
+        return;
+    }
     for c in s.chars() {
         match c {
             '%' | ':' | '{' | '}' | '~' => push_pct(out, c as u32),

@@ -49,8 +49,9 @@ pub(crate) fn encode_pending(owner: Owner, fence: Fence, fingerprint: Fingerprin
     v
 }
 
-/// Decodes a value read from a record key.
-pub(crate) fn decode(bytes: &[u8]) -> Result<Value, StoreError> {
+/// Decodes a value read from a record key. Takes the reply's buffer: a done
+/// record's payload is that buffer minus the header, without a copy.
+pub(crate) fn decode(mut bytes: Vec<u8>) -> Result<Value, StoreError> {
     if bytes.len() < HEADER {
         return Err(StoreError::Codec(format!(
             "the Redis value is {} bytes, shorter than an idem record header ({HEADER} bytes): not an idem record of this format",
@@ -72,12 +73,15 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Value, StoreError> {
             "an in-progress idem record must be {HEADER} bytes, this one is {}",
             bytes.len()
         ))),
-        DONE => Ok(Value::Done(DoneRecord {
-            fingerprint,
-            fence,
-            owner,
-            payload: bytes[HEADER..].to_vec(),
-        })),
+        DONE => {
+            bytes.drain(..HEADER);
+            Ok(Value::Done(DoneRecord {
+                fingerprint,
+                fence,
+                owner,
+                payload: bytes,
+            }))
+        }
         other => Err(StoreError::Codec(format!(
             "unknown record state byte 0x{other:02x}: not an idem record of this format (expected 0x{PENDING:02x} or 0x{DONE:02x})"
         ))),
@@ -138,7 +142,7 @@ mod tests {
         let v = encode_pending(owner, Fence::new(1_764_000_000_123_456), fp);
         assert_eq!(v.len(), HEADER);
         assert_eq!(
-            decode(&v).unwrap(),
+            decode(v.clone()).unwrap(),
             Value::Pending {
                 owner,
                 fence: Fence::new(1_764_000_000_123_456),
@@ -153,7 +157,7 @@ mod tests {
         let mut v = encode_pending(owner, Fence::new(9), Fingerprint([1; 16]));
         v[0] = DONE;
         v.extend_from_slice(b"I1payload");
-        let Value::Done(rec) = decode(&v).unwrap() else {
+        let Value::Done(rec) = decode(v.clone()).unwrap() else {
             panic!("expected done")
         };
         assert_eq!(rec.payload, b"I1payload");
@@ -164,7 +168,7 @@ mod tests {
     #[test]
     fn garbage_is_a_codec_error() {
         for bad in [&b""[..], b"hello", &[0u8; 60], &[PENDING; 50]] {
-            match decode(bad) {
+            match decode(bad.to_vec()) {
                 Err(StoreError::Codec(msg)) => assert!(!msg.is_empty()),
                 other => panic!("{bad:?} decoded as {other:?}"),
             }

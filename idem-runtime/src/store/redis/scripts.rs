@@ -194,7 +194,7 @@ pub(crate) async fn claim<C: ConnectionLike + Send>(
     let Some((bytes, pttl)) = value_and_ttl("claim", reply)? else {
         return Err(StoreError::Unavailable("claim answered nil".into()));
     };
-    Ok(match codec::decode(&bytes)? {
+    Ok(match codec::decode(bytes)? {
         Value::Done(rec) => Claim::Done(rec),
         // Our own claim: the first attempt applied but its reply was lost.
         Value::Pending { owner, fence, .. } if owner == req.owner => Claim::Claimed { fence },
@@ -282,7 +282,7 @@ pub(crate) async fn inspect<C: ConnectionLike + Send>(
     let Some((bytes, pttl)) = value_and_ttl("inspect", reply)? else {
         return Ok(None);
     };
-    Ok(Some(match codec::decode(&bytes)? {
+    Ok(Some(match codec::decode(bytes)? {
         Value::Pending {
             owner,
             fence,
