@@ -221,6 +221,8 @@ struct Args {
     only: Option<String>,
     worker: Option<String>,
     ns: Option<String>,
+    /// Keep only this side (0 = A): for profiling one side under `perf`.
+    side: Option<usize>,
     tag: String,
 }
 
@@ -231,6 +233,7 @@ fn parse_args() -> anyhow::Result<Args> {
         only: None,
         worker: None,
         ns: None,
+        side: None,
         tag: "p0".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -246,10 +249,11 @@ fn parse_args() -> anyhow::Result<Args> {
             "--worker" => a.worker = Some(val()?),
             "--ns" => a.ns = Some(val()?),
             "--tag" => a.tag = val()?,
+            "--side" => a.side = Some(val()?.parse()?),
             // cargo bench passes `--bench` to harness-less targets.
             "--bench" => {}
             other => anyhow::bail!(
-                "unknown argument `{other}`; expected --quick, --out FILE, --only TEXT"
+                "unknown argument `{other}`; expected --quick, --out FILE, --only TEXT, --side N"
             ),
         }
     }
@@ -361,7 +365,11 @@ async fn measure_all(
             }
             (harness::merge_procs(per_proc), pairs)
         } else {
-            let sides = build_sides(env, &s).await?;
+            let mut sides = build_sides(env, &s).await?;
+            if let Some(keep) = args.side {
+                // Profiling one side: ratios are meaningless (NaN) in this mode.
+                sides = sides.into_iter().skip(keep).take(1).collect();
+            }
             let runs = harness::measure(&sides, s.concurrency, plan).await?;
             let pairs = (0..runs.len())
                 .map(|i| {
@@ -375,7 +383,7 @@ async fn measure_all(
             (runs, pairs)
         };
         let mut pairs = pairs;
-        let ratio = harness::median(&mut pairs[1]);
+        let ratio = pairs.get_mut(1).map_or(f64::NAN, |p| harness::median(p));
         let ratio_vs_c = pairs.get_mut(2).map(|p| harness::median(p));
         let r = ScenarioResult {
             id: s.id.clone(),

@@ -202,14 +202,21 @@ impl Call<'_> {
             outcome = tracing::field::Empty,
             fence = tracing::field::Empty,
         );
-        let (outcome, result) = self
-            .protocol(fingerprint, hooks, body)
-            .instrument(span.clone())
-            .await;
-        span.record("outcome", outcome);
-        if let Ok(o) = &result {
-            span.record("fence", o.fence().get());
-        }
+        // No subscriber wants the span: skip entering and leaving it on every poll
+        // (and the `log`-compatibility activity records that would go with it).
+        let (outcome, result) = if span.is_disabled() {
+            self.protocol(fingerprint, hooks, body).await
+        } else {
+            let r = self
+                .protocol(fingerprint, hooks, body)
+                .instrument(span.clone())
+                .await;
+            span.record("outcome", r.0);
+            if let Ok(o) = &r.1 {
+                span.record("fence", o.fence().get());
+            }
+            r
+        };
         self.idem.inner.recorder.record(
             self.technique,
             self.key.scope(),
