@@ -319,15 +319,20 @@ async fn run(env: &Env, args: &Args, plan: Plan) -> anyhow::Result<()> {
         env.ns,
         if args.quick { "quick" } else { "full" }
     );
+    let load_before = loadavg();
     // Clean up whatever happened: the services are shared.
     let measured = measure_all(env, args, plan).await;
     let cleaned = cleanup(env).await;
     let (results, memory) = measured?;
     cleaned?;
+    let load_after = loadavg();
     print_table(&results, &memory);
+    println!("\nload average (1, 5, 15 min) before: {load_before}; after: {load_after}");
     let doc = serde_json::json!({
         "mode": if args.quick { "quick" } else { "full" },
         "seconds": started.elapsed().as_secs_f64(),
+        "loadavg_before": load_before,
+        "loadavg_after": load_after,
         "scenarios": results,
         "redis_memory": memory,
     });
@@ -503,6 +508,13 @@ fn print_table(results: &[ScenarioResult], memory: &redis::MemoryReport) {
             if m.target { "≤ 128" } else { "—" }
         );
     }
+}
+
+/// The machine's load average, to tell a quiet run from a busy one.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// A random u64 (per-process seed material).
