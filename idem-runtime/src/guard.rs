@@ -721,8 +721,14 @@ impl Drop for Inflight<'_> {
         {
             map.remove(self.key);
         }
+        // Waiters clone the Arc under this lock and hold it while they wait, and it
+        // is no longer reachable from the map: a count of one means nobody waits,
+        // and the notification (a lock inside `Notify`) can be skipped.
+        let waiters = Arc::strong_count(&self.notify) > 1;
         drop(map);
-        self.notify.notify_waiters();
+        if waiters {
+            self.notify.notify_waiters();
+        }
     }
 }
 
