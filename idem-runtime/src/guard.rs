@@ -620,7 +620,6 @@ impl Idem {
         }
         let mut t0 = Instant::now();
         let deadline = t0 + inner.op_timeout;
-        let store = inner.store.name();
         let mut attempt = 0u32;
         loop {
             if attempt > 0 {
@@ -633,7 +632,9 @@ impl Idem {
                     inner.op_timeout
                 ))),
             };
-            crate::metrics::store_op(store, name, t0.elapsed().as_secs_f64(), r.is_ok());
+            inner
+                .store_keys
+                .record(name, t0.elapsed().as_secs_f64(), r.is_ok());
             match r {
                 Ok(v) => {
                     inner.breaker.success();

@@ -10,7 +10,7 @@ use crate::backstop::{ConstraintCatalog, ConstraintDef, UniqueViolation};
 use crate::breaker::Breaker;
 use crate::error::Error;
 use crate::key::{Key, KeyPart};
-use crate::metrics::{Recorder, Stats};
+use crate::metrics::{Recorder, Stats, StoreOpKeys};
 use crate::store::{RecordState, Store, StoreError, Warning};
 
 /// Builds an [`Idem`] handle.
@@ -90,6 +90,7 @@ impl IdemBuilder {
         if self.op_timeout.is_zero() {
             return Err(Error::Config("op_timeout must be greater than zero".into()));
         }
+        let store_keys = StoreOpKeys::new(store.name());
         Ok(Idem {
             inner: Arc::new(Inner {
                 store,
@@ -97,6 +98,7 @@ impl IdemBuilder {
                 op_timeout: self.op_timeout,
                 breaker: Breaker::new(self.breaker_threshold, self.breaker_cooldown),
                 recorder: Recorder::default(),
+                store_keys,
                 scenes: RwLock::new(HashMap::new()),
                 backstops: RwLock::new(Vec::new()),
                 catalog: self.catalog,
@@ -113,6 +115,7 @@ pub(crate) struct Inner {
     pub(crate) op_timeout: Duration,
     pub(crate) breaker: Breaker,
     pub(crate) recorder: Recorder,
+    pub(crate) store_keys: StoreOpKeys,
     /// scene -> the function that first used it (macro calls only).
     scenes: RwLock<HashMap<&'static str, &'static str>>,
     /// Backstop constraints seen, for `verify()`.

@@ -253,11 +253,47 @@ impl Stats {
     }
 }
 
-/// Times one store operation into `idem_store_seconds{store,op}`.
-pub(crate) fn store_op(store: &'static str, op: &'static str, secs: f64, ok: bool) {
-    metrics::histogram!("idem_store_seconds", "store" => store, "op" => op).record(secs);
-    if !ok {
-        metrics::counter!("idem_store_errors_total", "store" => store, "op" => op).increment(1);
+/// The `idem_store_seconds{store,op}` keys of one store, built once: a
+/// `metrics::Key` built per operation (what `histogram!` does) allocates its label
+/// vector every time, recorder or not. Registration still happens per operation,
+/// exactly as the macro does it, so a recorder installed later sees everything.
+#[derive(Debug)]
+pub(crate) struct StoreOpKeys {
+    store: &'static str,
+    seconds: Vec<(&'static str, metrics::Key)>,
+}
+
+static METADATA: metrics::Metadata<'static> =
+    metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
+
+impl StoreOpKeys {
+    pub(crate) fn new(store: &'static str) -> Self {
+        let seconds = ["claim", "complete", "release", "renew"]
+            .into_iter()
+            .map(|op| {
+                let labels = vec![
+                    metrics::Label::new("store", store),
+                    metrics::Label::new("op", op),
+                ];
+                (op, metrics::Key::from_parts("idem_store_seconds", labels))
+            })
+            .collect();
+        StoreOpKeys { store, seconds }
+    }
+
+    /// Times one store operation into `idem_store_seconds{store,op}`.
+    pub(crate) fn record(&self, op: &'static str, secs: f64, ok: bool) {
+        match self.seconds.iter().find(|(o, _)| *o == op) {
+            Some((_, key)) => {
+                metrics::with_recorder(|r| r.register_histogram(key, &METADATA).record(secs));
+            }
+            None => metrics::histogram!("idem_store_seconds", "store" => self.store, "op" => op)
+                .record(secs),
+        }
+        if !ok {
+            metrics::counter!("idem_store_errors_total", "store" => self.store, "op" => op)
+                .increment(1);
+        }
     }
 }
 
@@ -320,5 +356,83 @@ mod tests {
         for h in 0..8 {
             assert!(ss.index.contains_key(&format!("hot{h}")));
         }
+    }
+
+    /// The prebuilt keys register exactly what `histogram!` would, per operation
+    /// (so a recorder installed later still sees them).
+    #[test]
+    fn store_op_keys_register_per_operation() {
+        #[derive(Default)]
+        struct Seen(Mutex<Vec<String>>);
+        impl metrics::Recorder for Seen {
+            fn describe_counter(
+                &self,
+                _: metrics::KeyName,
+                _: Option<metrics::Unit>,
+                _: metrics::SharedString,
+            ) {
+            }
+            fn describe_gauge(
+                &self,
+                _: metrics::KeyName,
+                _: Option<metrics::Unit>,
+                _: metrics::SharedString,
+            ) {
+            }
+            fn describe_histogram(
+                &self,
+                _: metrics::KeyName,
+                _: Option<metrics::Unit>,
+                _: metrics::SharedString,
+            ) {
+            }
+            fn register_counter(
+                &self,
+                k: &metrics::Key,
+                _: &metrics::Metadata<'_>,
+            ) -> metrics::Counter {
+                self.0.lock().unwrap().push(format!("{k}"));
+                metrics::Counter::noop()
+            }
+            fn register_gauge(
+                &self,
+                _: &metrics::Key,
+                _: &metrics::Metadata<'_>,
+            ) -> metrics::Gauge {
+                metrics::Gauge::noop()
+            }
+            fn register_histogram(
+                &self,
+                k: &metrics::Key,
+                _: &metrics::Metadata<'_>,
+            ) -> metrics::Histogram {
+                self.0.lock().unwrap().push(format!("{k}"));
+                metrics::Histogram::noop()
+            }
+        }
+        let keys = StoreOpKeys::new("redis");
+        let seen = Seen::default();
+        metrics::with_local_recorder(&seen, || {
+            keys.record("claim", 0.001, true);
+            keys.record("complete", 0.001, false);
+            keys.record("inspect", 0.001, true);
+        });
+        let seen = seen.0.into_inner().unwrap();
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert!(
+            seen[0].contains("idem_store_seconds")
+                && seen[0].contains("op = claim")
+                && seen[0].contains("store = redis"),
+            "{seen:?}"
+        );
+        assert!(seen[1].contains("op = complete"), "{seen:?}");
+        assert!(
+            seen[2].contains("idem_store_errors_total") && seen[2].contains("op = complete"),
+            "{seen:?}"
+        );
+        assert!(
+            seen[3].contains("idem_store_seconds") && seen[3].contains("op = inspect"),
+            "{seen:?}"
+        );
     }
 }
