@@ -1,1 +1,3 @@
-fn main(){}
+mod sim;
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! Exhaustive model check (filled below).

@@ -1,0 +1,228 @@
+//! A seeded schedule: which callers run when, what their bodies do, which faults
+//! hit the store. Everything is drawn from one `SplitMix64` so a seed names a run.
+
+use std::time::Duration;
+
+use idem::{Concurrency, FaultPlan, Policy};
+
+/// SplitMix64: tiny, seedable, and every seed (including 0) gives a good stream.
+#[derive(Debug, Clone)]
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub(crate) fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi - lo + 1)
+    }
+
+    /// True with probability `pct` percent.
+    pub(crate) fn chance(&mut self, pct: u64) -> bool {
+        self.next_u64() % 100 < pct
+    }
+
+    pub(crate) fn ms(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(self.range(lo, hi))
+    }
+}
+
+/// What a body does once the guard lets it run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyKind {
+    /// Inserts the business row (with a backstop), waits, writes the fenced
+    /// register, returns `Ok`.
+    Ok,
+    /// Waits, then fails with a transient error before any effect.
+    Fail,
+    /// Like `Ok`, but runs past the lease (and often past `max_hold`).
+    Hang,
+}
+
+/// One guarded call.
+#[derive(Debug, Clone)]
+pub(crate) struct CallSpec {
+    pub(crate) id: usize,
+    pub(crate) proc: usize,
+    pub(crate) key: usize,
+    /// Start, from the beginning of the run.
+    pub(crate) at: Duration,
+    /// Request payload; a different one on the same key must be a mismatch.
+    pub(crate) payload: u8,
+    pub(crate) body: BodyKind,
+    /// How long the body takes.
+    pub(crate) body_time: Duration,
+    /// The caller drops the call after this long (`tokio::time::timeout`).
+    pub(crate) cancel_after: Option<Duration>,
+}
+
+/// The settings of one key (every call on a key shares them, as one function would).
+#[derive(Debug, Clone)]
+pub(crate) struct KeySpec {
+    pub(crate) policy: Policy,
+    /// Give `on_conflict` (otherwise a backstop hit is `Error::Duplicate`).
+    pub(crate) on_conflict: bool,
+}
+
+impl KeySpec {
+    pub(crate) fn backstop(&self) -> bool {
+        self.policy.backstop.is_some()
+    }
+    pub(crate) fn wait_budget(&self) -> Duration {
+        match self.policy.concurrent {
+            Concurrency::Reject => Duration::ZERO,
+            Concurrency::Wait => self.policy.wait.unwrap_or(self.policy.lease),
+        }
+    }
+    pub(crate) fn max_hold(&self) -> Duration {
+        self.policy.max_hold.unwrap_or(self.policy.lease * 20)
+    }
+}
+
+/// Something that happens to the world at a point in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// The store refuses everything for a while.
+    Outage(Duration),
+    /// Every key the store has seen is lost (failover to an empty replica).
+    LoseKeys,
+    /// An operator `forget`s one key.
+    Forget(usize),
+    /// A process dies: all its in-flight calls are dropped, its later store
+    /// traffic is cut, and it restarts with a fresh handle.
+    Crash(usize),
+}
+
+/// A whole simulated run.
+#[derive(Debug, Clone)]
+pub(crate) struct Schedule {
+    pub(crate) seed: u64,
+    pub(crate) keys: Vec<KeySpec>,
+    pub(crate) procs: usize,
+    pub(crate) op_timeout: Duration,
+    pub(crate) breaker: (u32, Duration),
+    pub(crate) plan: Option<FaultPlan>,
+    pub(crate) events: Vec<(Duration, Event)>,
+    pub(crate) calls: Vec<CallSpec>,
+}
+
+impl Schedule {
+    /// True when nothing but the callers themselves can disturb a claim: no store
+    /// faults, no crash, no lost or forgotten keys.
+    pub(crate) fn fault_free(&self) -> bool {
+        self.plan.is_none() && self.events.is_empty()
+    }
+
+    /// Draws a schedule. Small on purpose: thousands of them run in CI.
+    pub(crate) fn generate(seed: u64, backstops: bool) -> Schedule {
+        let mut r = Rng::new(seed);
+        let nkeys = r.range(1, 2) as usize;
+        let procs = r.range(1, 3) as usize;
+        let op_timeout = r.ms(100, 800);
+        let breaker = (r.range(1, 5) as u32, r.ms(200, 2000));
+        let keys: Vec<KeySpec> = (0..nkeys)
+            .map(|_| {
+                let lease = r.ms(1000, 3000);
+                let backstop = backstops && r.chance(50);
+                let policy = Policy {
+                    ttl: if r.chance(20) {
+                        lease + r.ms(1, 2000)
+                    } else {
+                        Duration::from_secs(3600)
+                    },
+                    lease,
+                    wait: if r.chance(30) {
+                        None
+                    } else {
+                        Some(r.ms(0, 4000))
+                    },
+                    max_hold: if r.chance(30) {
+                        None
+                    } else {
+                        Some(lease + r.ms(0, 3 * lease.as_millis() as u64))
+                    },
+                    concurrent: if r.chance(20) {
+                        Concurrency::Reject
+                    } else {
+                        Concurrency::Wait
+                    },
+                    version: 1,
+                    degrade: backstop && r.chance(50),
+                    backstop: backstop.then_some("uk_sim".into()),
+                };
+                KeySpec {
+                    policy,
+                    on_conflict: r.chance(80),
+                }
+            })
+            .collect();
+        let ncalls = r.range(2, 7) as usize;
+        let horizon = 6000;
+        let calls = (0..ncalls)
+            .map(|id| {
+                let key = r.range(0, nkeys as u64 - 1) as usize;
+                let lease = keys[key].policy.lease.as_millis() as u64;
+                let body = match r.range(0, 9) {
+                    0..=5 => BodyKind::Ok,
+                    6 | 7 => BodyKind::Fail,
+                    _ => BodyKind::Hang,
+                };
+                let body_time = match body {
+                    BodyKind::Hang => r.ms(lease + 1, 5 * lease),
+                    _ => r.ms(0, lease / 2),
+                };
+                CallSpec {
+                    id,
+                    proc: r.range(0, procs as u64 - 1) as usize,
+                    key,
+                    at: if r.chance(30) { Duration::ZERO } else { r.ms(0, horizon) },
+                    payload: u8::from(r.chance(8)),
+                    body,
+                    body_time,
+                    cancel_after: r.chance(20).then(|| r.ms(0, 2 * lease)),
+                }
+            })
+            .collect();
+        let plan = r.chance(50).then(|| FaultPlan {
+            seed: r.next_u64(),
+            unavailable: r.range(0, 15) as f64 / 100.0,
+            lost_reply: r.range(0, 15) as f64 / 100.0,
+            lost_key: r.range(0, 5) as f64 / 100.0,
+            slow: r.range(0, 20) as f64 / 100.0,
+            delay: r.ms(1, 1200),
+        });
+        let mut events = Vec::new();
+        let nevents = if r.chance(50) { 0 } else { r.range(1, 3) };
+        for _ in 0..nevents {
+            let at = r.ms(0, horizon);
+            let ev = match r.range(0, 3) {
+                0 => Event::Outage(r.ms(100, 3000)),
+                1 => Event::LoseKeys,
+                2 => Event::Forget(r.range(0, nkeys as u64 - 1) as usize),
+                _ => Event::Crash(r.range(0, procs as u64 - 1) as usize),
+            };
+            events.push((at, ev));
+        }
+        events.sort_by_key(|e| e.0);
+        Schedule {
+            seed,
+            keys,
+            procs,
+            op_timeout,
+            breaker,
+            plan,
+            events,
+            calls,
+        }
+    }
+}
