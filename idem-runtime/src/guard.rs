@@ -441,7 +441,11 @@ impl Call<'_> {
     {
         drop(err);
         let Some(lookup) = on_conflict.start() else {
-            self.release(owner).await;
+            // The degraded path holds no claim: a release would only cost another
+            // operation timeout against the store that is down.
+            if owner != DEGRADED_OWNER {
+                self.release(owner).await;
+            }
             return (
                 "backstop",
                 Err(Error::Duplicate {

@@ -96,8 +96,10 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
             ..
         } = &e.op
         {
-            owner_fence.entry(*owner).or_insert(fence.get());
-            owner_claim_t.entry(*owner).or_insert(e.t);
+            // An owner may claim again after a lost reply; if its key was lost in
+            // between, the retry gets a new fence: the last one is the one it ran with.
+            owner_fence.insert(*owner, fence.get());
+            owner_claim_t.insert(*owner, e.t);
         }
     }
     let mut fence_call: HashMap<u64, usize> = HashMap::new();
