@@ -22,6 +22,8 @@ pub(crate) enum CallResult {
 pub(crate) enum ErrKind {
     /// The body's own transient failure.
     Transient,
+    /// The body's terminal business error carrying this value (own or replayed).
+    Rejected(u64),
     /// The body's unique violation, returned as is (no backstop configured).
     Unique,
     /// `on_conflict` found no row.
@@ -33,6 +35,18 @@ pub(crate) enum ErrKind {
     Other(String),
 }
 
+/// How a body ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyOut {
+    Ok,
+    /// Transient failure, before any effect.
+    Fail,
+    /// The constrained insert hit the unique key.
+    Unique,
+    /// A business rejection: terminal where the key declares it.
+    Rejected,
+}
+
 /// One thing that happened, with the call it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Ev {
@@ -42,7 +56,7 @@ pub(crate) enum Ev {
     Insert { call: usize, ok: bool },
     /// The body's fenced write: accepted only if its fence >= the stored one.
     FencedWrite { call: usize, fence: u64, accepted: bool },
-    BodyEnd { call: usize, ok: bool },
+    BodyEnd { call: usize, out: BodyOut },
     CallEnd { call: usize, result: CallResult, elapsed: Duration },
     /// The call was in flight when its process crashed.
     Crashed { call: usize },

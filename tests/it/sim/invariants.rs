@@ -24,14 +24,14 @@ use std::time::Duration;
 use idem::How;
 use idem::store::{Claim, Owned, Owner};
 
-use super::history::{CallResult, ErrKind, Ev, StoreOp};
+use super::history::{BodyOut, CallResult, ErrKind, Ev, StoreOp};
 use super::run::{RunOutput, value_of};
 use super::schedule::Schedule;
 
 #[derive(Debug, Default, Clone)]
 struct CallInfo {
     body_start: Option<(Duration, u64)>,
-    body_end: Option<(Duration, bool)>,
+    body_end: Option<(Duration, BodyOut)>,
     end: Option<(Duration, CallResult, Duration)>,
     crashed: Option<Duration>,
 }
@@ -72,7 +72,7 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
     for (t, e) in &out.events {
         match e {
             Ev::BodyStart { call, fence } => calls[*call].body_start = Some((*t, *fence)),
-            Ev::BodyEnd { call, ok } => calls[*call].body_end = Some((*t, *ok)),
+            Ev::BodyEnd { call, out: o } => calls[*call].body_end = Some((*t, *o)),
             Ev::CallEnd {
                 call,
                 result,
@@ -122,11 +122,29 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
         }
     }
 
-    // [release-after-start]
+    // A body outcome that releases the claim (rather than storing a result).
+    let releases = |call: usize, o: BodyOut| match o {
+        BodyOut::Fail | BodyOut::Unique => true,
+        BodyOut::Rejected => !s.keys[out.calls[call].key].terminal,
+        BodyOut::Ok => false,
+    };
+
+    // [release-after-start], [complete-after-body]
     for e in &out.store_log {
+        if let StoreOp::Complete { owner, .. } = &e.op {
+            if let Some(c) = call_of_owner(owner) {
+                let ok = matches!(calls[c].body_end, Some((te, o)) if te <= e.t && (!releases(c, o) || o == BodyOut::Unique));
+                if !ok {
+                    v.push(format!(
+                        "[complete-after-body] call {c} (owner {owner:?}) completed at {:?} with its body {:?}",
+                        e.t, calls[c].body_end
+                    ));
+                }
+            }
+        }
         if let StoreOp::Release { owner, .. } = &e.op {
             if let Some(c) = call_of_owner(owner) {
-                let ok = matches!(calls[c].body_end, Some((te, false)) if te <= e.t);
+                let ok = matches!(calls[c].body_end, Some((te, o)) if te <= e.t && releases(c, o));
                 if !ok {
                     v.push(format!(
                         "[release-after-start] call {c} (owner {owner:?}) released its claim at {:?} \
@@ -293,10 +311,10 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
             for r1 in &runs[..j] {
                 let c1 = &calls[r1.2];
                 let start2 = r2.0;
-                let failed = matches!(c1.body_end, Some((te, false)) if te <= start2);
+                let failed = matches!(c1.body_end, Some((te, o)) if te <= start2 && releases(r1.2, o));
                 let dropped = matches!(&c1.end, Some((te, CallResult::Cancelled, _)) if *te <= start2);
                 let held_out = start2 + Duration::from_millis(1) >= r1.0 + spec.max_hold().saturating_sub(spec.policy.lease);
-                let expired = matches!(c1.body_end, Some((te, true)) if te + spec.policy.ttl <= start2 + Duration::from_millis(1));
+                let expired = matches!(c1.body_end, Some((te, o)) if !releases(r1.2, o) && te + spec.policy.ttl <= start2 + Duration::from_millis(1));
                 if !(failed || dropped || held_out || expired) {
                     v.push(format!(
                         "[no-double-run] key {k}: call {} ran its body at {start2:?} while call {}'s run (started {:?}, ended {:?}, call end {:?}) still held it",
@@ -331,6 +349,8 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
 
     // [values]
     let mut stored: HashMap<u64, u64> = HashMap::new();
+    // Terminal errors stored: fence -> (key, rejected value).
+    let mut stored_err: HashMap<u64, (usize, u64)> = HashMap::new();
     for e in &out.store_log {
         if let StoreOp::Complete {
             owner,
@@ -350,6 +370,15 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                 v.push(format!("[values] unreadable stored payload {payload:?}"));
                 continue;
             };
+            if payload.get(6) == Some(&1) {
+                let k = key_index.get(e.key.as_str()).copied().unwrap_or(usize::MAX);
+                let own = fence_call.get(&f).copied();
+                if own.map(value_of) != Some(val) || own.and_then(|c| calls[c].body_end).map(|b| b.1) != Some(BodyOut::Rejected) {
+                    v.push(format!("[values] fence {f} stored rejection {val}, not its own body's ({own:?})"));
+                }
+                stored_err.insert(f, (k, val));
+                continue;
+            }
             if let Some(prev) = stored.insert(f, val) {
                 if prev != val {
                     v.push(format!("[values] fence {f} stored {prev} then {val}"));
@@ -374,7 +403,7 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                 match how {
                     How::Executed => {
                         if c.body_start.map(|b| b.1) != Some(*fence)
-                            || !matches!(c.body_end, Some((_, true)))
+                            || !matches!(c.body_end, Some((_, BodyOut::Ok)))
                             || *value != value_of(i)
                         {
                             v.push(format!(
@@ -435,6 +464,21 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                 if no_body && c.body_start.is_some() {
                     v.push(format!("[fail-closed] call {i} ran its body and then failed with {kind:?}"));
                 }
+                if let ErrKind::Rejected(val) = kind {
+                    let own = matches!(c.body_end, Some((_, BodyOut::Rejected))) && *val == value_of(i);
+                    let replayed = c.body_start.is_none()
+                        && ks.terminal
+                        && stored_err.iter().any(|(f, (k, sv))| {
+                            *k == spec.key
+                                && sv == val
+                                && fence_call.get(f).is_some_and(|src| out.calls[*src].payload == spec.payload)
+                        });
+                    if !(own || replayed) {
+                        v.push(format!(
+                            "[values] call {i} failed with rejection {val}: neither its own body's nor a stored one of its key and payload"
+                        ));
+                    }
+                }
                 if matches!(kind, ErrKind::Other(_)) {
                     v.push(format!("[values] call {i}: unexpected error {kind:?}"));
                 }
@@ -466,6 +510,7 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
         let ok = match &c.end {
             Some((_, CallResult::Ok { .. } | CallResult::Err(ErrKind::Mismatch), _)) => true,
             Some((_, CallResult::Err(ErrKind::Duplicate), _)) => ks.backstop() && !ks.on_conflict,
+            Some((_, CallResult::Err(ErrKind::Rejected(_)), _)) => ks.terminal,
             _ => false,
         };
         if !ok && out.stuck.is_none() {

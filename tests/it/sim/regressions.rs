@@ -28,6 +28,7 @@ fn key(lease: u64, backstop: bool, degrade: bool, on_conflict: bool) -> KeySpec 
             backstop: backstop.then_some("uk_sim".into()),
         },
         on_conflict,
+        terminal: false,
     }
 }
 

@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use idem::store::memory::MemoryStore;
-use idem::{FaultyStore, Fence, Hooks, Idem, Key, Store};
+use idem::{FaultyStore, Fence, Hooks, Idem, Key, Store, Terminal};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::history::{CallResult, ErrKind, Ev, StoreEv, World};
+use super::history::{BodyOut, CallResult, ErrKind, Ev, StoreEv, World};
 use super::recording::{ProcStore, RecordingStore};
 use super::schedule::{BodyKind, CallSpec, Event, KeySpec, Schedule};
 
@@ -26,6 +26,31 @@ pub(crate) enum SimError {
     Unique(#[source] sqlx::Error),
     #[error("on_conflict found no row")]
     NoRow,
+    #[error("request rejected ({0})")]
+    Rejected(u64),
+}
+
+/// Only `Rejected` is ever terminal, so only it needs a stored form.
+impl serde::Serialize for SimError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SimError::Rejected(v) => s.serialize_some(v),
+            _ => s.serialize_none(),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SimError {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Option::<u64>::deserialize(d)? {
+            Some(v) => SimError::Rejected(v),
+            None => SimError::Transient,
+        })
+    }
+}
+
+fn is_rejection(e: &SimError) -> bool {
+    matches!(e, SimError::Rejected(_))
 }
 
 /// The unique violation the simulated database raises: a real `sqlx::Error::Database`,
@@ -251,15 +276,17 @@ async fn call(world: Arc<World>, idem: Idem, spec: KeySpec, key: Key, c: CallSpe
     let c2 = c.clone();
     let body = move |fence: Fence| body(w, c2, backstop, fence);
     let fut = async {
+        let mut hooks = Hooks::new().detect(detect);
+        if spec.terminal {
+            hooks = hooks.terminal(Terminal::new(is_rejection));
+        }
         if spec.on_conflict {
             let w = Arc::clone(&world);
             let k = c.key;
-            let hooks = Hooks::new()
-                .detect(detect)
-                .on_conflict(move || async move { w.row(k).ok_or(SimError::NoRow) });
+            let hooks = hooks.on_conflict(move || async move { w.row(k).ok_or(SimError::NoRow) });
             guard.run_with(hooks, body).await
         } else {
-            guard.run_with(Hooks::new().detect(detect), body).await
+            guard.run_with(hooks, body).await
         }
     };
     let result = match c.cancel_after {
@@ -283,6 +310,7 @@ fn result_of(r: Result<idem::Outcome<u64>, SimError>) -> CallResult {
             SimError::Transient => ErrKind::Transient,
             SimError::Unique(_) => ErrKind::Unique,
             SimError::NoRow => ErrKind::NoRow,
+            SimError::Rejected(v) => ErrKind::Rejected(v),
             SimError::Idem(idem::Error::InProgress { .. }) => ErrKind::InProgress,
             SimError::Idem(idem::Error::PayloadMismatch { .. }) => ErrKind::Mismatch,
             SimError::Idem(idem::Error::Duplicate { .. }) => ErrKind::Duplicate,
@@ -300,17 +328,25 @@ async fn body(w: Arc<World>, c: CallSpec, backstop: bool, fence: Fence) -> Resul
         call,
         fence: fence.get(),
     });
-    if c.body == BodyKind::Fail {
-        tokio::time::sleep(c.body_time).await;
-        w.ev(Ev::BodyEnd { call, ok: false });
-        return Err(SimError::Transient);
-    }
     let value = value_of(call);
+    match c.body {
+        BodyKind::Fail => {
+            tokio::time::sleep(c.body_time).await;
+            w.ev(Ev::BodyEnd { call, out: BodyOut::Fail });
+            return Err(SimError::Transient);
+        }
+        BodyKind::Reject => {
+            tokio::time::sleep(c.body_time).await;
+            w.ev(Ev::BodyEnd { call, out: BodyOut::Rejected });
+            return Err(SimError::Rejected(value));
+        }
+        BodyKind::Ok | BodyKind::Hang => {}
+    }
     if backstop {
         let ok = w.insert(c.key, value);
         w.ev(Ev::Insert { call, ok });
         if !ok {
-            w.ev(Ev::BodyEnd { call, ok: false });
+            w.ev(Ev::BodyEnd { call, out: BodyOut::Unique });
             return Err(SimError::Unique(sqlx::Error::Database(Box::new(SimUnique))));
         }
     }
@@ -321,6 +357,6 @@ async fn body(w: Arc<World>, c: CallSpec, backstop: bool, fence: Fence) -> Resul
         fence: fence.get(),
         accepted,
     });
-    w.ev(Ev::BodyEnd { call, ok: true });
+    w.ev(Ev::BodyEnd { call, out: BodyOut::Ok });
     Ok(value)
 }

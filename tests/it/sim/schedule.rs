@@ -47,6 +47,8 @@ pub(crate) enum BodyKind {
     Fail,
     /// Like `Ok`, but runs past the lease (and often past `max_hold`).
     Hang,
+    /// Waits, then rejects the request (a terminal error where the key says so).
+    Reject,
 }
 
 /// One guarded call.
@@ -72,6 +74,8 @@ pub(crate) struct KeySpec {
     pub(crate) policy: Policy,
     /// Give `on_conflict` (otherwise a backstop hit is `Error::Duplicate`).
     pub(crate) on_conflict: bool,
+    /// Declare `Reject` errors terminal (stored and replayed).
+    pub(crate) terminal: bool,
 }
 
 impl KeySpec {
@@ -163,6 +167,7 @@ impl Schedule {
                 KeySpec {
                     policy,
                     on_conflict: r.chance(80),
+                    terminal: r.chance(50),
                 }
             })
             .collect();
@@ -173,8 +178,9 @@ impl Schedule {
                 let key = r.range(0, nkeys as u64 - 1) as usize;
                 let lease = keys[key].policy.lease.as_millis() as u64;
                 let body = match r.range(0, 9) {
-                    0..=5 => BodyKind::Ok,
-                    6 | 7 => BodyKind::Fail,
+                    0..=4 => BodyKind::Ok,
+                    5 | 6 => BodyKind::Fail,
+                    7 => BodyKind::Reject,
                     _ => BodyKind::Hang,
                 };
                 let body_time = match body {
