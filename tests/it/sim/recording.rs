@@ -7,7 +7,7 @@
 //! The recorder sits under the faults, so it logs what actually applied, including
 //! commands whose reply the fault layer then dropped.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use idem::Store;
 use idem::store::{BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, StoreError, Warning};
 
 use super::history::{StoreOp, World};
+use super::schedule::Rng;
 
 /// Logs every mutating operation with its owner and result into the [`World`].
 pub(crate) struct RecordingStore {
@@ -130,14 +131,52 @@ impl Store for RecordingStore {
 /// One simulated process's connection to the shared store. When the process
 /// crashes the connection is cut, so nothing the dead process's dropped futures
 /// spawn (a `ClaimGuard` release, say) can reach the store, as with a real crash.
+/// It also delays some replies after the command applied (a slow network on the
+/// way back), so a caller may time out on, and retry, a command that took effect.
 pub(crate) struct ProcStore {
     inner: Arc<dyn Store>,
     cut: Arc<AtomicBool>,
+    reply_delay: Option<(u64, Duration)>,
+    rng: Mutex<Rng>,
+    healed: Arc<AtomicBool>,
 }
 
 impl ProcStore {
-    pub(crate) fn new(inner: Arc<dyn Store>, cut: Arc<AtomicBool>) -> Self {
-        ProcStore { inner, cut }
+    pub(crate) fn new(
+        inner: Arc<dyn Store>,
+        cut: Arc<AtomicBool>,
+        reply_delay: Option<(u64, Duration)>,
+        seed: u64,
+        healed: Arc<AtomicBool>,
+    ) -> Self {
+        ProcStore {
+            inner,
+            cut,
+            reply_delay,
+            rng: Mutex::new(Rng::new(seed)),
+            healed,
+        }
+    }
+
+    fn late<'a, T: Send + 'a>(
+        &'a self,
+        f: BoxFuture<'a, Result<T, StoreError>>,
+    ) -> BoxFuture<'a, Result<T, StoreError>> {
+        let Some((pct, max)) = self.reply_delay.filter(|_| !self.healed.load(Ordering::SeqCst)) else {
+            return f;
+        };
+        let delay = {
+            let mut r = self.rng.lock().unwrap_or_else(|p| p.into_inner());
+            r.chance(pct).then(|| r.ms(0, max.as_millis() as u64))
+        };
+        match delay {
+            None => f,
+            Some(d) => Box::pin(async move {
+                let r = f.await;
+                tokio::time::sleep(d).await;
+                r
+            }),
+        }
     }
 
     fn dead<T>(&self) -> Option<BoxFuture<'static, Result<T, StoreError>>>
@@ -158,7 +197,7 @@ impl Store for ProcStore {
     }
 
     fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        self.dead().unwrap_or_else(|| self.inner.claim(req))
+        self.dead().unwrap_or_else(|| self.late(self.inner.claim(req)))
     }
 
     fn complete<'a>(
@@ -169,11 +208,11 @@ impl Store for ProcStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         self.dead()
-            .unwrap_or_else(|| self.inner.complete(key, owner, payload, ttl))
+            .unwrap_or_else(|| self.late(self.inner.complete(key, owner, payload, ttl)))
     }
 
     fn release<'a>(&'a self, key: &'a str, owner: Owner) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        self.dead().unwrap_or_else(|| self.inner.release(key, owner))
+        self.dead().unwrap_or_else(|| self.late(self.inner.release(key, owner)))
     }
 
     fn renew<'a>(
@@ -182,7 +221,7 @@ impl Store for ProcStore {
         owner: Owner,
         lease: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        self.dead().unwrap_or_else(|| self.inner.renew(key, owner, lease))
+        self.dead().unwrap_or_else(|| self.late(self.inner.renew(key, owner, lease)))
     }
 
     fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {

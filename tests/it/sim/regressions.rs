@@ -72,6 +72,7 @@ fn sim_regression_dropped_half_open_probe_does_not_wedge_the_process() {
             delay: ms(200),
             ..FaultPlan::default()
         }),
+        reply_delay: None,
         // A renewal fails for a whole operation timeout: the breaker opens.
         events: vec![(ms(250), Event::Outage(ms(650)))],
         calls: vec![call(0, 0, BodyKind::Hang, 1000)],
@@ -111,6 +112,7 @@ fn sim_regression_degraded_backstop_hit_sends_no_release() {
         op_timeout: ms(300),
         breaker: (5, ms(1000)),
         plan: None,
+        reply_delay: None,
         // The claim's three attempts (600, 610, 630 ms) fail; the store is back
         // before the release's retry (640 ms).
         events: vec![(ms(500), Event::Outage(ms(135)))],

@@ -131,10 +131,23 @@ struct Proc {
     tasks: JoinSet<()>,
 }
 
-fn start_proc(s: &Schedule, shared: &Arc<dyn Store>, ns: &str) -> Proc {
+fn start_proc(
+    s: &Schedule,
+    shared: &Arc<dyn Store>,
+    ns: &str,
+    incarnation: u64,
+    healed: &Arc<AtomicBool>,
+) -> Proc {
     let cut = Arc::new(AtomicBool::new(false));
+    let store = ProcStore::new(
+        Arc::clone(shared),
+        Arc::clone(&cut),
+        s.reply_delay,
+        s.seed ^ incarnation.wrapping_mul(0x9E37_79B9),
+        Arc::clone(healed),
+    );
     let idem = Idem::builder()
-        .shared_store(Arc::new(ProcStore::new(Arc::clone(shared), Arc::clone(&cut))))
+        .shared_store(Arc::new(store))
         .namespace(ns)
         .op_timeout(s.op_timeout)
         .circuit_breaker(s.breaker.0, s.breaker.1)
@@ -159,7 +172,14 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
     let faulty = Arc::new(FaultyStore::new(Arc::clone(&recording)));
     faulty.set_plan(s.plan);
     let shared: Arc<dyn Store> = faulty.clone();
-    let mut procs: Vec<Proc> = (0..s.procs).map(|_| start_proc(s, &shared, ns)).collect();
+    let healed = Arc::new(AtomicBool::new(false));
+    let mut incarnation = 0;
+    let mut procs: Vec<Proc> = (0..s.procs)
+        .map(|_| {
+            incarnation += 1;
+            start_proc(s, &shared, ns, incarnation, &healed)
+        })
+        .collect();
     let mut dead: Vec<JoinSet<()>> = Vec::new();
     let keys: Vec<Key> = (0..s.keys.len()).map(|k| procs[0].idem.key("sim", &[&k])).collect();
 
@@ -200,7 +220,8 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
                     let _ = recording.forget(keys[k].as_str()).await;
                 }
                 Step::Event(Event::Crash(p)) => {
-                    let old = std::mem::replace(&mut procs[p], start_proc(s, &shared, ns));
+                    incarnation += 1;
+                    let old = std::mem::replace(&mut procs[p], start_proc(s, &shared, ns, incarnation, &healed));
                     old.cut.store(true, Ordering::SeqCst);
                     let mut tasks = old.tasks;
                     tasks.abort_all();
@@ -220,6 +241,7 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
         // make progress on every key.
         faulty.set_plan(None);
         faulty.set_unavailable(false);
+        healed.store(true, Ordering::SeqCst);
         let max_lease = s.keys.iter().map(|k| k.policy.lease).max().unwrap_or_default();
         tokio::time::sleep(max_lease + s.breaker.1 + 2 * s.op_timeout + Duration::from_secs(1))
             .await;

@@ -116,6 +116,9 @@ pub(crate) struct Schedule {
     pub(crate) op_timeout: Duration,
     pub(crate) breaker: (u32, Duration),
     pub(crate) plan: Option<FaultPlan>,
+    /// Replies delayed after the command applied: (percent of operations, max delay).
+    /// A caller that times out meanwhile retries a command that already applied.
+    pub(crate) reply_delay: Option<(u64, Duration)>,
     pub(crate) events: Vec<(Duration, Event)>,
     pub(crate) calls: Vec<CallSpec>,
 }
@@ -124,7 +127,7 @@ impl Schedule {
     /// True when nothing but the callers themselves can disturb a claim: no store
     /// faults, no crash, no lost or forgotten keys.
     pub(crate) fn fault_free(&self) -> bool {
-        self.plan.is_none() && self.events.is_empty()
+        self.plan.is_none() && self.reply_delay.is_none() && self.events.is_empty()
     }
 
     /// Draws a schedule. Small on purpose: thousands of them run in CI.
@@ -150,10 +153,10 @@ impl Schedule {
                     } else {
                         Some(r.ms(0, 4000))
                     },
-                    max_hold: if r.chance(30) {
-                        None
-                    } else {
-                        Some(lease + r.ms(0, 3 * lease.as_millis() as u64))
+                    max_hold: match r.range(0, 9) {
+                        0..=2 => None,
+                        3 => Some(r.ms(1, lease.as_millis() as u64)),
+                        _ => Some(lease + r.ms(0, 3 * lease.as_millis() as u64)),
                     },
                     concurrent: if r.chance(20) {
                         Concurrency::Reject
@@ -171,8 +174,9 @@ impl Schedule {
                 }
             })
             .collect();
-        let ncalls = r.range(2, 7) as usize;
+        let ncalls = r.range(2, 8) as usize;
         let horizon = 6000;
+        let mut last_at = Duration::ZERO;
         let calls = (0..ncalls)
             .map(|id| {
                 let key = r.range(0, nkeys as u64 - 1) as usize;
@@ -191,11 +195,22 @@ impl Schedule {
                     id,
                     proc: r.range(0, procs as u64 - 1) as usize,
                     key,
-                    at: if r.chance(30) { Duration::ZERO } else { r.ms(0, horizon) },
+                    at: {
+                        last_at = match r.range(0, 9) {
+                            0..=2 => Duration::ZERO,
+                            3 | 4 => last_at,
+                            _ => r.ms(0, horizon),
+                        };
+                        last_at
+                    },
                     payload: u8::from(r.chance(8)),
                     body,
                     body_time,
-                    cancel_after: r.chance(20).then(|| r.ms(0, 2 * lease)),
+                    cancel_after: match r.range(0, 9) {
+                        0 => Some(r.ms(0, 100)),
+                        1 => Some(r.ms(0, 2 * lease)),
+                        _ => None,
+                    },
                 }
             })
             .collect();
@@ -207,6 +222,7 @@ impl Schedule {
             slow: r.range(0, 20) as f64 / 100.0,
             delay: r.ms(1, 1200),
         });
+        let reply_delay = r.chance(25).then(|| (r.range(5, 40), r.ms(1, 1500)));
         let mut events = Vec::new();
         let nevents = if r.chance(50) { 0 } else { r.range(1, 3) };
         for _ in 0..nevents {
@@ -227,6 +243,7 @@ impl Schedule {
             op_timeout,
             breaker,
             plan,
+            reply_delay,
             events,
             calls,
         }
