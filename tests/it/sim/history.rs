@@ -12,7 +12,11 @@ use tokio::time::Instant;
 /// How a call ended, reduced to what the invariants look at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CallResult {
-    Ok { how: How, value: u64, fence: u64 },
+    Ok {
+        how: How,
+        value: u64,
+        fence: u64,
+    },
     Err(ErrKind),
     /// The caller dropped the future (`timeout`).
     Cancelled,
@@ -50,26 +54,66 @@ pub(crate) enum BodyOut {
 /// One thing that happened, with the call it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Ev {
-    CallStart { call: usize },
-    BodyStart { call: usize, fence: u64 },
+    CallStart {
+        call: usize,
+    },
+    BodyStart {
+        call: usize,
+        fence: u64,
+    },
     /// The body's first effect: the insert into the table with the unique key.
-    Insert { call: usize, ok: bool },
+    Insert {
+        call: usize,
+        ok: bool,
+    },
     /// The body's fenced write: accepted only if its fence >= the stored one.
-    FencedWrite { call: usize, fence: u64, accepted: bool },
-    BodyEnd { call: usize, out: BodyOut },
-    CallEnd { call: usize, result: CallResult, elapsed: Duration },
+    FencedWrite {
+        call: usize,
+        fence: u64,
+        accepted: bool,
+    },
+    BodyEnd {
+        call: usize,
+        out: BodyOut,
+    },
+    CallEnd {
+        call: usize,
+        result: CallResult,
+        elapsed: Duration,
+    },
     /// The call was in flight when its process crashed.
-    Crashed { call: usize },
+    Crashed {
+        call: usize,
+    },
 }
 
 /// A store operation as the wrapped store applied it.
 #[derive(Debug, Clone)]
 pub(crate) enum StoreOp {
-    Claim { owner: Owner, fingerprint: [u8; 16], lease: Duration, res: Result<Claim, String> },
-    Complete { owner: Owner, ttl: Duration, payload: Vec<u8>, res: Result<Owned, String> },
-    Release { owner: Owner, res: Result<Owned, String> },
-    Renew { owner: Owner, lease: Duration, res: Result<Owned, String> },
-    Forget { res: Result<bool, String> },
+    Claim {
+        owner: Owner,
+        fingerprint: [u8; 16],
+        lease: Duration,
+        res: Result<Claim, String>,
+    },
+    Complete {
+        owner: Owner,
+        ttl: Duration,
+        payload: Vec<u8>,
+        res: Result<Owned, String>,
+    },
+    Release {
+        owner: Owner,
+        res: Result<Owned, String>,
+    },
+    Renew {
+        owner: Owner,
+        lease: Duration,
+        res: Result<Owned, String>,
+    },
+    Forget {
+        res: Result<bool, String>,
+    },
 }
 
 impl StoreOp {
@@ -149,7 +193,13 @@ impl World {
         self.ev(Ev::CallStart { call });
     }
 
-    pub(crate) fn call_ended(&self, proc: usize, call: usize, result: CallResult, elapsed: Duration) {
+    pub(crate) fn call_ended(
+        &self,
+        proc: usize,
+        call: usize,
+        result: CallResult,
+        elapsed: Duration,
+    ) {
         if let Some(v) = lock(&self.running).get_mut(&proc) {
             v.retain(|c| *c != call);
         }

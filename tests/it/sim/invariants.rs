@@ -82,8 +82,12 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
             _ => {}
         }
     }
-    let key_index: HashMap<&str, usize> =
-        out.keys.iter().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
+    let key_index: HashMap<&str, usize> = out
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect();
     let t_op = s.op_timeout;
 
     // Owners, fences and calls.
@@ -164,8 +168,12 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
             res: Ok(Owned::Applied),
         } = &e.op
         {
-            let Some(&k) = key_index.get(e.key.as_str()) else { continue };
-            let Some(&ct) = owner_claim_t.get(owner) else { continue };
+            let Some(&k) = key_index.get(e.key.as_str()) else {
+                continue;
+            };
+            let Some(&ct) = owner_claim_t.get(owner) else {
+                continue;
+            };
             let limit = ct + s.keys[k].max_hold() + 2 * t_op + Duration::from_millis(1);
             if e.t + *lease > limit {
                 v.push(format!(
@@ -239,7 +247,10 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                             "[store-contract] complete by {owner:?} on {k} at {t:?} answered {res:?} in state {live:?}"
                         ));
                     }
-                    if let Some(x) = st.as_mut().filter(|x| x.pending && x.expires > t && x.owner == *owner) {
+                    if let Some(x) = st
+                        .as_mut()
+                        .filter(|x| x.pending && x.expires > t && x.owner == *owner)
+                    {
                         x.pending = false;
                         x.expires = t + *ttl;
                     }
@@ -301,7 +312,9 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
         let mut fences: Vec<u64> = runs.iter().map(|r| r.1).collect();
         fences.sort();
         if fences.windows(2).any(|w| w[0] == w[1]) {
-            v.push(format!("[fence-monotonic] key {k}: two body runs shared a fence: {runs:?}"));
+            v.push(format!(
+                "[fence-monotonic] key {k}: two body runs shared a fence: {runs:?}"
+            ));
         }
         if s.fault_free() {
             for w in runs.windows(2) {
@@ -321,9 +334,12 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
             for r1 in &runs[..j] {
                 let c1 = &calls[r1.2];
                 let start2 = r2.0;
-                let failed = matches!(c1.body_end, Some((te, o)) if te <= start2 && releases(r1.2, o));
-                let dropped = matches!(&c1.end, Some((te, CallResult::Cancelled, _)) if *te <= start2);
-                let held_out = start2 + Duration::from_millis(1) >= r1.0 + spec.max_hold().saturating_sub(spec.policy.lease);
+                let failed =
+                    matches!(c1.body_end, Some((te, o)) if te <= start2 && releases(r1.2, o));
+                let dropped =
+                    matches!(&c1.end, Some((te, CallResult::Cancelled, _)) if *te <= start2);
+                let held_out = start2 + Duration::from_millis(1)
+                    >= r1.0 + spec.max_hold().saturating_sub(spec.policy.lease);
                 let expired = matches!(c1.body_end, Some((te, o)) if !releases(r1.2, o) && te + spec.policy.ttl <= start2 + Duration::from_millis(1));
                 if !(failed || dropped || held_out || expired) {
                     v.push(format!(
@@ -370,7 +386,10 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
         } = &e.op
         {
             let Some(&f) = owner_fence.get(owner) else {
-                v.push(format!("[values] owner {owner:?} completed {} without a claim", e.key));
+                v.push(format!(
+                    "[values] owner {owner:?} completed {} without a claim",
+                    e.key
+                ));
                 continue;
             };
             let val = payload
@@ -383,8 +402,12 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
             if payload.get(6) == Some(&1) {
                 let k = key_index.get(e.key.as_str()).copied().unwrap_or(usize::MAX);
                 let own = fence_call.get(&f).copied();
-                if own.map(value_of) != Some(val) || own.and_then(|c| calls[c].body_end).map(|b| b.1) != Some(BodyOut::Rejected) {
-                    v.push(format!("[values] fence {f} stored rejection {val}, not its own body's ({own:?})"));
+                if own.map(value_of) != Some(val)
+                    || own.and_then(|c| calls[c].body_end).map(|b| b.1) != Some(BodyOut::Rejected)
+                {
+                    v.push(format!(
+                        "[values] fence {f} stored rejection {val}, not its own body's ({own:?})"
+                    ));
                 }
                 stored_err.insert(f, (k, val));
                 continue;
@@ -407,7 +430,9 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
     for (i, c) in calls.iter().enumerate() {
         let spec = &out.calls[i];
         let ks = &s.keys[spec.key];
-        let Some((_, res, elapsed)) = &c.end else { continue };
+        let Some((_, res, elapsed)) = &c.end else {
+            continue;
+        };
         match res {
             CallResult::Ok { how, value, fence } => {
                 match how {
@@ -424,7 +449,9 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                     }
                     How::Replayed | How::Waited => {
                         if c.body_start.is_some() {
-                            v.push(format!("[values] call {i} ran its body but reported {how:?}"));
+                            v.push(format!(
+                                "[values] call {i} ran its body but reported {how:?}"
+                            ));
                         }
                         if stored.get(fence) != Some(value) {
                             v.push(format!(
@@ -442,7 +469,10 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                         }
                     }
                     How::Backstop => {
-                        if !ks.backstop() || !ks.on_conflict || out.rows.get(&spec.key) != Some(value) {
+                        if !ks.backstop()
+                            || !ks.on_conflict
+                            || out.rows.get(&spec.key) != Some(value)
+                        {
                             v.push(format!(
                                 "[values] call {i} got {value} through the backstop; row is {:?}",
                                 out.rows.get(&spec.key)
@@ -451,7 +481,9 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                     }
                     How::Degraded => {
                         if *fence != 0 || !ks.policy.degrade || *value != value_of(i) {
-                            v.push(format!("[values] call {i} degraded with fence {fence} value {value}"));
+                            v.push(format!(
+                                "[values] call {i} degraded with fence {fence} value {value}"
+                            ));
                         }
                     }
                     other => v.push(format!("[values] call {i}: unexpected outcome {other:?}")),
@@ -472,16 +504,21 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                     ErrKind::StoreUnavailable | ErrKind::InProgress | ErrKind::Mismatch
                 );
                 if no_body && c.body_start.is_some() {
-                    v.push(format!("[fail-closed] call {i} ran its body and then failed with {kind:?}"));
+                    v.push(format!(
+                        "[fail-closed] call {i} ran its body and then failed with {kind:?}"
+                    ));
                 }
                 if let ErrKind::Rejected(val) = kind {
-                    let own = matches!(c.body_end, Some((_, BodyOut::Rejected))) && *val == value_of(i);
+                    let own =
+                        matches!(c.body_end, Some((_, BodyOut::Rejected))) && *val == value_of(i);
                     let replayed = c.body_start.is_none()
                         && ks.terminal
                         && stored_err.iter().any(|(f, (k, sv))| {
                             *k == spec.key
                                 && sv == val
-                                && fence_call.get(f).is_some_and(|src| out.calls[*src].payload == spec.payload)
+                                && fence_call
+                                    .get(f)
+                                    .is_some_and(|src| out.calls[*src].payload == spec.payload)
                         });
                     if !(own || replayed) {
                         v.push(format!(
@@ -553,11 +590,17 @@ fn renewal_check(
     owner_claim_t: &HashMap<Owner, Duration>,
     v: &mut Vec<String>,
 ) {
-    let Some(prev) = prev.filter(|p| p.pending) else { return };
-    let Some(c) = call_of_owner(&prev.owner) else { return };
+    let Some(prev) = prev.filter(|p| p.pending) else {
+        return;
+    };
+    let Some(c) = call_of_owner(&prev.owner) else {
+        return;
+    };
     let Some(&ki) = key_index.get(k) else { return };
     let spec = &s.keys[ki];
-    let Some(&ct) = owner_claim_t.get(&prev.owner) else { return };
+    let Some(&ct) = owner_claim_t.get(&prev.owner) else {
+        return;
+    };
     if calls[c].over_by(t) {
         return;
     }
@@ -582,9 +625,19 @@ pub(crate) fn dump(s: &Schedule, out: &RunOutput) -> String {
     let _ = writeln!(d, "store log:");
     for e in &out.store_log {
         let op = match &e.op {
-            StoreOp::Complete { owner, ttl, res, .. } => format!("Complete {{ owner: {owner:?}, ttl: {ttl:?}, res: {res:?} }}"),
-            StoreOp::Claim { owner, fingerprint, lease, res } => {
-                format!("Claim {{ owner: {owner:?}, fp: {:02x}{:02x}, lease: {lease:?}, res: {res:?} }}", fingerprint[0], fingerprint[1])
+            StoreOp::Complete {
+                owner, ttl, res, ..
+            } => format!("Complete {{ owner: {owner:?}, ttl: {ttl:?}, res: {res:?} }}"),
+            StoreOp::Claim {
+                owner,
+                fingerprint,
+                lease,
+                res,
+            } => {
+                format!(
+                    "Claim {{ owner: {owner:?}, fp: {:02x}{:02x}, lease: {lease:?}, res: {res:?} }}",
+                    fingerprint[0], fingerprint[1]
+                )
             }
             other => format!("{other:?}"),
         };

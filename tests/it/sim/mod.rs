@@ -30,7 +30,11 @@ use schedule::Schedule;
 
 /// Backstop detection needs the runtime's `sql` feature (the violation is a
 /// `sqlx::Error`); without it schedules use no backstop.
-pub(crate) const BACKSTOPS: bool = cfg!(any(feature = "sqlite", feature = "postgres", feature = "mysql"));
+pub(crate) const BACKSTOPS: bool = cfg!(any(
+    feature = "sqlite",
+    feature = "postgres",
+    feature = "mysql"
+));
 
 /// Runs one seed on the memory store; `Err` carries the violation and the dump.
 pub(crate) fn run_seed(seed: u64) -> Result<(), String> {
@@ -95,7 +99,10 @@ fn sim_memory_seeded_schedules() {
             .iter()
             .filter_map(|f| f.split_whitespace().nth(1))
             .collect();
-        panic!("{} failing seeds (first shown): {seeds:?}\n{first}", failures.len());
+        panic!(
+            "{} failing seeds (first shown): {seeds:?}\n{first}",
+            failures.len()
+        );
     }
 }
 
@@ -105,7 +112,11 @@ fn sim_is_reproducible_from_its_seed() {
         let s = Schedule::generate(seed, BACKSTOPS);
         let a = run::run_memory(&s);
         let b = run::run_memory(&s);
-        assert_eq!(normalise(&a), normalise(&b), "seed {seed} replayed differently");
+        assert_eq!(
+            normalise(&a),
+            normalise(&b),
+            "seed {seed} replayed differently"
+        );
         assert!(!a.events.is_empty(), "seed {seed} recorded nothing");
     }
 }
@@ -128,12 +139,25 @@ fn normalise(out: &run::RunOutput) -> Vec<String> {
         .iter()
         .map(|(t, e)| {
             let e = match e {
-                history::Ev::BodyStart { call, fence } => format!("BodyStart {call} #{}", rank(*fence)),
-                history::Ev::FencedWrite { call, fence, accepted } => {
+                history::Ev::BodyStart { call, fence } => {
+                    format!("BodyStart {call} #{}", rank(*fence))
+                }
+                history::Ev::FencedWrite {
+                    call,
+                    fence,
+                    accepted,
+                } => {
                     format!("FencedWrite {call} #{} {accepted}", rank(*fence))
                 }
-                history::Ev::CallEnd { call, result: history::CallResult::Ok { how, value, fence }, elapsed } => {
-                    format!("CallEnd {call} {how:?} {value} #{} {elapsed:?}", rank(*fence))
+                history::Ev::CallEnd {
+                    call,
+                    result: history::CallResult::Ok { how, value, fence },
+                    elapsed,
+                } => {
+                    format!(
+                        "CallEnd {call} {how:?} {value} #{} {elapsed:?}",
+                        rank(*fence)
+                    )
                 }
                 other => format!("{other:?}"),
             };

@@ -7,8 +7,8 @@
 //! The recorder sits under the faults, so it logs what actually applied, including
 //! commands whose reply the fault layer then dropped.
 
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use idem::Store;
@@ -79,10 +79,20 @@ impl Store for RecordingStore {
         })
     }
 
-    fn release<'a>(&'a self, key: &'a str, owner: Owner) -> BoxFuture<'a, Result<Owned, StoreError>> {
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(async move {
             let r = self.inner.release(key, owner).await;
-            self.world.store_ev(key, StoreOp::Release { owner, res: err_str(&r) });
+            self.world.store_ev(
+                key,
+                StoreOp::Release {
+                    owner,
+                    res: err_str(&r),
+                },
+            );
             r
         })
     }
@@ -107,14 +117,18 @@ impl Store for RecordingStore {
         })
     }
 
-    fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
+    fn inspect<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
         self.inner.inspect(key)
     }
 
     fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let r = self.inner.forget(key).await;
-            self.world.store_ev(key, StoreOp::Forget { res: err_str(&r) });
+            self.world
+                .store_ev(key, StoreOp::Forget { res: err_str(&r) });
             r
         })
     }
@@ -162,7 +176,10 @@ impl ProcStore {
         &'a self,
         f: BoxFuture<'a, Result<T, StoreError>>,
     ) -> BoxFuture<'a, Result<T, StoreError>> {
-        let Some((pct, max)) = self.reply_delay.filter(|_| !self.healed.load(Ordering::SeqCst)) else {
+        let Some((pct, max)) = self
+            .reply_delay
+            .filter(|_| !self.healed.load(Ordering::SeqCst))
+        else {
             return f;
         };
         let delay = {
@@ -197,7 +214,8 @@ impl Store for ProcStore {
     }
 
     fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        self.dead().unwrap_or_else(|| self.late(self.inner.claim(req)))
+        self.dead()
+            .unwrap_or_else(|| self.late(self.inner.claim(req)))
     }
 
     fn complete<'a>(
@@ -211,8 +229,13 @@ impl Store for ProcStore {
             .unwrap_or_else(|| self.late(self.inner.complete(key, owner, payload, ttl)))
     }
 
-    fn release<'a>(&'a self, key: &'a str, owner: Owner) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        self.dead().unwrap_or_else(|| self.late(self.inner.release(key, owner)))
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        self.dead()
+            .unwrap_or_else(|| self.late(self.inner.release(key, owner)))
     }
 
     fn renew<'a>(
@@ -221,10 +244,14 @@ impl Store for ProcStore {
         owner: Owner,
         lease: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        self.dead().unwrap_or_else(|| self.late(self.inner.renew(key, owner, lease)))
+        self.dead()
+            .unwrap_or_else(|| self.late(self.inner.renew(key, owner, lease)))
     }
 
-    fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
+    fn inspect<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
         self.dead().unwrap_or_else(|| self.inner.inspect(key))
     }
 

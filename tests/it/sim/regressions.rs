@@ -133,9 +133,14 @@ fn sim_regression_degraded_backstop_hit_sends_no_release() {
             }
         )
     });
-    assert!(degraded_dup, "call 1 should have run degraded and hit the backstop");
     assert!(
-        out.store_log.iter().all(|e| e.op.owner() != Some(idem::store::Owner(0))),
+        degraded_dup,
+        "call 1 should have run degraded and hit the backstop"
+    );
+    assert!(
+        out.store_log
+            .iter()
+            .all(|e| e.op.owner() != Some(idem::store::Owner(0))),
         "the pseudo-owner reached the store"
     );
 }

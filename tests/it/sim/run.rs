@@ -181,7 +181,9 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
         })
         .collect();
     let mut dead: Vec<JoinSet<()>> = Vec::new();
-    let keys: Vec<Key> = (0..s.keys.len()).map(|k| procs[0].idem.key("sim", &[&k])).collect();
+    let keys: Vec<Key> = (0..s.keys.len())
+        .map(|k| procs[0].idem.key("sim", &[&k]))
+        .collect();
 
     let mut steps: Vec<(Duration, Step)> = s
         .events
@@ -202,7 +204,13 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
                     let c = s.calls[id].clone();
                     let p = &mut procs[c.proc];
                     let spec = s.keys[c.key].clone();
-                    let fut = call(Arc::clone(&world), p.idem.clone(), spec, keys[c.key].clone(), c);
+                    let fut = call(
+                        Arc::clone(&world),
+                        p.idem.clone(),
+                        spec,
+                        keys[c.key].clone(),
+                        c,
+                    );
                     p.tasks.spawn(fut);
                 }
                 Step::Event(Event::Outage(d)) => {
@@ -221,7 +229,10 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
                 }
                 Step::Event(Event::Crash(p)) => {
                     incarnation += 1;
-                    let old = std::mem::replace(&mut procs[p], start_proc(s, &shared, ns, incarnation, &healed));
+                    let old = std::mem::replace(
+                        &mut procs[p],
+                        start_proc(s, &shared, ns, incarnation, &healed),
+                    );
                     old.cut.store(true, Ordering::SeqCst);
                     let mut tasks = old.tasks;
                     tasks.abort_all();
@@ -242,7 +253,12 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
         faulty.set_plan(None);
         faulty.set_unavailable(false);
         healed.store(true, Ordering::SeqCst);
-        let max_lease = s.keys.iter().map(|k| k.policy.lease).max().unwrap_or_default();
+        let max_lease = s
+            .keys
+            .iter()
+            .map(|k| k.policy.lease)
+            .max()
+            .unwrap_or_default();
         tokio::time::sleep(max_lease + s.breaker.1 + 2 * s.op_timeout + Duration::from_secs(1))
             .await;
         let mut probes = Vec::new();
@@ -262,7 +278,14 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
                 probes.push(c.clone());
                 id += 1;
                 let spec = s.keys[k].clone();
-                call(Arc::clone(&world), procs[p].idem.clone(), spec, key.clone(), c).await;
+                call(
+                    Arc::clone(&world),
+                    procs[p].idem.clone(),
+                    spec,
+                    key.clone(),
+                    c,
+                )
+                .await;
             }
         }
         probes
@@ -270,7 +293,9 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
     let probes = match tokio::time::timeout(limit, main).await {
         Ok(p) => p,
         Err(_) => {
-            stuck = Some(format!("run did not finish within {limit:?} of virtual time"));
+            stuck = Some(format!(
+                "run did not finish within {limit:?} of virtual time"
+            ));
             Vec::new()
         }
     };
@@ -354,12 +379,18 @@ async fn body(w: Arc<World>, c: CallSpec, backstop: bool, fence: Fence) -> Resul
     match c.body {
         BodyKind::Fail => {
             tokio::time::sleep(c.body_time).await;
-            w.ev(Ev::BodyEnd { call, out: BodyOut::Fail });
+            w.ev(Ev::BodyEnd {
+                call,
+                out: BodyOut::Fail,
+            });
             return Err(SimError::Transient);
         }
         BodyKind::Reject => {
             tokio::time::sleep(c.body_time).await;
-            w.ev(Ev::BodyEnd { call, out: BodyOut::Rejected });
+            w.ev(Ev::BodyEnd {
+                call,
+                out: BodyOut::Rejected,
+            });
             return Err(SimError::Rejected(value));
         }
         BodyKind::Ok | BodyKind::Hang => {}
@@ -368,7 +399,10 @@ async fn body(w: Arc<World>, c: CallSpec, backstop: bool, fence: Fence) -> Resul
         let ok = w.insert(c.key, value);
         w.ev(Ev::Insert { call, ok });
         if !ok {
-            w.ev(Ev::BodyEnd { call, out: BodyOut::Unique });
+            w.ev(Ev::BodyEnd {
+                call,
+                out: BodyOut::Unique,
+            });
             return Err(SimError::Unique(sqlx::Error::Database(Box::new(SimUnique))));
         }
     }
@@ -379,6 +413,9 @@ async fn body(w: Arc<World>, c: CallSpec, backstop: bool, fence: Fence) -> Resul
         fence: fence.get(),
         accepted,
     });
-    w.ev(Ev::BodyEnd { call, out: BodyOut::Ok });
+    w.ev(Ev::BodyEnd {
+        call,
+        out: BodyOut::Ok,
+    });
     Ok(value)
 }
