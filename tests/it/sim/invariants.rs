@@ -108,10 +108,10 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
     }
     let mut fence_call: HashMap<u64, usize> = HashMap::new();
     for (i, c) in calls.iter().enumerate() {
-        if let Some((_, f)) = c.body_start {
-            if f > 0 {
-                fence_call.insert(f, i);
-            }
+        if let Some((_, f)) = c.body_start
+            && f > 0
+        {
+            fence_call.insert(f, i);
         }
     }
     let call_of_owner = |o: &Owner| owner_fence.get(o).and_then(|f| fence_call.get(f)).copied();
@@ -135,27 +135,27 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
 
     // [release-after-start], [complete-after-body]
     for e in &out.store_log {
-        if let StoreOp::Complete { owner, .. } = &e.op {
-            if let Some(c) = call_of_owner(owner) {
-                let ok = matches!(calls[c].body_end, Some((te, o)) if te <= e.t && (!releases(c, o) || o == BodyOut::Unique));
-                if !ok {
-                    v.push(format!(
-                        "[complete-after-body] call {c} (owner {owner:?}) completed at {:?} with its body {:?}",
-                        e.t, calls[c].body_end
-                    ));
-                }
+        if let StoreOp::Complete { owner, .. } = &e.op
+            && let Some(c) = call_of_owner(owner)
+        {
+            let ok = matches!(calls[c].body_end, Some((te, o)) if te <= e.t && (!releases(c, o) || o == BodyOut::Unique));
+            if !ok {
+                v.push(format!(
+                    "[complete-after-body] call {c} (owner {owner:?}) completed at {:?} with its body {:?}",
+                    e.t, calls[c].body_end
+                ));
             }
         }
-        if let StoreOp::Release { owner, .. } = &e.op {
-            if let Some(c) = call_of_owner(owner) {
-                let ok = matches!(calls[c].body_end, Some((te, o)) if te <= e.t && releases(c, o));
-                if !ok {
-                    v.push(format!(
-                        "[release-after-start] call {c} (owner {owner:?}) released its claim at {:?} \
-                         although its body started at {:?} and ended {:?}",
-                        e.t, calls[c].body_start, calls[c].body_end
-                    ));
-                }
+        if let StoreOp::Release { owner, .. } = &e.op
+            && let Some(c) = call_of_owner(owner)
+        {
+            let ok = matches!(calls[c].body_end, Some((te, o)) if te <= e.t && releases(c, o));
+            if !ok {
+                v.push(format!(
+                    "[release-after-start] call {c} (owner {owner:?}) released its claim at {:?} \
+                     although its body started at {:?} and ended {:?}",
+                    e.t, calls[c].body_start, calls[c].body_end
+                ));
             }
         }
     }
@@ -282,10 +282,10 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                             "[store-contract] renew by {owner:?} on {k} at {t:?} answered {res:?} in state {live:?}"
                         ));
                     }
-                    if expect == Owned::Applied {
-                        if let Some(x) = st.as_mut() {
-                            x.expires = t + *lease;
-                        }
+                    if expect == Owned::Applied
+                        && let Some(x) = st.as_mut()
+                    {
+                        x.expires = t + *lease;
                     }
                 }
                 StoreOp::Forget { res } => {
@@ -412,10 +412,10 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                 stored_err.insert(f, (k, val));
                 continue;
             }
-            if let Some(prev) = stored.insert(f, val) {
-                if prev != val {
-                    v.push(format!("[values] fence {f} stored {prev} then {val}"));
-                }
+            if let Some(prev) = stored.insert(f, val)
+                && prev != val
+            {
+                v.push(format!("[values] fence {f} stored {prev} then {val}"));
             }
             let k = key_index.get(e.key.as_str()).copied();
             let own = fence_call.get(&f).map(|c| value_of(*c));
@@ -459,13 +459,13 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                                 stored.get(fence)
                             ));
                         }
-                        if let Some(&src) = fence_call.get(fence) {
-                            if out.calls[src].payload != spec.payload {
-                                v.push(format!(
-                                    "[values] call {i} (payload {}) replayed call {src}'s result (payload {})",
-                                    spec.payload, out.calls[src].payload
-                                ));
-                            }
+                        if let Some(&src) = fence_call.get(fence)
+                            && out.calls[src].payload != spec.payload
+                        {
+                            v.push(format!(
+                                "[values] call {i} (payload {}) replayed call {src}'s result (payload {})",
+                                spec.payload, out.calls[src].payload
+                            ));
                         }
                     }
                     How::Backstop => {

@@ -29,11 +29,8 @@ impl RecordingStore {
     }
 }
 
-fn err_str<T>(r: &Result<T, StoreError>) -> Result<T, String>
-where
-    T: Clone,
-{
-    r.as_ref().map(Clone::clone).map_err(ToString::to_string)
+fn err_str<T: Clone>(r: &Result<T, StoreError>) -> Result<T, String> {
+    r.clone().map_err(|e| e.to_string())
 }
 
 impl Store for RecordingStore {

@@ -263,7 +263,7 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
             .await;
         let mut probes = Vec::new();
         let mut id = s.calls.len();
-        for p in 0..procs.len() {
+        for (p, proc_) in procs.iter().enumerate() {
             for (k, key) in keys.iter().enumerate() {
                 let c = CallSpec {
                     id,
@@ -278,14 +278,7 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
                 probes.push(c.clone());
                 id += 1;
                 let spec = s.keys[k].clone();
-                call(
-                    Arc::clone(&world),
-                    procs[p].idem.clone(),
-                    spec,
-                    key.clone(),
-                    c,
-                )
-                .await;
+                call(Arc::clone(&world), proc_.idem.clone(), spec, key.clone(), c).await;
             }
         }
         probes
