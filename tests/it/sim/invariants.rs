@@ -51,11 +51,28 @@ struct Ent {
     expires: Duration,
 }
 
-/// Checks every invariant; `atomic` says the store log is in apply order (the
-/// memory store under a single-threaded runtime), which enables the model checks.
-pub(crate) fn check(s: &Schedule, out: &RunOutput, atomic: bool) -> Result<(), String> {
+/// How a run's log may be read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reading {
+    /// The store log is in apply order (the memory store under a single-threaded
+    /// runtime): enables the store-contract model checks.
+    pub(crate) atomic: bool,
+    /// Allowance on time comparisons: 1 ms in virtual time; real stores in real
+    /// time get scheduling jitter.
+    pub(crate) slack: Duration,
+}
+
+impl Reading {
+    pub(crate) const VIRTUAL: Reading = Reading {
+        atomic: true,
+        slack: Duration::from_millis(1),
+    };
+}
+
+/// Checks every invariant.
+pub(crate) fn check(s: &Schedule, out: &RunOutput, r: Reading) -> Result<(), String> {
     let mut v = Vec::new();
-    check_into(s, out, atomic, &mut v);
+    check_into(s, out, r, &mut v);
     if v.is_empty() {
         Ok(())
     } else {
@@ -64,7 +81,8 @@ pub(crate) fn check(s: &Schedule, out: &RunOutput, atomic: bool) -> Result<(), S
     }
 }
 
-fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) {
+fn check_into(s: &Schedule, out: &RunOutput, r: Reading, v: &mut Vec<String>) {
+    let Reading { atomic, slack } = r;
     if let Some(st) = &out.stuck {
         v.push(format!("[bounded] {st}"));
     }
@@ -174,7 +192,7 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
             let Some(&ct) = owner_claim_t.get(owner) else {
                 continue;
             };
-            let limit = ct + s.keys[k].max_hold() + 2 * t_op + Duration::from_millis(1);
+            let limit = ct + s.keys[k].max_hold() + 2 * t_op + slack;
             if e.t + *lease > limit {
                 v.push(format!(
                     "[max-hold] owner {owner:?} renewed key {k} at {:?} to {:?}, past claim {ct:?} + max_hold {:?}",
@@ -220,7 +238,7 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                             }
                             *m = (*m).max(fence.get());
                             if s.fault_free() {
-                                renewal_check(s, &key_index, k, t, st.as_ref(), &calls, &call_of_owner, &owner_claim_t, v);
+                                renewal_check(s, slack, &key_index, k, t, st.as_ref(), &calls, &call_of_owner, &owner_claim_t, v);
                             }
                             *st = Some(Ent {
                                 pending: true,
@@ -338,9 +356,9 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                     matches!(c1.body_end, Some((te, o)) if te <= start2 && releases(r1.2, o));
                 let dropped =
                     matches!(&c1.end, Some((te, CallResult::Cancelled, _)) if *te <= start2);
-                let held_out = start2 + Duration::from_millis(1)
-                    >= r1.0 + spec.max_hold().saturating_sub(spec.policy.lease);
-                let expired = matches!(c1.body_end, Some((te, o)) if !releases(r1.2, o) && te + spec.policy.ttl <= start2 + Duration::from_millis(1));
+                let held_out =
+                    start2 + slack >= r1.0 + spec.max_hold().saturating_sub(spec.policy.lease);
+                let expired = matches!(c1.body_end, Some((te, o)) if !releases(r1.2, o) && te + spec.policy.ttl <= start2 + slack);
                 if !(failed || dropped || held_out || expired) {
                     v.push(format!(
                         "[no-double-run] key {k}: call {} ran its body at {start2:?} while call {}'s run (started {:?}, ended {:?}, call end {:?}) still held it",
@@ -543,7 +561,7 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
                 ks.wait_budget() + 2 * t_op + body
             }
         };
-        if *elapsed > limit + Duration::from_millis(10) {
+        if *elapsed > limit + slack.max(Duration::from_millis(10)) {
             v.push(format!(
                 "[bounded] call {i} took {elapsed:?} (limit {limit:?}, result {res:?})"
             ));
@@ -581,6 +599,7 @@ fn check_into(s: &Schedule, out: &RunOutput, atomic: bool, v: &mut Vec<String>) 
 #[allow(clippy::too_many_arguments)]
 fn renewal_check(
     s: &Schedule,
+    slack: Duration,
     key_index: &HashMap<&str, usize>,
     k: &str,
     t: Duration,
@@ -604,7 +623,7 @@ fn renewal_check(
     if calls[c].over_by(t) {
         return;
     }
-    if t < ct + spec.max_hold().saturating_sub(spec.policy.lease) {
+    if t + slack < ct + spec.max_hold().saturating_sub(spec.policy.lease) {
         v.push(format!(
             "[renewal] call {c}'s lease on key {ki} lapsed at {:?} (claimed {ct:?}, max_hold {:?}) while it was running",
             prev.expires,

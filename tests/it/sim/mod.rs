@@ -19,6 +19,7 @@
 mod history;
 mod invariants;
 mod model;
+mod real;
 mod recording;
 mod regressions;
 mod run;
@@ -40,7 +41,7 @@ pub(crate) const BACKSTOPS: bool = cfg!(any(
 pub(crate) fn run_seed(seed: u64) -> Result<(), String> {
     let s = Schedule::generate(seed, BACKSTOPS);
     let out = run::run_memory(&s);
-    invariants::check(&s, &out, true).map_err(|e| {
+    invariants::check(&s, &out, invariants::Reading::VIRTUAL).map_err(|e| {
         format!(
             "seed {seed} broke an invariant (rerun: IDEM_SIM_SEED={seed}):\n{e}\n{}",
             invariants::dump(&s, &out)
@@ -58,7 +59,7 @@ fn sim_memory_seeded_schedules() {
         let s = Schedule::generate(seed, BACKSTOPS);
         let out = run::run_memory(&s);
         println!("{}", invariants::dump(&s, &out));
-        if let Err(e) = invariants::check(&s, &out, true) {
+        if let Err(e) = invariants::check(&s, &out, invariants::Reading::VIRTUAL) {
             panic!("seed {seed}:\n{e}");
         }
         return;

@@ -47,7 +47,7 @@ fn call(id: usize, at: u64, body: BodyKind, body_time: u64) -> CallSpec {
 
 fn run_checked(s: &Schedule) -> RunOutput {
     let out = run_memory(s);
-    if let Err(e) = invariants::check(s, &out, true) {
+    if let Err(e) = invariants::check(s, &out, invariants::Reading::VIRTUAL) {
         panic!("{e}\n{}", invariants::dump(s, &out));
     }
     out

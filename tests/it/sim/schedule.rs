@@ -107,6 +107,43 @@ pub(crate) enum Event {
     Crash(usize),
 }
 
+/// Time scales of generated schedules, in milliseconds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Profile {
+    pub(crate) lease: (u64, u64),
+    pub(crate) op_timeout: (u64, u64),
+    pub(crate) cooldown: (u64, u64),
+    /// Calls and events start within this much of the beginning.
+    pub(crate) horizon: u64,
+    /// A hung body runs up to this many leases.
+    pub(crate) hang_leases: u64,
+    pub(crate) delay_max: u64,
+    pub(crate) outage_max: u64,
+}
+
+impl Profile {
+    /// Virtual time costs nothing: long leases, long hangs, long outages.
+    pub(crate) const VIRTUAL: Profile = Profile {
+        lease: (1000, 3000),
+        op_timeout: (100, 800),
+        cooldown: (200, 2000),
+        horizon: 6000,
+        hang_leases: 5,
+        delay_max: 1500,
+        outage_max: 3000,
+    };
+    /// Real stores run in real time: the same shapes, compressed (leases stay >= 1 s).
+    pub(crate) const REAL_TIME: Profile = Profile {
+        lease: (1000, 1500),
+        op_timeout: (200, 500),
+        cooldown: (100, 500),
+        horizon: 2000,
+        hang_leases: 2,
+        delay_max: 300,
+        outage_max: 1000,
+    };
+}
+
 /// A whole simulated run.
 #[derive(Debug, Clone)]
 pub(crate) struct Schedule {
@@ -132,14 +169,19 @@ impl Schedule {
 
     /// Draws a schedule. Small on purpose: thousands of them run in CI.
     pub(crate) fn generate(seed: u64, backstops: bool) -> Schedule {
+        Self::generate_with(seed, backstops, &Profile::VIRTUAL)
+    }
+
+    /// Draws a schedule with the time scales of `p`.
+    pub(crate) fn generate_with(seed: u64, backstops: bool, p: &Profile) -> Schedule {
         let mut r = Rng::new(seed);
         let nkeys = r.range(1, 2) as usize;
         let procs = r.range(1, 3) as usize;
-        let op_timeout = r.ms(100, 800);
-        let breaker = (r.range(1, 5) as u32, r.ms(200, 2000));
+        let op_timeout = r.ms(p.op_timeout.0, p.op_timeout.1);
+        let breaker = (r.range(1, 5) as u32, r.ms(p.cooldown.0, p.cooldown.1));
         let keys: Vec<KeySpec> = (0..nkeys)
             .map(|_| {
-                let lease = r.ms(1000, 3000);
+                let lease = r.ms(p.lease.0, p.lease.1);
                 let backstop = backstops && r.chance(50);
                 let policy = Policy {
                     ttl: if r.chance(20) {
@@ -175,7 +217,7 @@ impl Schedule {
             })
             .collect();
         let ncalls = r.range(2, 8) as usize;
-        let horizon = 6000;
+        let horizon = p.horizon;
         let mut last_at = Duration::ZERO;
         let calls = (0..ncalls)
             .map(|id| {
@@ -188,7 +230,7 @@ impl Schedule {
                     _ => BodyKind::Hang,
                 };
                 let body_time = match body {
-                    BodyKind::Hang => r.ms(lease + 1, 5 * lease),
+                    BodyKind::Hang => r.ms(lease + 1, p.hang_leases * lease),
                     _ => r.ms(0, lease / 2),
                 };
                 CallSpec {
@@ -220,15 +262,15 @@ impl Schedule {
             lost_reply: r.range(0, 15) as f64 / 100.0,
             lost_key: r.range(0, 5) as f64 / 100.0,
             slow: r.range(0, 20) as f64 / 100.0,
-            delay: r.ms(1, 1200),
+            delay: r.ms(1, p.delay_max),
         });
-        let reply_delay = r.chance(25).then(|| (r.range(5, 40), r.ms(1, 1500)));
+        let reply_delay = r.chance(25).then(|| (r.range(5, 40), r.ms(1, p.delay_max)));
         let mut events = Vec::new();
         let nevents = if r.chance(50) { 0 } else { r.range(1, 3) };
         for _ in 0..nevents {
             let at = r.ms(0, horizon);
             let ev = match r.range(0, 3) {
-                0 => Event::Outage(r.ms(100, 3000)),
+                0 => Event::Outage(r.ms(100, p.outage_max)),
                 1 => Event::LoseKeys,
                 2 => Event::Forget(r.range(0, nkeys as u64 - 1) as usize),
                 _ => Event::Crash(r.range(0, procs as u64 - 1) as usize),

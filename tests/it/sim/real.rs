@@ -1,0 +1,101 @@
+//! Seeded schedules against real stores, in real time.
+//!
+//! The same harness and invariants as the virtual-time runs, with three changes:
+//! schedules use [`Profile::REAL_TIME`] (compressed, leases still >= 1 s); many
+//! schedules run at once on a multi-threaded runtime, each under its own random
+//! key namespace, so a few hundred take seconds rather than an hour; and the store
+//! log is read as unordered (`atomic: false`: concurrent operations are logged when
+//! their reply arrives, not when the server applied them), with one second of
+//! slack on every time comparison.
+//!
+//! To add a store, give [`run_real_schedules`] a factory returning the store for
+//! one schedule; see `sim_real_time_memory_store_schedules` for the shape.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idem::Store;
+use idem::store::BoxFuture;
+
+use super::invariants::{self, Reading};
+use super::run::execute;
+use super::schedule::{Profile, Schedule};
+
+/// Builds the store one schedule runs against (fresh or shared), or says why not.
+pub(crate) type StoreFactory =
+    Arc<dyn Fn(u64) -> BoxFuture<'static, Result<Arc<dyn Store>, String>> + Send + Sync>;
+
+const REAL: Reading = Reading {
+    atomic: false,
+    slack: Duration::from_secs(1),
+};
+
+/// Runs every seed of `seeds` against stores from `make`, all at once, and
+/// panics with the failing seeds and the first failure's history.
+pub(crate) fn run_real_schedules(name: &str, seeds: Range<u64>, make: StoreFactory) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a multi-threaded runtime");
+    let t0 = Instant::now();
+    let n = seeds.end - seeds.start;
+    let failures = rt.block_on(async move {
+        let mut tasks = tokio::task::JoinSet::new();
+        for seed in seeds {
+            let make = Arc::clone(&make);
+            tasks.spawn(async move {
+                let s = Schedule::generate_with(seed, super::BACKSTOPS, &Profile::REAL_TIME);
+                let store = make(seed)
+                    .await
+                    .map_err(|e| (seed, format!("store for seed {seed}: {e}")))?;
+                let ns = format!("idemsim-{}-{seed}", uuid::Uuid::new_v4().simple());
+                let out = execute(&s, Arc::clone(&store), &ns).await;
+                // Leave nothing behind in a shared store.
+                for k in &out.keys {
+                    let _ = store.forget(k).await;
+                }
+                invariants::check(&s, &out, REAL).map_err(|e| {
+                    (
+                        seed,
+                        format!(
+                            "seed {seed} broke an invariant on the real store:\n{e}\n{}",
+                            invariants::dump(&s, &out)
+                        ),
+                    )
+                })
+            });
+        }
+        let mut failures = Vec::new();
+        while let Some(r) = tasks.join_next().await {
+            match r {
+                Ok(Ok(())) => {}
+                Ok(Err(f)) => failures.push(f),
+                Err(e) => failures.push((u64::MAX, format!("a schedule task panicked: {e}"))),
+            }
+        }
+        failures.sort_by_key(|f| f.0);
+        failures
+    });
+    println!("{name}: {n} real-time schedules in {:?}", t0.elapsed());
+    if let Some((_, first)) = failures.first() {
+        let seeds: Vec<u64> = failures.iter().map(|f| f.0).collect();
+        panic!(
+            "{name}: {} failing seeds {seeds:?}\n{first}",
+            failures.len()
+        );
+    }
+}
+
+/// The real-time mode on the memory store: exercises what the real stores get
+/// (concurrent schedules, wall-clock leases, unordered log) on every CI run.
+#[test]
+fn sim_real_time_memory_store_schedules() {
+    let shared: Arc<dyn Store> = Arc::new(idem::MemoryStore::new());
+    let make: StoreFactory = Arc::new(move |_| {
+        let s = Arc::clone(&shared);
+        Box::pin(async move { Ok(s) })
+    });
+    run_real_schedules("memory", 0..50, make);
+}
