@@ -24,7 +24,9 @@ pub enum Error {
         waited: Duration,
     },
     /// The key was used before with a different request payload.
-    #[error("idempotency key `{key}` was first used with a different payload (fingerprint {stored}, this request {given})")]
+    #[error(
+        "idempotency key `{key}` was first used with a different payload (fingerprint {stored}, this request {given})"
+    )]
     PayloadMismatch {
         /// The rendered key.
         key: String,
@@ -85,7 +87,9 @@ pub enum Error {
         reason: String,
     },
     /// A macro used the global handle but `idem::install` was never called.
-    #[error("no idem handle installed: call `idem::install(handle)` at start-up or pass `handle = ...`")]
+    #[error(
+        "no idem handle installed: call `idem::install(handle)` at start-up or pass `handle = ...`"
+    )]
     NotInstalled,
     /// A stored value could not be decoded: a different `version`, another format,
     /// or a corrupt record. Never returns garbage.
@@ -98,7 +102,9 @@ pub enum Error {
     },
     /// Two different functions render keys under the same scene prefix, so one could
     /// replay the other's result.
-    #[error("scene `{scene}` is used by both `{first}` and `{second}`; give each function its own key prefix")]
+    #[error(
+        "scene `{scene}` is used by both `{first}` and `{second}`; give each function its own key prefix"
+    )]
     SceneConflict {
         /// The literal scene prefix.
         scene: String,

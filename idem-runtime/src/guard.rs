@@ -59,7 +59,7 @@ pub struct Guard<'h> {
 
 impl Idem {
     /// Starts a guarded call keyed by `scene` and the escaped `parts`.
-    pub fn guard(&self, scene: &str, parts: &[&dyn KeyPart]) -> Guard<'_> {
+    pub fn guard(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Guard<'_> {
         Guard {
             idem: self,
             key: self.key(scene, parts),
@@ -147,7 +147,11 @@ impl Guard<'_> {
     }
 
     /// Runs `body` with typed hooks: backstop detection, `on_conflict`, terminal errors.
-    pub async fn run_with<T, E, C, B, Fut>(self, hooks: Hooks<E, C>, body: B) -> Result<Outcome<T>, E>
+    pub async fn run_with<T, E, C, B, Fut>(
+        self,
+        hooks: Hooks<E, C>,
+        body: B,
+    ) -> Result<Outcome<T>, E>
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
@@ -198,15 +202,20 @@ impl Call<'_> {
             outcome = tracing::field::Empty,
             fence = tracing::field::Empty,
         );
-        let (outcome, result) = self.protocol(fingerprint, hooks, body).instrument(span.clone()).await;
+        let (outcome, result) = self
+            .protocol(fingerprint, hooks, body)
+            .instrument(span.clone())
+            .await;
         span.record("outcome", outcome);
         if let Ok(o) = &result {
             span.record("fence", o.fence().get());
         }
-        self.idem
-            .inner
-            .recorder
-            .record(self.technique, self.key.scope(), self.key.as_str(), outcome);
+        self.idem.inner.recorder.record(
+            self.technique,
+            self.key.scope(),
+            self.key.as_str(),
+            outcome,
+        );
         result
     }
 
@@ -247,7 +256,11 @@ impl Call<'_> {
                 fingerprint: fp,
                 lease: self.policy.lease,
             };
-            match self.idem.op("claim", key, || self.idem.inner.store.claim(req)).await {
+            match self
+                .idem
+                .op("claim", key, || self.idem.inner.store.claim(req))
+                .await
+            {
                 Ok(Claim::Claimed { fence }) => break fence,
                 Ok(Claim::Done(rec)) => {
                     claim_guard.disarm();
@@ -255,7 +268,10 @@ impl Call<'_> {
                         return ("mismatch", Err(mismatch(key, rec.fingerprint, fp).into()));
                     }
                     let how = if waited { How::Waited } else { How::Replayed };
-                    return (how.as_str(), replay(key, self.policy.version, &rec, how, hooks.terminal));
+                    return (
+                        how.as_str(),
+                        replay(key, self.policy.version, &rec, how, hooks.terminal),
+                    );
                 }
                 Ok(Claim::Busy {
                     fingerprint,
@@ -302,15 +318,19 @@ impl Call<'_> {
 
         match result {
             Ok(value) => {
-                self.complete(owner, &value, Kind::Ok, |v, k, ver| record::encode(k, ver, Kind::Ok, v))
-                    .await;
+                self.complete(owner, &value, Kind::Ok, |v, k, ver| {
+                    record::encode(k, ver, Kind::Ok, v)
+                })
+                .await;
                 ("executed", Ok(Outcome::new(value, How::Executed, fence)))
             }
             Err(err) => {
                 if let Some(t) = hooks.terminal {
                     if (t.is_terminal)(&err) {
-                        self.complete(owner, &err, Kind::Err, |e, k, ver| encode_err(k, ver, e, &t))
-                            .await;
+                        self.complete(owner, &err, Kind::Err, |e, k, ver| {
+                            encode_err(k, ver, e, &t)
+                        })
+                        .await;
                         return ("executed", Err(err));
                     }
                 }
@@ -357,12 +377,17 @@ impl Call<'_> {
             }
             match self
                 .idem
-                .op("renew", key, || self.idem.inner.store.renew(key, owner, lease))
+                .op("renew", key, || {
+                    self.idem.inner.store.renew(key, owner, lease)
+                })
                 .await
             {
                 Ok(Owned::Applied) => {}
                 Ok(Owned::NotOwner) => {
-                    tracing::warn!(key, "lease lost while the body runs: only fenced writes are safe now");
+                    tracing::warn!(
+                        key,
+                        "lease lost while the body runs: only fenced writes are safe now"
+                    );
                     return std::future::pending().await;
                 }
                 Err(e) => tracing::warn!(key, error = %e, "lease renewal failed; retrying"),
@@ -389,14 +414,21 @@ impl Call<'_> {
         let ttl = self.policy.ttl;
         match self
             .idem
-            .op("complete", key, || self.idem.inner.store.complete(key, owner, &payload, ttl))
+            .op("complete", key, || {
+                self.idem.inner.store.complete(key, owner, &payload, ttl)
+            })
             .await
         {
             Ok(Owned::Applied) => {}
             Ok(Owned::NotOwner) => {
-                tracing::warn!(key, "result not stored: the lease lapsed and another caller owns the key")
+                tracing::warn!(
+                    key,
+                    "result not stored: the lease lapsed and another caller owns the key"
+                )
             }
-            Err(e) => tracing::warn!(key, error = %e, "result not stored; the caller still gets it"),
+            Err(e) => {
+                tracing::warn!(key, error = %e, "result not stored; the caller still gets it")
+            }
         }
     }
 
@@ -458,8 +490,10 @@ impl Call<'_> {
         match lookup.await {
             Ok(value) => {
                 if owner != DEGRADED_OWNER {
-                    self.complete(owner, &value, Kind::Ok, |v, k, ver| record::encode(k, ver, Kind::Ok, v))
-                        .await;
+                    self.complete(owner, &value, Kind::Ok, |v, k, ver| {
+                        record::encode(k, ver, Kind::Ok, v)
+                    })
+                    .await;
                 }
                 ("backstop", Ok(Outcome::new(value, How::Backstop, fence)))
             }
@@ -474,7 +508,11 @@ impl Call<'_> {
 
     /// `degrade = "backstop"`: the store is down, the body runs unguarded and the
     /// database constraint decides. The fence is `Fence::NONE`.
-    async fn degraded<T, E, C, B, Fut>(&self, hooks: Hooks<E, C>, body: B) -> (&'static str, Result<Outcome<T>, E>)
+    async fn degraded<T, E, C, B, Fut>(
+        &self,
+        hooks: Hooks<E, C>,
+        body: B,
+    ) -> (&'static str, Result<Outcome<T>, E>)
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
@@ -482,7 +520,10 @@ impl Call<'_> {
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        tracing::warn!(key = self.key.as_str(), "store unavailable: running under the backstop only");
+        tracing::warn!(
+            key = self.key.as_str(),
+            "store unavailable: running under the backstop only"
+        );
         match body(Fence::NONE).await {
             Ok(v) => ("degraded", Ok(Outcome::new(v, How::Degraded, Fence::NONE))),
             Err(err) => match self.backstop_hit(&err, hooks.detect).await {
@@ -588,7 +629,11 @@ impl Idem {
     /// the caller polls instead).
     async fn wait_local(&self, key: &str, budget: Duration) -> bool {
         let notify = {
-            let map = self.inner.inflight.lock().unwrap_or_else(|p| p.into_inner());
+            let map = self
+                .inner
+                .inflight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             match map.get(key) {
                 Some(n) => Arc::clone(n),
                 None => return false,
@@ -634,8 +679,16 @@ impl<'a> Inflight<'a> {
 
 impl Drop for Inflight<'_> {
     fn drop(&mut self) {
-        let mut map = self.idem.inner.inflight.lock().unwrap_or_else(|p| p.into_inner());
-        if map.get(self.key).is_some_and(|n| Arc::ptr_eq(n, &self.notify)) {
+        let mut map = self
+            .idem
+            .inner
+            .inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if map
+            .get(self.key)
+            .is_some_and(|n| Arc::ptr_eq(n, &self.notify))
+        {
             map.remove(self.key);
         }
         drop(map);

@@ -181,7 +181,7 @@ impl Idem {
     }
 
     /// Renders a key the way `guard(scene, parts)` does, for `inspect`/`forget`.
-    pub fn key(&self, scene: &str, parts: &[&dyn KeyPart]) -> Key {
+    pub fn key(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Key {
         Key::from_parts(&self.inner.namespace, scene, parts)
     }
 
@@ -325,7 +325,10 @@ impl Idem {
         let Some(catalog) = &self.inner.catalog else {
             // The database did not name the constraint and we cannot look it up:
             // any unique violation in the body's first insert is taken as the backstop.
-            tracing::debug!(constraint = name, "unnamed unique violation taken as backstop (no catalog)");
+            tracing::debug!(
+                constraint = name,
+                "unnamed unique violation taken as backstop (no catalog)"
+            );
             return true;
         };
         let cached = self

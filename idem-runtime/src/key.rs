@@ -36,10 +36,10 @@ impl Key {
     ///
     /// ```
     /// use idem_runtime::key::{Key, KeyPart};
-    /// let k = Key::from_parts("shop", "order-create", &[&42u64 as &dyn KeyPart, &"a:b"]);
+    /// let k = Key::from_parts("shop", "order-create", &[&42u64 as &(dyn KeyPart + Sync), &"a:b"]);
     /// assert_eq!(k.as_str(), "shop:order-create:42:a%3Ab");
     /// ```
-    pub fn from_parts(namespace: &str, scene: &str, parts: &[&dyn KeyPart]) -> Key {
+    pub fn from_parts(namespace: &str, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Key {
         let mut w = KeyWriter::new(namespace);
         w.literal(scene);
         w.end_scope();
@@ -274,13 +274,16 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    fn key(parts: &[&dyn KeyPart]) -> String {
+    fn key(parts: &[&(dyn KeyPart + Sync)]) -> String {
         Key::from_parts("ns", "scene", parts).as_str().to_owned()
     }
 
     #[test]
     fn escapes_separators_and_braces() {
-        assert_eq!(key(&[&"a:b", &"{x}", &"50%"]), "ns:scene:a%3Ab:%7Bx%7D:50%25");
+        assert_eq!(
+            key(&[&"a:b", &"{x}", &"50%"]),
+            "ns:scene:a%3Ab:%7Bx%7D:50%25"
+        );
         assert_eq!(key(&[&"line\nbreak\0"]), "ns:scene:line%0Abreak%00");
     }
 

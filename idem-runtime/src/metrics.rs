@@ -79,7 +79,13 @@ impl Default for Recorder {
 }
 
 impl Recorder {
-    pub(crate) fn record(&self, technique: &'static str, scope: &str, key: &str, outcome: &'static str) {
+    pub(crate) fn record(
+        &self,
+        technique: &'static str,
+        scope: &str,
+        key: &str,
+        outcome: &'static str,
+    ) {
         if let Some(i) = OUTCOMES.iter().position(|o| *o == outcome) {
             self.by_outcome[i].fetch_add(1, Ordering::Relaxed);
         }

@@ -88,6 +88,9 @@ mod tests {
         assert_eq!(decode::<Vec<i32>>("k", json).unwrap(), vec![1, 2, 3]);
         assert!(matches!(open("k", 4, &b), Err(Error::Codec { .. })));
         assert!(matches!(open("k", 3, b"garbage"), Err(Error::Codec { .. })));
-        assert!(matches!(decode::<String>("k", b"{\"a\":"), Err(Error::Codec { .. })));
+        assert!(matches!(
+            decode::<String>("k", b"{\"a\":"),
+            Err(Error::Codec { .. })
+        ));
     }
 }

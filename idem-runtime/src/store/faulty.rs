@@ -40,6 +40,7 @@ struct State {
     seen: HashSet<String>,
     lose_replies: u64,
     delay: Option<Duration>,
+    reply_delay: Option<Duration>,
 }
 
 /// Counters of what the wrapper did, for assertions.
@@ -127,6 +128,12 @@ impl<S: Store> FaultyStore<S> {
         self.state().delay = delay;
     }
 
+    /// Delays every reply *after* the inner store applied the operation, so a
+    /// caller cancelled meanwhile leaves an applied command behind.
+    pub fn set_reply_delay(&self, delay: Option<Duration>) {
+        self.state().reply_delay = delay;
+    }
+
     /// The next `n` mutating operations apply, then lose their reply.
     pub fn lose_next_replies(&self, n: u64) {
         self.state().lose_replies = n;
@@ -166,7 +173,7 @@ impl<S: Store> FaultyStore<S> {
     }
 
     /// Decides this operation's fate; returns the delay and whether to drop the key first.
-    fn draw(&self, op: Op, key: Option<&str>) -> (Draw, Option<std::time::Duration>, bool) {
+    fn draw(&self, op: Op, key: Option<&str>) -> (Draw, Option<Duration>, bool, Option<Duration>) {
         self.ops.fetch_add(1, Ordering::Relaxed);
         let mut st = self.state();
         if let Some(k) = key {
@@ -175,18 +182,20 @@ impl<S: Store> FaultyStore<S> {
             }
         }
         let mut delay = st.delay;
+        let reply_delay = st.reply_delay;
         if self.down.load(Ordering::SeqCst) {
-            return (Draw::Refuse, delay, false);
+            return (Draw::Refuse, delay, false, None);
         }
         if matches!(op, Op::Claim | Op::Mutate) && st.lose_replies > 0 {
             st.lose_replies -= 1;
-            return (Draw::LoseReply, delay, false);
+            return (Draw::LoseReply, delay, false, reply_delay);
         }
         let Some(plan) = st.plan else {
-            return (Draw::Pass, delay, false);
+            return (Draw::Pass, delay, false, reply_delay);
         };
         let mut lose_key = false;
-        if matches!(op, Op::Claim) && plan.lost_key > 0.0 && Self::next_f64(&mut st) < plan.lost_key {
+        if matches!(op, Op::Claim) && plan.lost_key > 0.0 && Self::next_f64(&mut st) < plan.lost_key
+        {
             lose_key = true;
         }
         if plan.slow > 0.0 && Self::next_f64(&mut st) < plan.slow {
@@ -200,16 +209,19 @@ impl<S: Store> FaultyStore<S> {
         } else {
             Draw::Pass
         };
-        (draw, delay, lose_key)
+        (draw, delay, lose_key, reply_delay)
     }
 
+    /// `f` starts the inner operation only when the fault plan lets it through:
+    /// some stores (the memory store) apply a command when the call is made, not
+    /// when its future is polled.
     async fn run<'a, T>(
         &'a self,
         op: Op,
         key: Option<&'a str>,
-        f: impl Future<Output = Result<T, StoreError>> + Send + 'a,
+        f: impl FnOnce() -> BoxFuture<'a, Result<T, StoreError>> + Send + 'a,
     ) -> Result<T, StoreError> {
-        let (draw, delay, lose_key) = self.draw(op, key);
+        let (draw, delay, lose_key, reply_delay) = self.draw(op, key);
         if let Some(d) = delay {
             tokio::time::sleep(d).await;
         }
@@ -226,11 +238,20 @@ impl<S: Store> FaultyStore<S> {
                 Err(StoreError::Unavailable("injected fault: store down".into()))
             }
             Draw::LoseReply => {
-                let _ = f.await;
+                let _ = f().await;
+                if let Some(d) = reply_delay {
+                    tokio::time::sleep(d).await;
+                }
                 self.lost_replies.fetch_add(1, Ordering::Relaxed);
                 Err(StoreError::Unavailable("injected fault: reply lost".into()))
             }
-            Draw::Pass => f.await,
+            Draw::Pass => {
+                let r = f().await;
+                if let Some(d) = reply_delay {
+                    tokio::time::sleep(d).await;
+                }
+                r
+            }
         }
     }
 }
@@ -241,7 +262,7 @@ impl<S: Store> Store for FaultyStore<S> {
     }
 
     fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        Box::pin(self.run(Op::Claim, Some(req.key), self.inner.claim(req)))
+        Box::pin(self.run(Op::Claim, Some(req.key), move || self.inner.claim(req)))
     }
 
     fn complete<'a>(
@@ -251,11 +272,19 @@ impl<S: Store> Store for FaultyStore<S> {
         payload: &'a [u8],
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(self.run(Op::Mutate, Some(key), self.inner.complete(key, owner, payload, ttl)))
+        Box::pin(self.run(Op::Mutate, Some(key), move || {
+            self.inner.complete(key, owner, payload, ttl)
+        }))
     }
 
-    fn release<'a>(&'a self, key: &'a str, owner: Owner) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(self.run(Op::Mutate, Some(key), self.inner.release(key, owner)))
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        Box::pin(self.run(Op::Mutate, Some(key), move || {
+            self.inner.release(key, owner)
+        }))
     }
 
     fn renew<'a>(
@@ -264,22 +293,27 @@ impl<S: Store> Store for FaultyStore<S> {
         owner: Owner,
         lease: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(self.run(Op::Mutate, Some(key), self.inner.renew(key, owner, lease)))
+        Box::pin(self.run(Op::Mutate, Some(key), move || {
+            self.inner.renew(key, owner, lease)
+        }))
     }
 
-    fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
-        Box::pin(self.run(Op::Read, Some(key), self.inner.inspect(key)))
+    fn inspect<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
+        Box::pin(self.run(Op::Read, Some(key), move || self.inner.inspect(key)))
     }
 
     fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(self.run(Op::Mutate, Some(key), self.inner.forget(key)))
+        Box::pin(self.run(Op::Mutate, Some(key), move || self.inner.forget(key)))
     }
 
     fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(self.run(Op::Mutate, None, self.inner.purge_expired()))
+        Box::pin(self.run(Op::Mutate, None, move || self.inner.purge_expired()))
     }
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
-        Box::pin(self.run(Op::Read, None, self.inner.verify()))
+        Box::pin(self.run(Op::Read, None, move || self.inner.verify()))
     }
 }

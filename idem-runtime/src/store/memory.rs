@@ -272,10 +272,16 @@ impl Store for MemoryStore {
         payload: &'a [u8],
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(std::future::ready(Ok(self.complete_now(key, owner, payload, ttl))))
+        Box::pin(std::future::ready(Ok(
+            self.complete_now(key, owner, payload, ttl)
+        )))
     }
 
-    fn release<'a>(&'a self, key: &'a str, owner: Owner) -> BoxFuture<'a, Result<Owned, StoreError>> {
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(std::future::ready(Ok(self.release_now(key, owner))))
     }
 
@@ -288,12 +294,18 @@ impl Store for MemoryStore {
         Box::pin(std::future::ready(Ok(self.renew_now(key, owner, lease))))
     }
 
-    fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
+    fn inspect<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
         Box::pin(std::future::ready(Ok(self.inspect_now(key))))
     }
 
     fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(std::future::ready(Ok(self.shard(key).remove(key).is_some())))
+        Box::pin(std::future::ready(Ok(self
+            .shard(key)
+            .remove(key)
+            .is_some())))
     }
 
     fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {

@@ -175,8 +175,11 @@ pub trait Store: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Owned, StoreError>>;
 
     /// Drops `owner`'s in-progress claim so a retry can run the body again.
-    fn release<'a>(&'a self, key: &'a str, owner: Owner)
-    -> BoxFuture<'a, Result<Owned, StoreError>>;
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>>;
 
     /// Extends `owner`'s in-progress claim to `lease` from now.
     fn renew<'a>(
@@ -187,7 +190,10 @@ pub trait Store: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Owned, StoreError>>;
 
     /// Reads a key's state without changing it.
-    fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>>;
+    fn inspect<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>>;
 
     /// Deletes a key's record whatever its state. Its fence history is kept.
     fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
@@ -230,7 +236,10 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         (**self).renew(key, owner, lease)
     }
-    fn inspect<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
+    fn inspect<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
         (**self).inspect(key)
     }
     fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {

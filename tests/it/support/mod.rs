@@ -1,0 +1,110 @@
+//! Helpers shared by the integration tests: isolated namespaces, execution
+//! counters, a business error type, and SQLite business tables.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use idem::Store;
+
+/// A namespace no other test (or earlier run on a shared server) uses.
+pub fn unique_ns(prefix: &str) -> String {
+    format!("t-{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Counts body executions.
+#[derive(Clone, Default, Debug)]
+pub struct Counter(Arc<AtomicUsize>);
+
+impl Counter {
+    pub fn hit(&self) -> usize {
+        self.0.fetch_add(1, Ordering::SeqCst) + 1
+    }
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The business error type of the tests: what a service would write.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Idem(#[from] idem::Error),
+    #[error("business failure: {0}")]
+    Business(String),
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+/// A handle on `store` under a fresh namespace, with a short op timeout so
+/// outage tests stay fast.
+pub fn handle(store: Arc<dyn Store>, prefix: &str) -> idem::Idem {
+    idem::Idem::builder()
+        .shared_store(store)
+        .namespace(unique_ns(prefix))
+        .op_timeout(Duration::from_millis(800))
+        .build()
+        .expect("valid handle")
+}
+
+/// A file-backed SQLite pool (WAL) in a temp dir, for business tables.
+pub async fn sqlite_business_db() -> (sqlx::SqlitePool, tempdir::TempDir) {
+    let dir = tempdir::TempDir::new();
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.path().join("biz.db"))
+        .create_if_missing(true)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+        .busy_timeout(Duration::from_secs(10));
+    let pool = sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(4)
+        .test_before_acquire(false)
+        .connect_with(opts)
+        .await
+        .expect("open sqlite business db");
+    sqlx::query(
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, order_no TEXT NOT NULL, amount INTEGER NOT NULL)",
+    )
+    .execute(&pool)
+    .await
+    .expect("create orders");
+    sqlx::query("CREATE UNIQUE INDEX uk_order_no ON orders(order_no)")
+        .execute(&pool)
+        .await
+        .expect("create uk_order_no");
+    (pool, dir)
+}
+
+/// Rows per order number in the business table.
+pub async fn order_rows(pool: &sqlx::SqlitePool, order_no: &str) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM orders WHERE order_no = ?")
+        .bind(order_no)
+        .fetch_one(pool)
+        .await
+        .expect("count orders")
+}
+
+pub mod tempdir {
+    //! A temp directory removed on drop (std only).
+    use std::path::{Path, PathBuf};
+
+    #[derive(Debug)]
+    pub struct TempDir(PathBuf);
+
+    impl TempDir {
+        pub fn new() -> Self {
+            let p =
+                std::env::temp_dir().join(format!("idem-test-{}", uuid::Uuid::new_v4().simple()));
+            std::fs::create_dir_all(&p).expect("create temp dir");
+            TempDir(p)
+        }
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
