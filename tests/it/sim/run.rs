@@ -224,6 +224,9 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
                 Step::Event(Event::LoseKeys) => {
                     let _ = faulty.lose_all_keys().await;
                 }
+                Step::Event(Event::Purge) => {
+                    let _ = recording.purge_expired().await;
+                }
                 Step::Event(Event::Forget(k)) => {
                     let _ = recording.forget(keys[k].as_str()).await;
                 }

@@ -102,6 +102,8 @@ pub(crate) enum Event {
     LoseKeys,
     /// An operator `forget`s one key.
     Forget(usize),
+    /// An operator runs `purge_expired`.
+    Purge,
     /// A process dies: all its in-flight calls are dropped, its later store
     /// traffic is cut, and it restarts with a fresh handle.
     Crash(usize),
@@ -269,10 +271,11 @@ impl Schedule {
         let nevents = if r.chance(50) { 0 } else { r.range(1, 3) };
         for _ in 0..nevents {
             let at = r.ms(0, horizon);
-            let ev = match r.range(0, 3) {
+            let ev = match r.range(0, 4) {
                 0 => Event::Outage(r.ms(100, p.outage_max)),
                 1 => Event::LoseKeys,
                 2 => Event::Forget(r.range(0, nkeys as u64 - 1) as usize),
+                3 => Event::Purge,
                 _ => Event::Crash(r.range(0, procs as u64 - 1) as usize),
             };
             events.push((at, ev));
