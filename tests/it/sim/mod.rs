@@ -25,6 +25,7 @@ mod regressions;
 mod run;
 mod schedule;
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use schedule::Schedule;
@@ -37,10 +38,67 @@ pub(crate) const BACKSTOPS: bool = cfg!(any(
     feature = "mysql"
 ));
 
+/// What a batch of runs exercised, printed so a reader can see the faults and
+/// outcomes the invariants were checked against.
+#[derive(Debug, Default)]
+struct Tally {
+    calls: u64,
+    body_runs: u64,
+    crashed_calls: u64,
+    outcomes: BTreeMap<String, u64>,
+    lost_replies: u64,
+    lost_keys: u64,
+    refused_ops: u64,
+}
+
+impl Tally {
+    fn add(&mut self, out: &run::RunOutput) {
+        self.lost_replies += out.faults.lost_replies;
+        self.lost_keys += out.faults.lost_keys;
+        self.refused_ops += out.faults.unavailable;
+        for (_, e) in &out.events {
+            match e {
+                history::Ev::CallStart { .. } => self.calls += 1,
+                history::Ev::BodyStart { .. } => self.body_runs += 1,
+                history::Ev::Crashed { .. } => self.crashed_calls += 1,
+                history::Ev::CallEnd { result, .. } => {
+                    let name = match result {
+                        history::CallResult::Ok { how, .. } => format!("{how:?}"),
+                        history::CallResult::Err(history::ErrKind::Rejected(_)) => {
+                            "Err(Rejected)".into()
+                        }
+                        history::CallResult::Err(k) => format!("Err({k:?})"),
+                        history::CallResult::Cancelled => "Cancelled".into(),
+                    };
+                    *self.outcomes.entry(name).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn merge(&mut self, o: Tally) {
+        self.calls += o.calls;
+        self.body_runs += o.body_runs;
+        self.crashed_calls += o.crashed_calls;
+        self.lost_replies += o.lost_replies;
+        self.lost_keys += o.lost_keys;
+        self.refused_ops += o.refused_ops;
+        for (k, v) in o.outcomes {
+            *self.outcomes.entry(k).or_default() += v;
+        }
+    }
+}
+
 /// Runs one seed on the memory store; `Err` carries the violation and the dump.
 pub(crate) fn run_seed(seed: u64) -> Result<(), String> {
+    run_seed_tally(seed, &mut Tally::default())
+}
+
+fn run_seed_tally(seed: u64, tally: &mut Tally) -> Result<(), String> {
     let s = Schedule::generate(seed, BACKSTOPS);
     let out = run::run_memory(&s);
+    tally.add(&out);
     invariants::check(&s, &out, invariants::Reading::VIRTUAL).map_err(|e| {
         format!(
             "seed {seed} broke an invariant (rerun: IDEM_SIM_SEED={seed}):\n{e}\n{}",
@@ -68,14 +126,15 @@ fn sim_memory_seeded_schedules() {
     let base = env_u64("IDEM_SIM_BASE").unwrap_or(0);
     let t0 = Instant::now();
     let workers = 2u64;
-    let failures: Vec<String> = std::thread::scope(|sc| {
+    let (failures, tally) = std::thread::scope(|sc| {
         let handles: Vec<_> = (0..workers)
             .map(|w| {
                 sc.spawn(move || {
                     let mut fails = Vec::new();
+                    let mut tally = Tally::default();
                     let mut seed = base + w;
                     while seed < base + n {
-                        if let Err(e) = run_seed(seed) {
+                        if let Err(e) = run_seed_tally(seed, &mut tally) {
                             fails.push((seed, e));
                             if fails.len() >= 3 {
                                 break;
@@ -83,18 +142,45 @@ fn sim_memory_seeded_schedules() {
                         }
                         seed += workers;
                     }
-                    fails
+                    (fails, tally)
                 })
             })
             .collect();
-        let mut all: Vec<(u64, String)> = handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a simulation worker"))
-            .collect();
+        let mut all: Vec<(u64, String)> = Vec::new();
+        let mut tally = Tally::default();
+        for h in handles {
+            let (f, t) = h.join().expect("a simulation worker");
+            all.extend(f);
+            tally.merge(t);
+        }
         all.sort_by_key(|f| f.0);
-        all.into_iter().map(|f| f.1).collect()
+        (all.into_iter().map(|f| f.1).collect::<Vec<_>>(), tally)
     });
-    println!("simulated {n} schedules in {:?}", t0.elapsed());
+    println!("simulated {n} schedules in {:?}: {tally:#?}", t0.elapsed());
+    // The schedules must actually reach the paths the invariants are about.
+    if failures.is_empty() && n >= 10_000 {
+        for how in [
+            "Executed",
+            "Replayed",
+            "Waited",
+            "Backstop",
+            "Degraded",
+            "Cancelled",
+            "Err(InProgress)",
+            "Err(StoreUnavailable)",
+            "Err(Mismatch)",
+            "Err(Duplicate)",
+        ] {
+            assert!(
+                tally.outcomes.get(how).copied().unwrap_or(0) > 0,
+                "no call ended {how}: {tally:#?}"
+            );
+        }
+        assert!(
+            tally.crashed_calls > 0 && tally.lost_replies > 0 && tally.lost_keys > 0,
+            "{tally:#?}"
+        );
+    }
     if let Some(first) = failures.first() {
         let seeds: Vec<&str> = failures
             .iter()

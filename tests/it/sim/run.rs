@@ -108,6 +108,8 @@ pub(crate) struct RunOutput {
     pub(crate) first_probe: usize,
     /// Set when the run did not finish within its virtual deadline.
     pub(crate) stuck: Option<String>,
+    /// What the fault layer did.
+    pub(crate) faults: idem::store::faulty::FaultCounts,
 }
 
 /// The value a call's body returns: unique per call.
@@ -302,6 +304,7 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
         keys: keys.iter().map(|k| k.as_str().to_owned()).collect(),
         calls: s.calls.iter().cloned().chain(probes).collect(),
         first_probe: s.calls.len(),
+        faults: faulty.counts(),
         stuck,
     }
 }
