@@ -553,6 +553,42 @@ fn check_into(s: &Schedule, out: &RunOutput, r: Reading, v: &mut Vec<String>) {
             }
             CallResult::Cancelled => {}
         }
+        // [body-result]: the caller gets what its body returned, whatever happens
+        // to the store afterwards (semantics 7: a failed `complete` still returns Ok).
+        if let Some((_, o)) = c.body_end
+            && !matches!(res, CallResult::Cancelled)
+        {
+            let fine = match (o, res) {
+                (BodyOut::Ok, CallResult::Ok { how, value, .. }) => {
+                    matches!(how, How::Executed | How::Degraded) && *value == value_of(i)
+                }
+                (BodyOut::Fail, CallResult::Err(ErrKind::Transient)) => true,
+                (BodyOut::Rejected, CallResult::Err(ErrKind::Rejected(val))) => *val == value_of(i),
+                (
+                    BodyOut::Unique,
+                    CallResult::Ok {
+                        how: How::Backstop, ..
+                    },
+                ) => ks.on_conflict,
+                (BodyOut::Unique, CallResult::Err(ErrKind::Duplicate)) => !ks.on_conflict,
+                (BodyOut::Unique, CallResult::Err(ErrKind::NoRow)) => ks.on_conflict,
+                _ => false,
+            };
+            if !fine {
+                v.push(format!(
+                    "[body-result] call {i}'s body ended {o:?} but the call returned {res:?}"
+                ));
+            }
+        }
+        // An `InProgress` caller waited its whole budget first.
+        if matches!(res, CallResult::Err(ErrKind::InProgress))
+            && *elapsed + slack < ks.wait_budget()
+        {
+            v.push(format!(
+                "[bounded] call {i} gave up with InProgress after {elapsed:?} of its {:?} wait",
+                ks.wait_budget()
+            ));
+        }
         // [bounded]
         let limit = match (res, spec.cancel_after) {
             (CallResult::Cancelled, Some(d)) => d,
