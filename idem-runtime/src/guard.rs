@@ -581,6 +581,13 @@ where
 impl Idem {
     /// One store operation: breaker check, timeout, retries with the same owner
     /// (every operation is idempotent per owner), metrics.
+    ///
+    /// The breaker spares *new* calls the timeout during an outage. Operations on a
+    /// claim this caller already holds (`renew`, `complete`, `release`) are not
+    /// gated by it: refusing them would let a running body's lease lapse, or drop
+    /// its result, for a whole cooldown after a blip the store has long recovered
+    /// from, and a duplicate would then run the body again (simulation seed 547).
+    /// Their outcome still feeds the breaker.
     pub(crate) async fn op<'s, R>(
         &'s self,
         name: &'static str,
@@ -588,7 +595,8 @@ impl Idem {
         mut f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
     ) -> Result<R, StoreError> {
         let inner = &self.inner;
-        if !inner.breaker.allow() {
+        let held = matches!(name, "renew" | "complete" | "release");
+        if !held && !inner.breaker.allow() {
             return Err(StoreError::Unavailable("circuit breaker open".into()));
         }
         let deadline = Instant::now() + inner.op_timeout;

@@ -144,3 +144,44 @@ fn sim_regression_degraded_backstop_hit_sends_no_release() {
         "the pseudo-owner reached the store"
     );
 }
+
+/// Seed 547. A 120 ms blip failed one `release`, the breaker (threshold 1) opened
+/// for its cooldown, and the guard refused the renewals of another body of the
+/// same process for that whole cooldown although the store was back: the lease
+/// lapsed and a duplicate ran the body concurrently. Renewals, completes and
+/// releases of a held claim are no longer gated by the breaker.
+#[test]
+fn sim_regression_open_breaker_does_not_starve_renewals() {
+    let mut k1 = key(2500, false, false, false);
+    k1.policy.max_hold = Some(Duration::from_secs(60));
+    let s = Schedule {
+        seed: 547,
+        keys: vec![key(2500, false, false, false), k1],
+        procs: 1,
+        op_timeout: ms(500),
+        breaker: (1, ms(1500)),
+        plan: None,
+        reply_delay: None,
+        // The failing body's release (760 ms) meets the blip.
+        events: vec![(ms(750), Event::Outage(ms(120)))],
+        calls: vec![
+            call(0, 0, BodyKind::Fail, 760),
+            CallSpec {
+                key: 1,
+                ..call(1, 300, BodyKind::Hang, 4000)
+            },
+            CallSpec {
+                key: 1,
+                ..call(2, 3000, BodyKind::Ok, 100)
+            },
+        ],
+    };
+    assert!(s.calm(), "a blip shorter than a third of the lease");
+    let out = run_checked(&s);
+    let runs = out
+        .events
+        .iter()
+        .filter(|(_, e)| matches!(e, super::history::Ev::BodyStart { call: 1 | 2, .. }))
+        .count();
+    assert_eq!(runs, 1, "key 1's body ran twice");
+}

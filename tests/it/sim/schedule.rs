@@ -169,6 +169,24 @@ impl Schedule {
         self.plan.is_none() && self.reply_delay.is_none() && self.events.is_empty()
     }
 
+    /// True when the only faults are outages shorter than a third of every lease
+    /// (less 50 ms for an operation's quick retries). Renewal runs every third of a
+    /// lease, so such a blip can cost at most one renewal: no running body may lose
+    /// its lease to it.
+    pub(crate) fn calm(&self) -> bool {
+        let min_lease = self
+            .keys
+            .iter()
+            .map(|k| k.policy.lease)
+            .min()
+            .unwrap_or_default();
+        self.plan.is_none()
+            && self.reply_delay.is_none()
+            && self.events.iter().all(|(_, e)| {
+                matches!(e, Event::Outage(d) if *d + Duration::from_millis(50) < min_lease / 3)
+            })
+    }
+
     /// Draws a schedule. Small on purpose: thousands of them run in CI.
     pub(crate) fn generate(seed: u64, backstops: bool) -> Schedule {
         Self::generate_with(seed, backstops, &Profile::VIRTUAL)
@@ -258,6 +276,37 @@ impl Schedule {
                 }
             })
             .collect();
+        // One schedule in five only has short outages ("blips", each shorter than a
+        // third of the shortest lease): they may fail calls, but must never cost a
+        // running body its lease (see `calm`).
+        if r.chance(20) {
+            let min_lease = keys
+                .iter()
+                .map(|k| k.policy.lease)
+                .min()
+                .unwrap_or_default();
+            let longest = (min_lease / 3).saturating_sub(Duration::from_millis(60));
+            let mut events: Vec<(Duration, Event)> = (0..r.range(1, 3))
+                .map(|_| {
+                    (
+                        r.ms(0, horizon),
+                        Event::Outage(r.ms(10, longest.as_millis() as u64)),
+                    )
+                })
+                .collect();
+            events.sort_by_key(|e| e.0);
+            return Schedule {
+                seed,
+                keys,
+                procs,
+                op_timeout,
+                breaker,
+                plan: None,
+                reply_delay: None,
+                events,
+                calls,
+            };
+        }
         let plan = r.chance(50).then(|| FaultPlan {
             seed: r.next_u64(),
             unavailable: r.range(0, 15) as f64 / 100.0,
