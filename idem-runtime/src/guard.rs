@@ -587,7 +587,10 @@ impl Idem {
     /// gated by it: refusing them would let a running body's lease lapse, or drop
     /// its result, for a whole cooldown after a blip the store has long recovered
     /// from, and a duplicate would then run the body again (simulation seed 547).
-    /// Their outcome still feeds the breaker.
+    /// Their outcome still feeds the breaker. For the same reason they retry for
+    /// their whole budget, where a claim gives up after three quick attempts: a
+    /// `complete` lost to a 50 ms blip means the next duplicate runs the body
+    /// again (simulation seed 121).
     pub(crate) async fn op<'s, R>(
         &'s self,
         name: &'static str,
@@ -620,7 +623,8 @@ impl Idem {
                 Err(StoreError::Unavailable(msg)) => {
                     attempt += 1;
                     let pause = Duration::from_millis(5 << attempt.min(4));
-                    if attempt >= 3 || Instant::now() + pause >= deadline {
+                    let give_up = !held && attempt >= 3;
+                    if give_up || Instant::now() + pause >= deadline {
                         inner.breaker.failure();
                         tracing::debug!(key, op = name, error = %msg, "store unavailable");
                         return Err(StoreError::Unavailable(msg));

@@ -318,19 +318,6 @@ fn check_into(s: &Schedule, out: &RunOutput, r: Reading, v: &mut Vec<String>) {
         }
     }
 
-    let completed_fences: std::collections::HashSet<u64> = out
-        .store_log
-        .iter()
-        .filter_map(|e| match &e.op {
-            StoreOp::Complete {
-                owner,
-                res: Ok(Owned::Applied),
-                ..
-            } => owner_fence.get(owner).copied(),
-            _ => None,
-        })
-        .collect();
-
     // [fence-monotonic] body runs per key, and [no-double-run] in calm runs.
     for k in 0..out.keys.len() {
         let mut runs: Vec<(Duration, u64, usize)> = calls
@@ -375,11 +362,7 @@ fn check_into(s: &Schedule, out: &RunOutput, r: Reading, v: &mut Vec<String>) {
                 let held_out =
                     start2 + slack >= r1.0 + spec.max_hold().saturating_sub(spec.policy.lease);
                 let expired = matches!(c1.body_end, Some((te, o)) if !releases(r1.2, o) && te + spec.policy.ttl <= start2 + slack);
-                // Semantics 7: the result could not be stored (a blip hit `complete`);
-                // the claim lapses and a retry runs again.
-                let unstored = c1.body_end.is_some_and(|(te, _)| te <= start2)
-                    && !completed_fences.contains(&r1.1);
-                if !(failed || dropped || held_out || expired || unstored) {
+                if !(failed || dropped || held_out || expired) {
                     v.push(format!(
                         "[no-double-run] key {k}: call {} ran its body at {start2:?} while call {}'s run (started {:?}, ended {:?}, call end {:?}) still held it",
                         r2.2, r1.2, r1.0, c1.body_end, c1.end.as_ref().map(|e| (e.0, e.1.clone()))

@@ -185,3 +185,30 @@ fn sim_regression_open_breaker_does_not_starve_renewals() {
         .count();
     assert_eq!(runs, 1, "key 1's body ran twice");
 }
+
+/// Seed 121. A 100 ms blip hit the `complete` of a finished body; the guard gave
+/// up after three quick attempts (30 ms) of its 500 ms budget, the result was
+/// never stored, and the next duplicate ran the body again. Operations on a held
+/// claim now retry for their whole budget.
+#[test]
+fn sim_regression_complete_outlasts_a_blip() {
+    let s = Schedule {
+        seed: 121,
+        keys: vec![key(2500, false, false, false)],
+        procs: 1,
+        op_timeout: ms(500),
+        breaker: (5, ms(1000)),
+        plan: None,
+        reply_delay: None,
+        events: vec![(ms(990), Event::Outage(ms(100)))],
+        calls: vec![call(0, 0, BodyKind::Ok, 1000), call(1, 4000, BodyKind::Ok, 100)],
+    };
+    assert!(s.calm(), "a blip shorter than the operation budget");
+    let out = run_checked(&s);
+    let runs = out
+        .events
+        .iter()
+        .filter(|(_, e)| matches!(e, super::history::Ev::BodyStart { .. }))
+        .count();
+    assert_eq!(runs, 1, "the body ran again after its result was lost to a blip");
+}

@@ -169,22 +169,31 @@ impl Schedule {
         self.plan.is_none() && self.reply_delay.is_none() && self.events.is_empty()
     }
 
-    /// True when the only faults are outages shorter than a third of every lease
-    /// (less 50 ms for an operation's quick retries). Renewal runs every third of a
-    /// lease, so such a blip can cost at most one renewal: no running body may lose
-    /// its lease to it.
+    /// True when the only faults are blips: outages shorter than a third of every
+    /// lease (renewal runs every third of a lease, so a blip costs at most one
+    /// renewal) and than the operation budget (less 100 ms for the retry pauses,
+    /// so a `complete` or `release` outlasts it). No blip may cost a running body
+    /// its lease or a finished body its stored result.
     pub(crate) fn calm(&self) -> bool {
+        let longest = self.longest_blip();
+        self.plan.is_none()
+            && self.reply_delay.is_none()
+            && self
+                .events
+                .iter()
+                .all(|(_, e)| matches!(e, Event::Outage(d) if *d < longest))
+    }
+
+    fn longest_blip(&self) -> Duration {
         let min_lease = self
             .keys
             .iter()
             .map(|k| k.policy.lease)
             .min()
             .unwrap_or_default();
-        self.plan.is_none()
-            && self.reply_delay.is_none()
-            && self.events.iter().all(|(_, e)| {
-                matches!(e, Event::Outage(d) if *d + Duration::from_millis(50) < min_lease / 3)
-            })
+        (min_lease / 3)
+            .saturating_sub(Duration::from_millis(50))
+            .min(self.op_timeout.saturating_sub(Duration::from_millis(100)))
     }
 
     /// Draws a schedule. Small on purpose: thousands of them run in CI.
@@ -285,7 +294,10 @@ impl Schedule {
                 .map(|k| k.policy.lease)
                 .min()
                 .unwrap_or_default();
-            let longest = (min_lease / 3).saturating_sub(Duration::from_millis(60));
+            let longest = (min_lease / 3)
+                .saturating_sub(Duration::from_millis(60))
+                .min(op_timeout.saturating_sub(Duration::from_millis(110)))
+                .max(Duration::from_millis(10));
             let mut events: Vec<(Duration, Event)> = (0..r.range(1, 3))
                 .map(|_| {
                     (
