@@ -201,7 +201,10 @@ fn sim_regression_complete_outlasts_a_blip() {
         plan: None,
         reply_delay: None,
         events: vec![(ms(990), Event::Outage(ms(100)))],
-        calls: vec![call(0, 0, BodyKind::Ok, 1000), call(1, 4000, BodyKind::Ok, 100)],
+        calls: vec![
+            call(0, 0, BodyKind::Ok, 1000),
+            call(1, 4000, BodyKind::Ok, 100),
+        ],
     };
     assert!(s.calm(), "a blip shorter than the operation budget");
     let out = run_checked(&s);
@@ -210,5 +213,8 @@ fn sim_regression_complete_outlasts_a_blip() {
         .iter()
         .filter(|(_, e)| matches!(e, super::history::Ev::BodyStart { .. }))
         .count();
-    assert_eq!(runs, 1, "the body ran again after its result was lost to a blip");
+    assert_eq!(
+        runs, 1,
+        "the body ran again after its result was lost to a blip"
+    );
 }
