@@ -30,6 +30,7 @@ use super::schedule::Schedule;
 
 #[derive(Debug, Default, Clone)]
 struct CallInfo {
+    start: Duration,
     body_start: Option<(Duration, u64)>,
     body_end: Option<(Duration, BodyOut)>,
     end: Option<(Duration, CallResult, Duration)>,
@@ -89,6 +90,7 @@ fn check_into(s: &Schedule, out: &RunOutput, r: Reading, v: &mut Vec<String>) {
     let mut calls: Vec<CallInfo> = vec![CallInfo::default(); out.calls.len()];
     for (t, e) in &out.events {
         match e {
+            Ev::CallStart { call } => calls[*call].start = *t,
             Ev::BodyStart { call, fence } => calls[*call].body_start = Some((*t, *fence)),
             Ev::BodyEnd { call, out: o } => calls[*call].body_end = Some((*t, *o)),
             Ev::CallEnd {
@@ -578,6 +580,27 @@ fn check_into(s: &Schedule, out: &RunOutput, r: Reading, v: &mut Vec<String>) {
                 v.push(format!(
                     "[body-result] call {i}'s body ended {o:?} but the call returned {res:?}"
                 ));
+            }
+        }
+        // [wait-liveness] (calm runs): a waiter does not give up while a result it
+        // could have read was stored early enough in its wait (semantics 3).
+        if s.calm() && matches!(res, CallResult::Err(ErrKind::InProgress)) {
+            let w_end = c.start + *elapsed;
+            for e in &out.store_log {
+                if let StoreOp::Complete {
+                    res: Ok(Owned::Applied),
+                    ..
+                } = &e.op
+                    && key_index.get(e.key.as_str()) == Some(&spec.key)
+                    && e.t >= c.start
+                    && e.t + Duration::from_millis(60) + slack < c.start + ks.wait_budget()
+                    && e.t + ks.policy.ttl > w_end
+                {
+                    v.push(format!(
+                        "[wait-liveness] call {i} gave up at {w_end:?} although a result was stored at {:?}, within its wait",
+                        e.t
+                    ));
+                }
             }
         }
         // An `InProgress` caller waited its whole budget first.
