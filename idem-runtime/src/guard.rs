@@ -325,14 +325,14 @@ impl Call<'_> {
                 ("executed", Ok(Outcome::new(value, How::Executed, fence)))
             }
             Err(err) => {
-                if let Some(t) = hooks.terminal {
-                    if (t.is_terminal)(&err) {
-                        self.complete(owner, &err, Kind::Err, |e, k, ver| {
-                            encode_err(k, ver, e, &t)
-                        })
-                        .await;
-                        return ("executed", Err(err));
-                    }
+                if let Some(t) = hooks.terminal
+                    && (t.is_terminal)(&err)
+                {
+                    self.complete(owner, &err, Kind::Err, |e, k, ver| {
+                        encode_err(k, ver, e, &t)
+                    })
+                    .await;
+                    return ("executed", Err(err));
                 }
                 if let Some(constraint) = self.backstop_hit(&err, hooks.detect).await {
                     return self

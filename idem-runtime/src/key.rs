@@ -124,7 +124,7 @@ impl KeyWriter {
     pub fn finish(mut self) -> Key {
         let scope_end = self.scope_len.unwrap_or(self.text.len());
         if self.text.len() > MAX_KEY_LEN {
-            let digest = blake3::hash(self.text[scope_end..].as_bytes());
+            let digest = blake3::hash(&self.text.as_bytes()[scope_end..]);
             self.text.truncate(scope_end);
             self.text.push_str(":#");
             self.text.push_str(&hex(&digest.as_bytes()[..20]));

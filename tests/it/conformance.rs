@@ -965,30 +965,36 @@ pub async fn max_hold_lets_hung_body_lapse(store: Arc<dyn Store>) {
     }
     let idem = short(store, "mh");
     let runs = Counter::default();
-    let guard = |amount: i64, hang: Duration| {
+    let guard = |amount: i64, hang: Duration, started: Option<tokio::sync::oneshot::Sender<()>>| {
         let (idem, pool, runs) = (idem.clone(), pool.clone(), runs.clone());
         async move {
             idem.guard("hung", &[&"k"])
                 .lease(Duration::from_secs(1))
                 .max_hold(Duration::from_millis(1200))
-                .wait(Duration::from_secs(6))
+                .wait(Duration::from_secs(8))
                 .run(move |fence| async move {
                     runs.hit();
+                    if let Some(tx) = started {
+                        let _ = tx.send(());
+                    }
                     tokio::time::sleep(hang).await;
                     fenced_write(&pool, amount, fence).await
                 })
                 .await
         }
     };
-    let hung = tokio::spawn(guard(111, Duration::from_secs(4)));
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let hung = tokio::spawn(guard(111, Duration::from_secs(5), Some(tx)));
+    rx.await.unwrap();
     let t0 = std::time::Instant::now();
-    let second = guard(222, Duration::ZERO).await.unwrap();
+    let second = guard(222, Duration::ZERO, None).await.unwrap();
     let took = t0.elapsed();
     assert_eq!(second.how(), How::Executed, "the second caller took over");
     assert_eq!(*second.value(), 1, "its fenced write landed");
+    // The lease lapses at most 1 s after the claim (max_hold stops renewal), and
+    // not before the claim's own 1 s lease: allow scheduling slack on both sides.
     assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+        took >= Duration::from_millis(700) && took < Duration::from_secs(5),
         "took over after max_hold + lease: {took:?}"
     );
     let late = hung.await.unwrap().unwrap();

@@ -5,4 +5,12 @@ mod support;
 
 mod conformance;
 mod memory;
+#[cfg(feature = "redis")]
+mod redis_cluster;
+#[cfg(all(feature = "redis", feature = "sqlite"))]
+mod redis_faults;
+#[cfg(feature = "redis")]
+mod redis_procs;
+#[cfg(feature = "redis")]
+mod redis_store;
 mod sim;

@@ -176,10 +176,10 @@ impl<S: Store> FaultyStore<S> {
     fn draw(&self, op: Op, key: Option<&str>) -> (Draw, Option<Duration>, bool, Option<Duration>) {
         self.ops.fetch_add(1, Ordering::Relaxed);
         let mut st = self.state();
-        if let Some(k) = key {
-            if !st.seen.contains(k) {
-                st.seen.insert(k.to_owned());
-            }
+        if let Some(k) = key
+            && !st.seen.contains(k)
+        {
+            st.seen.insert(k.to_owned());
         }
         let mut delay = st.delay;
         let reply_delay = st.reply_delay;
@@ -225,12 +225,11 @@ impl<S: Store> FaultyStore<S> {
         if let Some(d) = delay {
             tokio::time::sleep(d).await;
         }
-        if lose_key {
-            if let Some(k) = key {
-                if self.inner.forget(k).await? {
-                    self.lost_keys.fetch_add(1, Ordering::Relaxed);
-                }
-            }
+        if lose_key
+            && let Some(k) = key
+            && self.inner.forget(k).await?
+        {
+            self.lost_keys.fetch_add(1, Ordering::Relaxed);
         }
         match draw {
             Draw::Refuse => {

@@ -126,23 +126,23 @@ impl MemoryStore {
     fn claim_now(&self, req: ClaimRequest<'_>) -> Claim {
         let now = Instant::now();
         let mut map = self.shard(req.key);
-        if let Some(entry) = map.get(req.key) {
-            if entry.expires() > now {
-                match entry {
-                    Entry::Done { record, .. } => return Claim::Done(record.clone()),
-                    Entry::Pending { owner, fence, .. } if *owner == req.owner => {
-                        return Claim::Claimed { fence: *fence };
-                    }
-                    Entry::Pending {
-                        fingerprint,
-                        expires,
-                        ..
-                    } => {
-                        return Claim::Busy {
-                            fingerprint: *fingerprint,
-                            remaining: *expires - now,
-                        };
-                    }
+        if let Some(entry) = map.get(req.key)
+            && entry.expires() > now
+        {
+            match entry {
+                Entry::Done { record, .. } => return Claim::Done(record.clone()),
+                Entry::Pending { owner, fence, .. } if *owner == req.owner => {
+                    return Claim::Claimed { fence: *fence };
+                }
+                Entry::Pending {
+                    fingerprint,
+                    expires,
+                    ..
+                } => {
+                    return Claim::Busy {
+                        fingerprint: *fingerprint,
+                        remaining: *expires - now,
+                    };
                 }
             }
         }

@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use idem::Store;
 
+#[cfg(feature = "redis")]
+pub mod redis_server;
+
 /// A namespace no other test (or earlier run on a shared server) uses.
 pub fn unique_ns(prefix: &str) -> String {
     format!("t-{prefix}-{}", uuid::Uuid::new_v4().simple())

@@ -1,0 +1,216 @@
+//! The Redis Cluster record store: the same scripts as [`RedisStore`](super::RedisStore),
+//! routed by the record key's hash tag (`{<idem key>}`), so each script touches one
+//! slot on one master. The cluster client follows `MOVED`/`ASK` and refreshes its
+//! slot map after a failover; a response timeout is always set (redis-rs sets none
+//! for clusters by default, which would let a hung node hang calls).
+
+use std::time::Duration;
+
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
+
+use super::codec::KeyLayout;
+use super::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, scripts};
+use crate::store::{
+    BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
+};
+
+/// A record store on a Redis Cluster. See the [module docs](super) for fences and
+/// what a failover can lose.
+#[derive(Clone)]
+pub struct RedisClusterStore {
+    con: ClusterConnection,
+    layout: KeyLayout,
+}
+
+impl std::fmt::Debug for RedisClusterStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisClusterStore")
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`RedisClusterStore`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct RedisClusterStoreBuilder {
+    nodes: Vec<String>,
+    prefix: String,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+    retries: u32,
+}
+
+impl RedisClusterStoreBuilder {
+    /// Text in front of every record key (before the hash tag). No braces.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Time allowed to open a connection to a node (default 1 s).
+    pub fn connect_timeout(mut self, t: Duration) -> Self {
+        self.connect_timeout = t;
+        self
+    }
+
+    /// Time allowed for one request, redirections and retries included (default 500 ms).
+    pub fn response_timeout(mut self, t: Duration) -> Self {
+        self.response_timeout = t;
+        self
+    }
+
+    /// Retries of a request on `MOVED`, `TRYAGAIN`, `CLUSTERDOWN` and connection
+    /// errors, within the response timeout (default 3).
+    pub fn retries(mut self, n: u32) -> Self {
+        self.retries = n;
+        self
+    }
+
+    /// Connects to the cluster (any reachable seed node) and loads the scripts on
+    /// every node. `StoreError::Config` for malformed URLs, `Unavailable` when no
+    /// node answers.
+    pub async fn connect(self) -> Result<RedisClusterStore, StoreError> {
+        let layout = KeyLayout::new(&self.prefix)?;
+        if self.nodes.is_empty() {
+            return Err(StoreError::Config("no redis cluster nodes given".into()));
+        }
+        let client = ClusterClient::builder(self.nodes.iter().map(String::as_str))
+            .connection_timeout(self.connect_timeout)
+            .response_timeout(self.response_timeout)
+            .retries(self.retries)
+            .min_retry_wait(10)
+            .max_retry_wait(200)
+            .build()
+            .map_err(|e| StoreError::Config(format!("redis cluster nodes: {e}")))?;
+        let budget = self.connect_timeout * 2 + self.response_timeout * 6;
+        let connect = async {
+            let mut con = client
+                .get_async_connection()
+                .await
+                .map_err(scripts::map_err)?;
+            scripts::preload(&mut con).await?;
+            Ok::<_, StoreError>(con)
+        };
+        let con = tokio::time::timeout(budget, connect).await.map_err(|_| {
+            StoreError::Unavailable(format!("redis cluster: no answer within {budget:?}"))
+        })??;
+        Ok(RedisClusterStore { con, layout })
+    }
+}
+
+impl RedisClusterStore {
+    /// A builder for the seed nodes (`redis://host:port` each).
+    pub fn builder<S: Into<String>>(
+        nodes: impl IntoIterator<Item = S>,
+    ) -> RedisClusterStoreBuilder {
+        RedisClusterStoreBuilder {
+            nodes: nodes.into_iter().map(Into::into).collect(),
+            prefix: String::new(),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            retries: 3,
+        }
+    }
+
+    /// Connects with the defaults.
+    pub async fn connect<S: Into<String>>(
+        nodes: impl IntoIterator<Item = S>,
+    ) -> Result<RedisClusterStore, StoreError> {
+        Self::builder(nodes).connect().await
+    }
+
+    /// The Redis key holding `key`'s record.
+    pub fn record_key(&self, key: &str) -> Vec<u8> {
+        self.layout.record_key(key)
+    }
+
+    /// The underlying cluster connection, for commands of your own.
+    pub fn connection(&self) -> ClusterConnection {
+        self.con.clone()
+    }
+}
+
+impl Store for RedisClusterStore {
+    fn name(&self) -> &'static str {
+        "redis-cluster"
+    }
+
+    fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        let mut con = self.con.clone();
+        Box::pin(async move { scripts::claim(&mut con, &self.layout, req).await })
+    }
+
+    fn complete<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+        payload: &'a [u8],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        let mut con = self.con.clone();
+        Box::pin(async move {
+            scripts::complete(&mut con, &self.layout, key, owner, payload, ttl).await
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        let mut con = self.con.clone();
+        Box::pin(async move { scripts::release(&mut con, &self.layout, key, owner).await })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        let mut con = self.con.clone();
+        Box::pin(async move { scripts::renew(&mut con, &self.layout, key, owner, lease).await })
+    }
+
+    fn inspect<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
+        let mut con = self.con.clone();
+        Box::pin(async move { scripts::inspect(&mut con, &self.layout, key).await })
+    }
+
+    fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let mut con = self.con.clone();
+        Box::pin(async move { scripts::forget(&mut con, &self.layout, key).await })
+    }
+
+    /// Redis expires records natively: nothing to purge.
+    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(std::future::ready(Ok(0)))
+    }
+
+    /// Reads `maxmemory-policy` on every master.
+    fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
+        let mut con = self.con.clone();
+        Box::pin(async move {
+            let mut cmd = redis::cmd("CONFIG");
+            cmd.arg("GET").arg("maxmemory-policy");
+            let all = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+            Ok(match con.route_command(cmd, all).await {
+                Ok(v) => {
+                    let mut s = Vec::new();
+                    scripts::strings(&v, &mut s);
+                    scripts::policy_warnings(&s)
+                }
+                Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
+                    return Err(scripts::map_err(e));
+                }
+                Err(e) => vec![super::cannot_read_policy(&e)],
+            })
+        })
+    }
+}

@@ -1,0 +1,391 @@
+//! The store operations, written once over any redis-rs async connection
+//! (the single-node `ConnectionManager` and the cluster connection).
+//!
+//! Every operation is one command: a claim, complete, release, renew or inspect is
+//! one `EVALSHA` of a script touching one key (so one slot), `forget` is one `DEL`.
+//! `Script::invoke_async` reloads a script the server forgot (restart, `SCRIPT FLUSH`)
+//! and retries it once; that extra round trip happens only after such an event.
+//!
+//! The scripts are safe to re-run after a lost reply: each is idempotent for the
+//! owner that sent it (see the comments in each script).
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+use redis::{RedisError, Script, Value as Reply};
+
+use super::codec::{self, KeyLayout, Value, millis};
+use crate::outcome::Fence;
+use crate::store::{Claim, ClaimRequest, Owned, Owner, RecordState, StoreError, Warning};
+
+/// Shared prologue: classifies a value as in progress (1), done (2) or foreign (0).
+/// Byte values: 193 = 0xC1 (in progress), 209 = 0xD1 (done); header length 41.
+macro_rules! lua {
+    ($body:literal) => {
+        concat!(
+            r#"
+local function state(v)
+  local s = string.byte(v, 1)
+  local n = string.len(v)
+  if s == 193 and n == 41 then return 1 end
+  if s == 209 and n >= 41 then return 2 end
+  return 0
+end
+"#,
+            $body
+        )
+    };
+}
+
+/// KEYS[1] record; ARGV owner(16), fingerprint(16), lease ms.
+/// Absent key: a new claim whose fence is the server clock in microseconds; returns
+/// the fence. Present key (done, in progress by anyone, including this owner after
+/// a lost reply, or foreign data): returns `{value, pttl}` unchanged and the client
+/// decides. A key is only ever written when absent, so the previous fence of the key
+/// was issued at an earlier server time: the new one is larger (see the module docs
+/// for the clock assumption).
+const CLAIM: &str = r#"
+local v = redis.call('GET', KEYS[1])
+if v then
+  return {v, redis.call('PTTL', KEYS[1])}
+end
+local t = redis.call('TIME')
+local f = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local b = {}
+local x = f
+for i = 8, 1, -1 do
+  b[i] = x % 256
+  x = math.floor(x / 256)
+end
+redis.call('SET', KEYS[1], '\193' .. ARGV[1] .. string.char(unpack(b)) .. ARGV[2], 'PX', ARGV[3])
+return f
+"#;
+
+/// KEYS[1] record; ARGV owner(16), payload, ttl ms.
+/// 1 = applied (now, or already by this owner: a retry after a lost reply),
+/// 0 = not the owner (absent, someone else's, lapsed), -1 = foreign data.
+const COMPLETE: &str = lua!(
+    r#"
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local s = state(v)
+if s == 0 then return -1 end
+if string.sub(v, 2, 17) ~= ARGV[1] then return 0 end
+if s == 2 then return 1 end
+redis.call('SET', KEYS[1], '\209' .. string.sub(v, 2, 41) .. ARGV[2], 'PX', ARGV[3])
+return 1
+"#
+);
+
+/// KEYS[1] record; ARGV owner(16).
+/// 1 = released (now, or already gone: a retry after a lost reply), 0 = held or
+/// finished by someone (a finished record is never released), -1 = foreign data.
+const RELEASE: &str = lua!(
+    r#"
+local v = redis.call('GET', KEYS[1])
+if not v then return 1 end
+local s = state(v)
+if s == 0 then return -1 end
+if s == 1 and string.sub(v, 2, 17) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+"#
+);
+
+/// KEYS[1] record; ARGV owner(16), lease ms.
+/// 1 = lease extended, 0 = not this owner's live claim, -1 = foreign data.
+const RENEW: &str = lua!(
+    r#"
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local s = state(v)
+if s == 0 then return -1 end
+if s == 1 and string.sub(v, 2, 17) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"#
+);
+
+/// KEYS[1] record. `{value, pttl}` or nil, read atomically.
+const INSPECT: &str = r#"
+local v = redis.call('GET', KEYS[1])
+if not v then return false end
+return {v, redis.call('PTTL', KEYS[1])}
+"#;
+
+struct Scripts {
+    claim: Script,
+    complete: Script,
+    release: Script,
+    renew: Script,
+    inspect: Script,
+}
+
+static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    claim: Script::new(CLAIM),
+    complete: Script::new(COMPLETE),
+    release: Script::new(RELEASE),
+    renew: Script::new(RENEW),
+    inspect: Script::new(INSPECT),
+});
+
+const FOREIGN: &str = "the key holds a value that is not an idem record of this format";
+
+/// Maps a redis-rs error: `WRONGTYPE` means the key holds something else
+/// (a hash, a list...), everything else is "no usable answer".
+pub(crate) fn map_err(e: RedisError) -> StoreError {
+    if e.code() == Some("WRONGTYPE") || e.to_string().contains("WRONGTYPE") {
+        StoreError::Codec(
+            "the key holds a Redis value that is not a string (WRONGTYPE): not an idem record"
+                .into(),
+        )
+    } else {
+        StoreError::Unavailable(e.to_string())
+    }
+}
+
+fn unexpected(op: &str, r: &Reply) -> StoreError {
+    StoreError::Unavailable(format!("unexpected reply to {op}: {r:?}"))
+}
+
+fn remaining(pttl: i64) -> Duration {
+    Duration::from_millis(u64::try_from(pttl).unwrap_or(0))
+}
+
+/// Splits a `{value, pttl}` reply.
+fn value_and_ttl(op: &str, r: Reply) -> Result<Option<(Vec<u8>, i64)>, StoreError> {
+    match r {
+        Reply::Nil => Ok(None),
+        Reply::Array(items) => match <[Reply; 2]>::try_from(items) {
+            Ok([Reply::BulkString(v), Reply::Int(pttl)]) => Ok(Some((v, pttl))),
+            Ok(other) => Err(unexpected(op, &Reply::Array(other.into()))),
+            Err(items) => Err(unexpected(op, &Reply::Array(items))),
+        },
+        other => Err(unexpected(op, &other)),
+    }
+}
+
+/// The operations over one connection type `C`.
+pub(crate) async fn claim<C: ConnectionLike + Send>(
+    con: &mut C,
+    layout: &KeyLayout,
+    req: ClaimRequest<'_>,
+) -> Result<Claim, StoreError> {
+    let reply: Reply = SCRIPTS
+        .claim
+        .key(layout.record_key(req.key))
+        .arg(&req.owner.to_bytes()[..])
+        .arg(&req.fingerprint.0[..])
+        .arg(millis(req.lease))
+        .invoke_async(con)
+        .await
+        .map_err(map_err)?;
+    if let Reply::Int(f) = reply {
+        let fence = u64::try_from(f).map_err(|_| unexpected("claim", &reply))?;
+        return Ok(Claim::Claimed {
+            fence: Fence::new(fence),
+        });
+    }
+    let Some((bytes, pttl)) = value_and_ttl("claim", reply)? else {
+        return Err(StoreError::Unavailable("claim answered nil".into()));
+    };
+    Ok(match codec::decode(&bytes)? {
+        Value::Done(rec) => Claim::Done(rec),
+        // Our own claim: the first attempt applied but its reply was lost.
+        Value::Pending { owner, fence, .. } if owner == req.owner => Claim::Claimed { fence },
+        Value::Pending { fingerprint, .. } => Claim::Busy {
+            fingerprint,
+            remaining: remaining(pttl),
+        },
+    })
+}
+
+fn owned(op: &str, r: Reply) -> Result<Owned, StoreError> {
+    match r {
+        Reply::Int(1) => Ok(Owned::Applied),
+        Reply::Int(0) => Ok(Owned::NotOwner),
+        Reply::Int(-1) => Err(StoreError::Codec(FOREIGN.into())),
+        other => Err(unexpected(op, &other)),
+    }
+}
+
+pub(crate) async fn complete<C: ConnectionLike + Send>(
+    con: &mut C,
+    layout: &KeyLayout,
+    key: &str,
+    owner: Owner,
+    payload: &[u8],
+    ttl: Duration,
+) -> Result<Owned, StoreError> {
+    let reply: Reply = SCRIPTS
+        .complete
+        .key(layout.record_key(key))
+        .arg(&owner.to_bytes()[..])
+        .arg(payload)
+        .arg(millis(ttl))
+        .invoke_async(con)
+        .await
+        .map_err(map_err)?;
+    owned("complete", reply)
+}
+
+pub(crate) async fn release<C: ConnectionLike + Send>(
+    con: &mut C,
+    layout: &KeyLayout,
+    key: &str,
+    owner: Owner,
+) -> Result<Owned, StoreError> {
+    let reply: Reply = SCRIPTS
+        .release
+        .key(layout.record_key(key))
+        .arg(&owner.to_bytes()[..])
+        .invoke_async(con)
+        .await
+        .map_err(map_err)?;
+    owned("release", reply)
+}
+
+pub(crate) async fn renew<C: ConnectionLike + Send>(
+    con: &mut C,
+    layout: &KeyLayout,
+    key: &str,
+    owner: Owner,
+    lease: Duration,
+) -> Result<Owned, StoreError> {
+    let reply: Reply = SCRIPTS
+        .renew
+        .key(layout.record_key(key))
+        .arg(&owner.to_bytes()[..])
+        .arg(millis(lease))
+        .invoke_async(con)
+        .await
+        .map_err(map_err)?;
+    owned("renew", reply)
+}
+
+pub(crate) async fn inspect<C: ConnectionLike + Send>(
+    con: &mut C,
+    layout: &KeyLayout,
+    key: &str,
+) -> Result<Option<RecordState>, StoreError> {
+    let reply: Reply = SCRIPTS
+        .inspect
+        .key(layout.record_key(key))
+        .invoke_async(con)
+        .await
+        .map_err(map_err)?;
+    let Some((bytes, pttl)) = value_and_ttl("inspect", reply)? else {
+        return Ok(None);
+    };
+    Ok(Some(match codec::decode(&bytes)? {
+        Value::Pending {
+            owner,
+            fence,
+            fingerprint,
+        } => RecordState::InProgress {
+            owner,
+            fence,
+            fingerprint,
+            remaining: remaining(pttl),
+        },
+        Value::Done(record) => RecordState::Done {
+            record,
+            remaining: remaining(pttl),
+        },
+    }))
+}
+
+pub(crate) async fn forget<C: ConnectionLike + Send>(
+    con: &mut C,
+    layout: &KeyLayout,
+    key: &str,
+) -> Result<bool, StoreError> {
+    let n: i64 = redis::cmd("DEL")
+        .arg(layout.record_key(key))
+        .query_async(con)
+        .await
+        .map_err(map_err)?;
+    Ok(n > 0)
+}
+
+/// Loads every script so the first calls after connecting skip the `NOSCRIPT` detour.
+pub(crate) async fn preload<C: ConnectionLike + Send>(con: &mut C) -> Result<(), StoreError> {
+    let s = &*SCRIPTS;
+    for script in [&s.claim, &s.complete, &s.release, &s.renew, &s.inspect] {
+        script
+            .prepare_invoke()
+            .load_async(con)
+            .await
+            .map_err(map_err)?;
+    }
+    Ok(())
+}
+
+/// Turns the `maxmemory-policy` values of the nodes into warnings: with an
+/// eviction policy Redis may drop records under memory pressure, and a dropped
+/// record means the next duplicate runs the body again.
+pub(crate) fn policy_warnings(policies: &[String]) -> Vec<Warning> {
+    policies
+        .iter()
+        .filter(|p| p.starts_with("allkeys-") || p.starts_with("volatile-"))
+        .map(|p| {
+            Warning(format!(
+                "redis maxmemory-policy is `{p}`: under memory pressure Redis evicts idem records \
+                 and duplicates run again silently; use `noeviction` (or a dedicated instance)"
+            ))
+        })
+        .collect()
+}
+
+/// Collects the string leaves of a reply (CONFIG GET answers per node, in RESP2
+/// arrays or RESP3 maps, possibly keyed by node address in a cluster).
+pub(crate) fn strings(r: &Reply, out: &mut Vec<String>) {
+    match r {
+        Reply::BulkString(b) => out.push(String::from_utf8_lossy(b).into_owned()),
+        Reply::SimpleString(s) => out.push(s.clone()),
+        Reply::Array(items) | Reply::Set(items) => items.iter().for_each(|i| strings(i, out)),
+        Reply::Map(pairs) => pairs.iter().for_each(|(k, v)| {
+            strings(k, out);
+            strings(v, out);
+        }),
+        _ => {}
+    }
+}
+
+/// The major version in an `INFO server` text.
+pub(crate) fn major_version(info: &str) -> Option<u32> {
+    let line = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))?;
+    line.trim().split('.').next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eviction_policies_warn() {
+        let w = policy_warnings(&[
+            "noeviction".into(),
+            "allkeys-lru".into(),
+            "volatile-ttl".into(),
+        ]);
+        assert_eq!(w.len(), 2);
+        assert!(w[0].0.contains("allkeys-lru"));
+    }
+
+    #[test]
+    fn version_is_parsed() {
+        assert_eq!(
+            major_version("# Server\r\nredis_version:7.0.15\r\n"),
+            Some(7)
+        );
+        assert_eq!(major_version("nothing"), None);
+    }
+}
