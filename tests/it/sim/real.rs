@@ -88,6 +88,36 @@ pub(crate) fn run_real_schedules(name: &str, seeds: Range<u64>, make: StoreFacto
     }
 }
 
+/// Schedules per real store (`IDEM_SIM_REAL_SEEDS` overrides).
+fn real_seeds() -> Range<u64> {
+    0..super::env_u64("IDEM_SIM_REAL_SEEDS").unwrap_or(200)
+}
+
+/// The shared Redis at 127.0.0.1:6379 (required: fails loudly when it is down),
+/// every schedule under its own connection and namespace inside one random
+/// prefix that is swept afterwards.
+#[cfg(feature = "redis")]
+#[test]
+fn sim_redis_store_schedules() {
+    use crate::support::redis_server::{SHARED_URL, SharedPrefix};
+    use idem::store::redis::RedisStore;
+    let prefix = SharedPrefix::new();
+    let p = prefix.0.clone();
+    let make: StoreFactory = Arc::new(move |_| {
+        let p = p.clone();
+        Box::pin(async move {
+            let store = RedisStore::builder(SHARED_URL)
+                .prefix(p)
+                .connect()
+                .await
+                .map_err(|e| format!("shared Redis at {SHARED_URL} must be running: {e}"))?;
+            Ok(Arc::new(store) as Arc<dyn Store>)
+        })
+    });
+    run_real_schedules("redis", real_seeds(), make);
+    drop(prefix);
+}
+
 /// The real-time mode on the memory store: exercises what the real stores get
 /// (concurrent schedules, wall-clock leases, unordered log) on every CI run.
 #[test]
