@@ -43,9 +43,16 @@ pub(crate) fn run_real_schedules(name: &str, seeds: Range<u64>, make: StoreFacto
     let n = seeds.end - seeds.start;
     let failures = rt.block_on(async move {
         let mut tasks = tokio::task::JoinSet::new();
+        // At most this many schedules (and store connections) at once.
+        let slots = Arc::new(tokio::sync::Semaphore::new(250));
         for seed in seeds {
             let make = Arc::clone(&make);
+            let slots = Arc::clone(&slots);
             tasks.spawn(async move {
+                let _slot = slots
+                    .acquire_owned()
+                    .await
+                    .map_err(|e| (seed, e.to_string()))?;
                 let s = Schedule::generate_with(seed, super::BACKSTOPS, &Profile::REAL_TIME);
                 let store = make(seed)
                     .await

@@ -206,6 +206,9 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
                     let c = s.calls[id].clone();
                     let p = &mut procs[c.proc];
                     let spec = s.keys[c.key].clone();
+                    // Recorded before the task first runs: a crash may abort it
+                    // before that, and it must still count as crashed.
+                    world.call_started(c.proc, c.id);
                     let fut = call(
                         Arc::clone(&world),
                         p.idem.clone(),
@@ -283,6 +286,7 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
                 probes.push(c.clone());
                 id += 1;
                 let spec = s.keys[k].clone();
+                world.call_started(p, c.id);
                 call(Arc::clone(&world), proc_.idem.clone(), spec, key.clone(), c).await;
             }
         }
@@ -311,7 +315,6 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
 
 /// One guarded call, possibly cancelled by its caller.
 async fn call(world: Arc<World>, idem: Idem, spec: KeySpec, key: Key, c: CallSpec) {
-    world.call_started(c.proc, c.id);
     let t0 = Instant::now();
     let guard = idem
         .guard_key(key)
