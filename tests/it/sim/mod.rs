@@ -90,11 +90,8 @@ impl Tally {
     }
 }
 
-/// Runs one seed on the memory store; `Err` carries the violation and the dump.
-pub(crate) fn run_seed(seed: u64) -> Result<(), String> {
-    run_seed_tally(seed, &mut Tally::default())
-}
-
+/// Runs one seed on the memory store, adding to `tally`; `Err` carries the
+/// violation and the dump.
 fn run_seed_tally(seed: u64, tally: &mut Tally) -> Result<(), String> {
     let s = Schedule::generate(seed, BACKSTOPS);
     let out = run::run_memory(&s);
