@@ -61,12 +61,17 @@ pub(crate) struct Reading {
     /// Allowance on time comparisons: 1 ms in virtual time; real stores in real
     /// time get scheduling jitter.
     pub(crate) slack: Duration,
+    /// Time is exact (virtual): enables the liveness checks of calm runs
+    /// (`renewal`, `no-double-run`, `wait-liveness`), which a loaded real store
+    /// could fail by being slow rather than wrong.
+    pub(crate) timing: bool,
 }
 
 impl Reading {
     pub(crate) const VIRTUAL: Reading = Reading {
         atomic: true,
         slack: Duration::from_millis(1),
+        timing: true,
     };
 }
 
@@ -88,6 +93,7 @@ pub(super) struct Ctx<'a> {
     pub(super) out: &'a RunOutput,
     pub(super) atomic: bool,
     pub(super) slack: Duration,
+    pub(super) timing: bool,
     pub(super) calls: Vec<CallInfo>,
     pub(super) key_index: HashMap<&'a str, usize>,
     /// The fence each owner last claimed (the one its body ran with).
@@ -117,7 +123,7 @@ impl Ctx<'_> {
 }
 
 fn check_into(s: &Schedule, out: &RunOutput, r: Reading, v: &mut Vec<String>) {
-    let Reading { atomic, slack } = r;
+    let Reading { atomic, slack, .. } = r;
     if let Some(st) = &out.stuck {
         v.push(format!("[bounded] {st}"));
     }
@@ -172,6 +178,7 @@ fn check_into(s: &Schedule, out: &RunOutput, r: Reading, v: &mut Vec<String>) {
         out,
         atomic,
         slack,
+        timing: r.timing,
         calls,
         key_index,
         owner_fence,

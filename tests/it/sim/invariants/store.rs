@@ -119,7 +119,7 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
                                 ));
                             }
                             *m = (*m).max(fence.get());
-                            if s.calm() {
+                            if cx.timing && s.calm() {
                                 renewal_check(s, slack, &key_index, k, t, st.as_ref(), &calls, &call_of_owner, &owner_claim_t, v);
                             }
                             *st = Some(Ent {
