@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use idem::store::{Claim, Owned, Owner};
 
-use super::{CallInfo, Ctx};
+use super::Ctx;
 use crate::sim::history::{BodyOut, StoreOp};
-use crate::sim::schedule::Schedule;
 
 #[derive(Debug, Clone)]
 struct Ent {
@@ -120,7 +119,7 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
                             }
                             *m = (*m).max(fence.get());
                             if cx.timing && s.calm() {
-                                renewal_check(s, slack, &key_index, k, t, st.as_ref(), &calls, &call_of_owner, &owner_claim_t, v);
+                                renewal_check(cx, k, t, st.as_ref(), v);
                             }
                             *st = Some(Ent {
                                 pending: true,
@@ -203,19 +202,10 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
 
 /// A new claim at `t` replaced `prev` (expired): in a fault-free run, that holder
 /// must have stopped renewing (dropped, finished, or out of `max_hold`).
-#[allow(clippy::too_many_arguments)]
-fn renewal_check(
-    s: &Schedule,
-    slack: Duration,
-    key_index: &HashMap<&str, usize>,
-    k: &str,
-    t: Duration,
-    prev: Option<&Ent>,
-    calls: &[CallInfo],
-    call_of_owner: &dyn Fn(&Owner) -> Option<usize>,
-    owner_claim_t: &HashMap<Owner, Duration>,
-    v: &mut Vec<String>,
-) {
+fn renewal_check(cx: &Ctx<'_>, k: &str, t: Duration, prev: Option<&Ent>, v: &mut Vec<String>) {
+    let (s, slack, calls, key_index, owner_claim_t) =
+        (cx.s, cx.slack, &cx.calls, &cx.key_index, &cx.owner_claim_t);
+    let call_of_owner = |o: &Owner| cx.call_of_owner(o);
     let Some(prev) = prev.filter(|p| p.pending) else {
         return;
     };
