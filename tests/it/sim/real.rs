@@ -60,7 +60,7 @@ pub(crate) fn run_real_schedules(name: &str, seeds: Range<u64>, make: StoreFacto
                     .await
                     .map_err(|e| (seed, format!("store for seed {seed}: {e}")))?;
                 let ns = format!("idemsim-{}-{seed}", uuid::Uuid::new_v4().simple());
-                let out = execute(&s, Arc::clone(&store), &ns).await;
+                let out = execute(&s, Arc::clone(&store), &ns, 3).await;
                 // Leave nothing behind in a shared store.
                 for k in &out.keys {
                     let _ = store.forget(k).await;

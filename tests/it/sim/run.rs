@@ -124,7 +124,7 @@ pub(crate) fn run_memory(s: &Schedule) -> RunOutput {
         .start_paused(true)
         .build()
         .expect("a current-thread runtime");
-    rt.block_on(execute(s, Arc::new(MemoryStore::new()), "sim"))
+    rt.block_on(execute(s, Arc::new(MemoryStore::new()), "sim", 1))
 }
 
 struct Proc {
@@ -168,7 +168,14 @@ enum Step {
 }
 
 /// Runs a schedule against `base` (already empty for the keys of namespace `ns`).
-pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> RunOutput {
+/// Each probe after healing gets up to `probe_attempts` tries (1 in virtual time,
+/// where nothing is slow; more on a real store, which may be loaded).
+pub(crate) async fn execute(
+    s: &Schedule,
+    base: Arc<dyn Store>,
+    ns: &str,
+    probe_attempts: u32,
+) -> RunOutput {
     let world = World::new();
     let recording: Arc<dyn Store> = Arc::new(RecordingStore::new(base, Arc::clone(&world)));
     let faulty = Arc::new(FaultyStore::new(Arc::clone(&recording)));
@@ -216,7 +223,9 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
                         keys[c.key].clone(),
                         c,
                     );
-                    p.tasks.spawn(fut);
+                    p.tasks.spawn(async move {
+                        fut.await;
+                    });
                 }
                 Step::Event(Event::Outage(d)) => {
                     faulty.set_unavailable(true);
@@ -273,21 +282,34 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
         let mut id = s.calls.len();
         for (p, proc_) in procs.iter().enumerate() {
             for (k, key) in keys.iter().enumerate() {
-                let c = CallSpec {
-                    id,
-                    proc: p,
-                    key: k,
-                    at: world.now(),
-                    payload: 0,
-                    body: BodyKind::Ok,
-                    body_time: Duration::from_millis(10),
-                    cancel_after: None,
-                };
-                probes.push(c.clone());
-                id += 1;
-                let spec = s.keys[k].clone();
-                world.call_started(p, c.id);
-                call(Arc::clone(&world), proc_.idem.clone(), spec, key.clone(), c).await;
+                for attempt in 1..=probe_attempts {
+                    let c = CallSpec {
+                        id,
+                        proc: p,
+                        key: k,
+                        at: world.now(),
+                        payload: 0,
+                        body: BodyKind::Ok,
+                        body_time: Duration::from_millis(10),
+                        cancel_after: None,
+                    };
+                    probes.push(c.clone());
+                    id += 1;
+                    let spec = s.keys[k].clone();
+                    world.call_started(p, c.id);
+                    let r =
+                        call(Arc::clone(&world), proc_.idem.clone(), spec, key.clone(), c).await;
+                    // On a loaded real store a probe may time out, and its claim may
+                    // still apply and hold the key for a lease: try again after it.
+                    let busy = matches!(
+                        r,
+                        CallResult::Err(ErrKind::StoreUnavailable | ErrKind::InProgress)
+                    );
+                    if !busy || attempt == probe_attempts {
+                        break;
+                    }
+                    tokio::time::sleep(s.keys[k].policy.lease + s.breaker.1).await;
+                }
             }
         }
         probes
@@ -314,7 +336,7 @@ pub(crate) async fn execute(s: &Schedule, base: Arc<dyn Store>, ns: &str) -> Run
 }
 
 /// One guarded call, possibly cancelled by its caller.
-async fn call(world: Arc<World>, idem: Idem, spec: KeySpec, key: Key, c: CallSpec) {
+async fn call(world: Arc<World>, idem: Idem, spec: KeySpec, key: Key, c: CallSpec) -> CallResult {
     let t0 = Instant::now();
     let guard = idem
         .guard_key(key)
@@ -345,7 +367,8 @@ async fn call(world: Arc<World>, idem: Idem, spec: KeySpec, key: Key, c: CallSpe
         },
         None => result_of(fut.await),
     };
-    world.call_ended(c.proc, c.id, result, t0.elapsed());
+    world.call_ended(c.proc, c.id, result.clone(), t0.elapsed());
+    result
 }
 
 fn result_of(r: Result<idem::Outcome<u64>, SimError>) -> CallResult {

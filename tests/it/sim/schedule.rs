@@ -137,7 +137,7 @@ impl Profile {
     /// Real stores run in real time: the same shapes, compressed (leases stay >= 1 s).
     pub(crate) const REAL_TIME: Profile = Profile {
         lease: (1000, 1500),
-        op_timeout: (200, 500),
+        op_timeout: (300, 1000),
         cooldown: (100, 500),
         horizon: 2000,
         hang_leases: 2,

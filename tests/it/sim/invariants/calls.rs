@@ -255,8 +255,13 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
         }
     }
 
-    // [progress]
-    for (i, c) in calls.iter().enumerate().skip(out.first_probe) {
+    // [progress]: the last probe of each process and key (earlier tries of a real
+    // store's probe may have timed out).
+    let mut probed = std::collections::HashSet::new();
+    for (i, c) in calls.iter().enumerate().skip(out.first_probe).rev() {
+        if !probed.insert((out.calls[i].proc, out.calls[i].key)) {
+            continue;
+        }
         // Without `on_conflict`, a key whose row exists answers `Duplicate` for ever.
         let ks = &s.keys[out.calls[i].key];
         let ok = match &c.end {
