@@ -14,3 +14,9 @@ mod redis_procs;
 #[cfg(feature = "redis")]
 mod redis_store;
 mod sim;
+
+mod macro_backstop;
+mod macro_basic;
+mod macro_concurrency;
+mod macro_fence;
+mod macro_support;
