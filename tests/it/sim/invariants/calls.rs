@@ -168,7 +168,18 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
                                     .get(f)
                                     .is_some_and(|src| out.calls[*src].payload == spec.payload)
                         });
-                    if !(own || replayed) {
+                    // As for values: a real store may have applied the `complete`
+                    // of a rejection whose caller was gone before the reply.
+                    let unlogged = !atomic
+                        && c.body_start.is_none()
+                        && ks.terminal
+                        && calls.iter().enumerate().any(|(j, cj)| {
+                            out.calls[j].key == spec.key
+                                && out.calls[j].payload == spec.payload
+                                && matches!(cj.body_end, Some((_, BodyOut::Rejected)))
+                                && value_of(j) == *val
+                        });
+                    if !(own || replayed || unlogged) {
                         v.push(format!(
                             "[values] call {i} failed with rejection {val}: neither its own body's nor a stored one of its key and payload"
                         ));
