@@ -151,6 +151,17 @@ pub fn parse_message(msg: &str) -> UniqueViolation {
     }
     const LITE: &str = "UNIQUE constraint failed: ";
     if let Some(pos) = msg.find(LITE) {
+        // An index on expressions is named instead: `… failed: index 'uk_name'`.
+        if let Some(name) = msg[pos + LITE.len()..]
+            .strip_prefix("index '")
+            .and_then(|r| r.strip_suffix('\''))
+        {
+            return UniqueViolation {
+                constraint: Some(name.to_owned()),
+                table: None,
+                columns: Vec::new(),
+            };
+        }
         let mut table = None;
         let mut columns = Vec::new();
         for col in msg[pos + LITE.len()..].split(',') {
@@ -184,6 +195,13 @@ mod tests {
     fn mysql_name_after_last_marker() {
         let v = parse_message("Duplicate entry 'a for key 'b' for key 'uk_order_no'");
         assert_eq!(v.constraint.as_deref(), Some("uk_order_no"));
+    }
+
+    #[test]
+    fn sqlite_expression_index_is_named() {
+        let v = parse_message("UNIQUE constraint failed: index 'uk_lower_email'");
+        assert_eq!(v.constraint.as_deref(), Some("uk_lower_email"));
+        assert!(v.columns.is_empty());
     }
 
     #[test]

@@ -32,3 +32,6 @@ pub use policy::{Concurrency, Policy};
 pub use store::Store;
 pub use store::faulty::{FaultPlan, FaultyStore};
 pub use store::memory::MemoryStore;
+/// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`).
+#[cfg(feature = "sql")]
+pub use store::sql;

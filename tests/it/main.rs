@@ -20,3 +20,16 @@ mod macro_basic;
 mod macro_concurrency;
 mod macro_fence;
 mod macro_support;
+// The SQL suites run against all three databases at once.
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_backstop;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_conformance;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_layered;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_procs;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_store;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_support;

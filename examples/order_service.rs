@@ -1,0 +1,462 @@
+//! The four acceptance rounds of an order service, through the non-macro
+//! `Idem::guard` API, on the database named by `DATABASE_URL`
+//! (`postgres://…`, `mysql://…`, or `sqlite://file.db`; default: a SQLite file in
+//! the temp directory). The idem records live in the same database (created by
+//! `migrate()`), or in Redis when `IDEM_REDIS_URL` is set (needs the `redis`
+//! feature: the layered setup, Redis in front, the database constraint behind);
+//! the orders table has a unique index on the order number: the backstop.
+//!
+//! 1. ten sequential repeats of one request;
+//! 2. fifty concurrent callers on one key;
+//! 3. a first attempt that fails after its write, then a retry;
+//! 4. the record store unavailable (through `FaultyStore`), degraded to the
+//!    backstop: exactly one order.
+//!
+//! ```text
+//! DATABASE_URL=postgres://postgres@127.0.0.1/test cargo run --example order_service --all-features
+//! IDEM_REDIS_URL=redis://127.0.0.1/ DATABASE_URL=mysql://root@127.0.0.1/test cargo run --example order_service --all-features
+//! ```
+//! Prints one line per round and exits non-zero if any verdict fails.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use idem::sql::{SqlConstraints, SqlStore};
+use idem::{FaultyStore, Hooks, How, Idem, Store};
+use sqlx::AssertSqlSafe;
+
+#[derive(Debug, thiserror::Error)]
+enum OrderError {
+    #[error(transparent)]
+    Idem(#[from] idem::Error),
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("payment provider timed out")]
+    Downstream,
+}
+
+/// The orders table on whichever database the URL names.
+#[derive(Clone)]
+enum Db {
+    Pg(sqlx::PgPool),
+    My(sqlx::MySqlPool),
+    Lite(sqlx::SqlitePool),
+}
+
+/// Runs `$e` with `$p` bound to the pool, whatever the database.
+macro_rules! on {
+    ($db:expr, |$p:ident| $e:expr) => {
+        match $db {
+            Db::Pg($p) => $e,
+            Db::My($p) => $e,
+            Db::Lite($p) => $e,
+        }
+    };
+}
+
+struct Orders {
+    db: Db,
+    table: String,
+    index: String,
+}
+
+impl Orders {
+    async fn create(db: Db, run: &str) -> Result<Orders, sqlx::Error> {
+        let (table, index) = (
+            format!("example_orders_{run}"),
+            format!("uk_example_order_no_{run}"),
+        );
+        let ddl = match &db {
+            Db::Pg(_) => {
+                format!("CREATE TABLE {table} (id BIGSERIAL PRIMARY KEY, order_no TEXT NOT NULL)")
+            }
+            Db::My(_) => format!(
+                "CREATE TABLE {table} (id BIGINT AUTO_INCREMENT PRIMARY KEY, order_no VARCHAR(100) NOT NULL)"
+            ),
+            Db::Lite(_) => format!(
+                "CREATE TABLE {table} (id INTEGER PRIMARY KEY AUTOINCREMENT, order_no TEXT NOT NULL)"
+            ),
+        };
+        let uk = format!("CREATE UNIQUE INDEX {index} ON {table} (order_no)");
+        on!(&db, |p| {
+            sqlx::query(AssertSqlSafe(ddl)).execute(p).await?;
+            sqlx::query(AssertSqlSafe(uk)).execute(p).await?;
+        });
+        Ok(Orders { db, table, index })
+    }
+
+    async fn insert(&self, order_no: &str) -> Result<i64, sqlx::Error> {
+        let t = &self.table;
+        match &self.db {
+            Db::Pg(p) => {
+                let sql = format!("INSERT INTO {t} (order_no) VALUES ($1) RETURNING id");
+                sqlx::query_scalar(AssertSqlSafe(sql))
+                    .bind(order_no)
+                    .fetch_one(p)
+                    .await
+            }
+            Db::My(p) => {
+                let sql = format!("INSERT INTO {t} (order_no) VALUES (?)");
+                let r = sqlx::query(AssertSqlSafe(sql))
+                    .bind(order_no)
+                    .execute(p)
+                    .await?;
+                Ok(r.last_insert_id() as i64)
+            }
+            Db::Lite(p) => {
+                let sql = format!("INSERT INTO {t} (order_no) VALUES (?) RETURNING id");
+                sqlx::query_scalar(AssertSqlSafe(sql))
+                    .bind(order_no)
+                    .fetch_one(p)
+                    .await
+            }
+        }
+    }
+
+    /// `on_conflict`: the existing order (on a fresh connection from the pool).
+    async fn find(&self, order_no: &str) -> Result<i64, sqlx::Error> {
+        let p = if matches!(self.db, Db::Pg(_)) {
+            "$1"
+        } else {
+            "?"
+        };
+        let sql = AssertSqlSafe(format!(
+            "SELECT id FROM {} WHERE order_no = {p}",
+            self.table
+        ));
+        on!(&self.db, |pool| sqlx::query_scalar(sql)
+            .bind(order_no)
+            .fetch_one(pool)
+            .await)
+    }
+
+    async fn rows(&self, order_no: &str) -> Result<i64, sqlx::Error> {
+        let p = if matches!(self.db, Db::Pg(_)) {
+            "$1"
+        } else {
+            "?"
+        };
+        let sql = AssertSqlSafe(format!(
+            "SELECT COUNT(*) FROM {} WHERE order_no = {p}",
+            self.table
+        ));
+        on!(&self.db, |pool| sqlx::query_scalar(sql)
+            .bind(order_no)
+            .fetch_one(pool)
+            .await)
+    }
+
+    async fn drop_table(&self) -> Result<(), sqlx::Error> {
+        let sql = AssertSqlSafe(format!("DROP TABLE {}", self.table));
+        on!(&self.db, |p| sqlx::query(sql).execute(p).await.map(drop))
+    }
+
+    fn catalog(&self) -> SqlConstraints {
+        match &self.db {
+            Db::Pg(p) => SqlConstraints::postgres(p.clone()),
+            Db::My(p) => SqlConstraints::mysql(p.clone()),
+            Db::Lite(p) => SqlConstraints::sqlite(p.clone()),
+        }
+    }
+}
+
+/// Creates the order once per request: the guarded business operation.
+async fn create_order(
+    idem: &Idem,
+    orders: &Arc<Orders>,
+    order_no: &str,
+    bodies: &AtomicUsize,
+    fail_after_write: bool,
+    degrade: bool,
+) -> Result<idem::Outcome<i64>, OrderError> {
+    let lookup = Arc::clone(orders);
+    let no = order_no.to_owned();
+    let mut guard = idem
+        .guard("order-create", &[&order_no])
+        .ttl(Duration::from_secs(3600))
+        .backstop(orders.index.clone());
+    if degrade {
+        guard = guard.degrade_to_backstop();
+    }
+    guard
+        .run_with(
+            Hooks::new()
+                .detect(idem::std_error)
+                .on_conflict(move || async move { Ok(lookup.find(&no).await?) }),
+            |_fence| async move {
+                bodies.fetch_add(1, Ordering::SeqCst);
+                let id = orders.insert(order_no).await?;
+                // Give concurrent duplicates time to arrive while we hold the key.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if fail_after_write {
+                    return Err(OrderError::Downstream);
+                }
+                Ok(id)
+            },
+        )
+        .await
+}
+
+struct Verdict {
+    round: &'static str,
+    calls: usize,
+    bodies: usize,
+    rows: i64,
+    outcomes: String,
+    pass: bool,
+}
+
+fn tally<'a>(hows: impl IntoIterator<Item = &'a Result<How, String>>) -> String {
+    let mut m = std::collections::BTreeMap::<String, usize>::new();
+    for h in hows {
+        let k = match h {
+            Ok(how) => how.as_str().to_owned(),
+            Err(e) => format!("error({e})"),
+        };
+        *m.entry(k).or_default() += 1;
+    }
+    m.iter()
+        .map(|(k, v)| format!("{k}×{v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+async fn connect(url: &str) -> Result<Db, sqlx::Error> {
+    // Each pool turns off the ping on acquire (see the `idem::sql` docs).
+    Ok(match url.split(':').next().unwrap_or("") {
+        "postgres" | "postgresql" => Db::Pg(
+            sqlx::postgres::PgPoolOptions::new()
+                .test_before_acquire(false)
+                .max_connections(8)
+                .connect(url)
+                .await?,
+        ),
+        "mysql" | "mariadb" => Db::My(
+            sqlx::mysql::MySqlPoolOptions::new()
+                .test_before_acquire(false)
+                .max_connections(8)
+                .connect(&url.replacen("mariadb:", "mysql:", 1))
+                .await?,
+        ),
+        _ => {
+            let opts: sqlx::sqlite::SqliteConnectOptions = url.parse()?;
+            let opts = opts
+                .create_if_missing(true)
+                .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+                .busy_timeout(Duration::from_secs(5));
+            Db::Lite(
+                sqlx::sqlite::SqlitePoolOptions::new()
+                    .test_before_acquire(false)
+                    .max_connections(4)
+                    .connect_with(opts)
+                    .await?,
+            )
+        }
+    })
+}
+
+/// Redis when `IDEM_REDIS_URL` is set, else the SQL store on `DATABASE_URL`.
+async fn record_store(url: &str) -> Result<Arc<dyn Store>, Box<dyn std::error::Error>> {
+    if let Ok(redis_url) = std::env::var("IDEM_REDIS_URL") {
+        #[cfg(feature = "redis")]
+        return Ok(Arc::new(
+            idem::store::redis::RedisStore::connect(&redis_url).await?,
+        ));
+        #[cfg(not(feature = "redis"))]
+        return Err(format!("IDEM_REDIS_URL={redis_url} needs the `redis` feature").into());
+    }
+    let store = SqlStore::connect(url).await?;
+    store.migrate().await?; // explicit: idem never creates tables on its own
+    Ok(Arc::new(store))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| {
+        format!(
+            "sqlite://{}",
+            std::env::temp_dir().join("idem-order-service.db").display()
+        )
+    });
+    let run = uuid::Uuid::new_v4().simple().to_string()[..10].to_owned();
+
+    let store = record_store(&url).await?;
+    let orders = Arc::new(Orders::create(connect(&url).await?, &run).await?);
+    let faulty = Arc::new(FaultyStore::new(store));
+    let idem = Idem::builder()
+        .shared_store(faulty.clone())
+        .namespace(format!("shop-{run}"))
+        .constraints(orders.catalog())
+        .op_timeout(Duration::from_secs(5))
+        .build()?;
+    idem.verify(&[orders.index.as_str()]).await?;
+    println!(
+        "database: {} (store `{}`), run {run}\n",
+        url.split('@').next_back().unwrap_or(&url),
+        idem.store_name()
+    );
+
+    let mut verdicts = Vec::new();
+
+    // Round 1: ten sequential repeats.
+    let bodies = AtomicUsize::new(0);
+    let mut hows = Vec::new();
+    let mut ids = Vec::new();
+    for _ in 0..10 {
+        let r = create_order(&idem, &orders, "r1-order", &bodies, false, false).await;
+        ids.push(r.as_ref().ok().map(|o| *o.value()));
+        hows.push(r.map(|o| o.how()).map_err(|e| e.to_string()));
+    }
+    let rows = orders.rows("r1-order").await?;
+    let n = bodies.load(Ordering::SeqCst);
+    verdicts.push(Verdict {
+        round: "1 sequential ×10",
+        calls: 10,
+        bodies: n,
+        rows,
+        outcomes: tally(&hows),
+        pass: n == 1 && rows == 1 && ids.iter().all(|i| i.is_some() && *i == ids[0]),
+    });
+
+    // Round 2: fifty concurrent callers, one key.
+    let bodies = Arc::new(AtomicUsize::new(0));
+    let barrier = Arc::new(tokio::sync::Barrier::new(50));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..50 {
+        let (idem, orders, bodies, barrier) = (
+            idem.clone(),
+            orders.clone(),
+            bodies.clone(),
+            barrier.clone(),
+        );
+        tasks.spawn(async move {
+            barrier.wait().await;
+            create_order(&idem, &orders, "r2-order", &bodies, false, false)
+                .await
+                .map(|o| (o.how(), *o.value()))
+                .map_err(|e| e.to_string())
+        });
+    }
+    let mut results = Vec::new();
+    while let Some(r) = tasks.join_next().await {
+        results.push(r?);
+    }
+    let rows = orders.rows("r2-order").await?;
+    let n = bodies.load(Ordering::SeqCst);
+    let first_id = results
+        .iter()
+        .find_map(|r| r.as_ref().ok().map(|(_, id)| *id));
+    let hows: Vec<_> = results.iter().map(|r| r.clone().map(|(h, _)| h)).collect();
+    verdicts.push(Verdict {
+        round: "2 concurrent ×50",
+        calls: 50,
+        bodies: n,
+        rows,
+        outcomes: tally(&hows),
+        pass: n == 1
+            && rows == 1
+            && results
+                .iter()
+                .all(|r| r.as_ref().ok().map(|(_, id)| *id) == first_id),
+    });
+
+    // Round 3: the first attempt writes the order, then fails; the retry must not
+    // create a second order: the unique index answers, `on_conflict` loads it.
+    let bodies = AtomicUsize::new(0);
+    let first = create_order(&idem, &orders, "r3-order", &bodies, true, false).await;
+    let retry = create_order(&idem, &orders, "r3-order", &bodies, false, false).await;
+    let again = create_order(&idem, &orders, "r3-order", &bodies, false, false).await;
+    let rows = orders.rows("r3-order").await?;
+    let n = bodies.load(Ordering::SeqCst);
+    let pass = matches!(first, Err(OrderError::Downstream))
+        && matches!(&retry, Ok(o) if o.how() == How::Backstop)
+        && matches!(&again, Ok(o) if o.how() == How::Replayed)
+        && rows == 1;
+    let hows = [
+        first.map(|o| o.how()).map_err(|e| e.to_string()),
+        retry.map(|o| o.how()).map_err(|e| e.to_string()),
+        again.map(|o| o.how()).map_err(|e| e.to_string()),
+    ];
+    verdicts.push(Verdict {
+        round: "3 fail after write, retry",
+        calls: 3,
+        bodies: n,
+        rows,
+        outcomes: tally(&hows),
+        pass,
+    });
+
+    // Round 4: the record store is down; callers opted into `degrade_to_backstop`,
+    // so the bodies run and the unique index lets exactly one order through.
+    faulty.set_unavailable(true);
+    let bodies = Arc::new(AtomicUsize::new(0));
+    let barrier = Arc::new(tokio::sync::Barrier::new(10));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..10 {
+        let (idem, orders, bodies, barrier) = (
+            idem.clone(),
+            orders.clone(),
+            bodies.clone(),
+            barrier.clone(),
+        );
+        tasks.spawn(async move {
+            barrier.wait().await;
+            create_order(&idem, &orders, "r4-order", &bodies, false, true)
+                .await
+                .map(|o| (o.how(), *o.value()))
+                .map_err(|e| e.to_string())
+        });
+    }
+    let mut results = Vec::new();
+    while let Some(r) = tasks.join_next().await {
+        results.push(r?);
+    }
+    faulty.set_unavailable(false);
+    let rows = orders.rows("r4-order").await?;
+    let first_id = results
+        .iter()
+        .find_map(|r| r.as_ref().ok().map(|(_, id)| *id));
+    let hows: Vec<_> = results.iter().map(|r| r.clone().map(|(h, _)| h)).collect();
+    verdicts.push(Verdict {
+        round: "4 store down, backstop",
+        calls: 10,
+        bodies: bodies.load(Ordering::SeqCst),
+        rows,
+        outcomes: tally(&hows),
+        pass: rows == 1
+            && results
+                .iter()
+                .all(|r| r.as_ref().ok().map(|(_, id)| *id) == first_id),
+    });
+
+    println!(
+        "{:<28} {:>5} {:>6} {:>4}  {:<7} outcomes",
+        "round", "calls", "bodies", "rows", "verdict"
+    );
+    for v in &verdicts {
+        println!(
+            "{:<28} {:>5} {:>6} {:>4}  {:<7} {}",
+            v.round,
+            v.calls,
+            v.bodies,
+            v.rows,
+            if v.pass { "PASS" } else { "FAIL" },
+            v.outcomes
+        );
+    }
+    let stats = idem.stats();
+    println!(
+        "\ncalls {}, interception rate {:.1}%, backstop hits {}",
+        stats.calls(),
+        stats.interception_rate() * 100.0,
+        stats.backstop_hits()
+    );
+    orders.drop_table().await?;
+    if verdicts.iter().all(|v| v.pass) {
+        Ok(())
+    } else {
+        eprintln!("some rounds failed");
+        std::process::exit(1);
+    }
+}

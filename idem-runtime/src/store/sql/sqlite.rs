@@ -1,0 +1,194 @@
+//! SQLite: one writer at a time, so the claim is a short `BEGIN IMMEDIATE`
+//! transaction (a one-row fence counter, then an upsert of a missing or expired
+//! key), preceded by a plain read that lets duplicates and waiters skip the write
+//! lock. WAL mode keeps those reads from blocking behind the writer.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::Row;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+
+use super::ddl::{Statements, Stmt};
+use super::store::{Arg, Pool, SqlStore, bind};
+use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
+use crate::outcome::Fence;
+use crate::store::{Claim, ClaimRequest, StoreError, Warning};
+
+impl SqlStore {
+    /// A SQLite store on `pool` with the default table names. Open the pool in WAL
+    /// mode with a `busy_timeout` (as [`open`](Self::open) does).
+    pub fn sqlite(pool: SqlitePool) -> Self {
+        Self::from_pool(Pool::Sqlite(Lite::new(pool)), TableNames::default())
+    }
+
+    /// Opens (creating if missing) a SQLite database file: WAL journal,
+    /// `synchronous = NORMAL`, `busy_timeout` 5 s, up to 4 connections, no ping on
+    /// acquire (see the module docs). Does not create tables.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(SqliteConnectOptions::new().filename(path)).await
+    }
+
+    /// Like [`open`](Self::open), from a `sqlite:` URL.
+    pub async fn connect_sqlite(url: &str) -> Result<Self, StoreError> {
+        let opts: SqliteConnectOptions = url.parse().map_err(map_err)?;
+        Self::open_with(opts).await
+    }
+
+    async fn open_with(opts: SqliteConnectOptions) -> Result<Self, StoreError> {
+        let opts = opts
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(Duration::from_secs(5))
+            .test_before_acquire(false)
+            .connect_with(opts)
+            .await
+            .map_err(map_err)?;
+        Ok(Self::sqlite(pool))
+    }
+}
+
+/// A SQLite pool and the lock that makes this process's writers take turns.
+///
+/// SQLite has one writer at a time; a connection that finds the write lock taken
+/// sleeps in the `busy_timeout` handler in steps of up to 100 ms, so letting
+/// several local connections race for it turns a burst of short writes into
+/// seconds of sleeping. Local writers queue here instead; other processes still
+/// meet at the database lock and its `busy_timeout`.
+#[derive(Debug, Clone)]
+pub(crate) struct Lite {
+    pub(crate) pool: SqlitePool,
+    writer: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Lite {
+    pub(crate) fn new(pool: SqlitePool) -> Self {
+        Lite {
+            pool,
+            writer: Arc::default(),
+        }
+    }
+}
+
+pub(super) async fn execute(
+    lite: &Lite,
+    stmt: &Stmt,
+    args: &[Arg<'_>],
+) -> Result<u64, sqlx::Error> {
+    let _turn = lite.writer.lock().await;
+    Ok(bind(stmt, args).execute(&lite.pool).await?.rows_affected())
+}
+
+pub(super) async fn exists(
+    lite: &Lite,
+    stmt: &Stmt,
+    args: &[Arg<'_>],
+) -> Result<bool, sqlx::Error> {
+    Ok(bind(stmt, args).fetch_optional(&lite.pool).await?.is_some())
+}
+
+pub(super) async fn fetch(
+    lite: &Lite,
+    stmt: &Stmt,
+    args: &[Arg<'_>],
+) -> Result<Option<RawRow>, StoreError> {
+    let row = bind(stmt, args)
+        .fetch_optional(&lite.pool)
+        .await
+        .map_err(map_err)?;
+    row.as_ref().map(raw).transpose()
+}
+
+fn raw(row: &SqliteRow) -> Result<RawRow, StoreError> {
+    Ok(RawRow {
+        state: row.try_get("state").map_err(map_err)?,
+        owner: row.try_get("owner").map_err(map_err)?,
+        fence: row.try_get("fence").map_err(map_err)?,
+        fingerprint: row.try_get("fingerprint").map_err(map_err)?,
+        payload: row.try_get("payload").map_err(map_err)?,
+        remaining_us: row.try_get("remaining_us").map_err(map_err)?,
+    })
+}
+
+pub(super) async fn claim(
+    lite: &Lite,
+    sql: &Statements,
+    req: ClaimRequest<'_>,
+) -> Result<Claim, StoreError> {
+    let live = [Arg::Text(req.key)];
+    if let Some(row) = fetch(lite, &sql.select_live, &live).await? {
+        return row.into_claim(req.owner);
+    }
+    let _turn = lite.writer.lock().await;
+    for _ in 0..CLAIM_ROUNDS {
+        let answer = retry_conflicts(|| claim_tx(&lite.pool, sql, req))
+            .await
+            .map_err(map_err)?;
+        if let Some(answer) = answer {
+            return answer;
+        }
+    }
+    Err(StoreError::Unavailable(format!(
+        "claim of `{}` kept racing with its own expiry",
+        req.key
+    )))
+}
+
+/// The write half: under the database's write lock no other writer changes the
+/// row between the upsert and the read that follows it. Only the clock moves: a
+/// row that was live for the upsert may have expired for the read (`None`: try
+/// again).
+async fn claim_tx(
+    pool: &SqlitePool,
+    sql: &Statements,
+    req: ClaimRequest<'_>,
+) -> Result<Option<Result<Claim, StoreError>>, sqlx::Error> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let fence: i64 = bind(&sql.next_fence, &[])
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get(0)?;
+    let owner = req.owner.to_bytes();
+    let args = [
+        Arg::Text(req.key),
+        Arg::Bytes(&owner),
+        Arg::Int(fence),
+        Arg::Bytes(&req.fingerprint.0),
+        Arg::Int(micros(req.lease)),
+    ];
+    let claimed = bind(&sql.claim, &args).fetch_optional(&mut *tx).await?;
+    let answer = match claimed {
+        Some(_) => Some(Ok(Claim::Claimed {
+            fence: Fence::new(fence as u64),
+        })),
+        None => bind(&sql.select_live, &[Arg::Text(req.key)])
+            .fetch_optional(&mut *tx)
+            .await?
+            .map(|row| raw(&row).and_then(|r| r.into_claim(req.owner))),
+    };
+    tx.commit().await?;
+    Ok(answer)
+}
+
+/// A database not in WAL mode makes readers and the writer block each other.
+pub(super) async fn warnings(lite: &Lite) -> Result<Vec<Warning>, StoreError> {
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&lite.pool)
+        .await
+        .map_err(map_err)?;
+    Ok(if mode.eq_ignore_ascii_case("wal") {
+        Vec::new()
+    } else {
+        vec![Warning(format!(
+            "SQLite journal_mode is `{mode}`, not `wal`: claims and reads will block each other"
+        ))]
+    })
+}

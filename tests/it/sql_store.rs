@@ -1,0 +1,522 @@
+//! What the shared conformance suite (run on these stores by `sql_conformance`)
+//! does not cover: the CI-size concurrency burst, purge, verify, DDL, garbage
+//! rows, a real outage, the backstop on the same database, byte-exact keys and
+//! several store instances on one set of tables. Each case is written once and
+//! instantiated per database by `sql_cases!`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem::fingerprint::Fingerprint;
+use idem::store::sql::{Dialect, SqlStore, TableNames, ddl};
+use idem::store::{Claim, ClaimRequest, Owned, Owner, RecordState};
+use idem::{Error, FaultyStore, Hooks, How, Idem, Store};
+use tokio::sync::Barrier;
+
+use crate::sql_support::{Biz, Fixture};
+
+#[derive(Debug, thiserror::Error)]
+enum AppErr {
+    #[error("idem: {0}")]
+    Idem(#[from] Error),
+    #[error("db: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+type Res<T> = Result<T, AppErr>;
+
+fn handle(store: Arc<dyn Store>) -> Idem {
+    Idem::builder()
+        .shared_store(store)
+        .namespace(format!("t-{}", crate::sql_support::suffix()))
+        .op_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap()
+}
+
+fn req(key: &str, owner: Owner, lease: Duration) -> ClaimRequest<'_> {
+    ClaimRequest {
+        key,
+        owner,
+        fingerprint: Fingerprint([7; 16]),
+        lease,
+    }
+}
+
+fn fence_of(c: &Claim) -> u64 {
+    match c {
+        Claim::Claimed { fence } => fence.get(),
+        other => panic!("expected a claim, got {other:?}"),
+    }
+}
+
+macro_rules! sql_cases {
+    ($($case:ident),* $(,)?) => {
+        mod postgres { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { super::$case(idem::store::sql::Dialect::Postgres).await }
+        )* }
+        mod mariadb { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { super::$case(idem::store::sql::Dialect::MySql).await }
+        )* }
+        mod sqlite { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { super::$case(idem::store::sql::Dialect::Sqlite).await }
+        )* }
+    };
+}
+
+sql_cases!(
+    concurrent_callers_many_keys,
+    fences_increase_across_expiry_forget_purge,
+    unavailable_fails_closed,
+    degraded_backstop_same_database,
+    garbage_row_is_codec,
+    purge_removes_only_expired,
+    verify_names_missing_table,
+    ddl_applies_cleanly,
+    keys_are_byte_exact,
+    instances_share_the_tables,
+);
+
+async fn concurrent_callers_many_keys(d: Dialect) {
+    let keys = crate::sql_support::ci_keys(d);
+    let callers = 50;
+    let fx = Fixture::new(d).await;
+    let idem = handle(fx.dyn_store());
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let barrier = Arc::new(Barrier::new(keys * callers));
+    let mut tasks = tokio::task::JoinSet::new();
+    for k in 0..keys {
+        for _ in 0..callers {
+            let (idem, runs, barrier) = (idem.clone(), runs.clone(), barrier.clone());
+            tasks.spawn(async move {
+                barrier.wait().await;
+                let g = idem
+                    .guard("pay", &[&k])
+                    .lease(Duration::from_secs(10))
+                    .wait(Duration::from_secs(30));
+                g.run(|fence| async move {
+                    runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    Res::Ok((k, fence.get()))
+                })
+                .await
+                .map(|o| (o.how(), o.into_inner()))
+            });
+        }
+    }
+    let mut per_key = std::collections::HashMap::<usize, u64>::new();
+    let mut waited = 0;
+    while let Some(r) = tasks.join_next().await {
+        let (how, (k, fence)) = r.unwrap().unwrap();
+        if how == How::Waited {
+            waited += 1;
+        }
+        // Every caller of a key sees the one execution's value.
+        assert_eq!(*per_key.entry(k).or_insert(fence), fence, "key {k}");
+    }
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        keys,
+        "one body per key"
+    );
+    assert_eq!(per_key.len(), keys);
+    assert!(waited > 0, "waiters must have been observed");
+    let st = idem.stats();
+    assert_eq!(st.count("executed"), keys as u64);
+    assert_eq!(
+        st.count("executed") + st.count("waited") + st.count("replayed"),
+        (keys * callers) as u64
+    );
+}
+
+async fn fences_increase_across_expiry_forget_purge(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let s = &fx.store;
+    let short = Duration::from_secs(1);
+    let mut last = 0;
+    let mut next = |f: u64, what: &str| {
+        assert!(f > last, "{what}: fence {f} after {last}");
+        last = f;
+    };
+    let o = Owner::random();
+    next(
+        fence_of(&s.claim(req("f", o, short)).await.unwrap()),
+        "first",
+    );
+    assert!(s.forget("f").await.unwrap());
+    assert!(!s.forget("f").await.unwrap());
+    let o = Owner::random();
+    next(
+        fence_of(&s.claim(req("f", o, short)).await.unwrap()),
+        "after forget",
+    );
+    assert_eq!(
+        s.complete("f", o, b"I1.....", short).await.unwrap(),
+        Owned::Applied
+    );
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert!(s.purge_expired().await.unwrap() >= 1);
+    next(
+        fence_of(&s.claim(req("f", Owner::random(), short)).await.unwrap()),
+        "after purge",
+    );
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    next(
+        fence_of(&s.claim(req("f", Owner::random(), short)).await.unwrap()),
+        "after expiry",
+    );
+    for i in 0..20 {
+        assert!(s.forget("f").await.unwrap());
+        next(
+            fence_of(&s.claim(req("f", Owner::random(), short)).await.unwrap()),
+            &format!("burst {i}"),
+        );
+    }
+}
+
+async fn unavailable_fails_closed(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let faulty = Arc::new(FaultyStore::new(fx.store.clone()));
+    let idem = handle(faulty.clone());
+    faulty.set_unavailable(true);
+    let ran = std::sync::atomic::AtomicBool::new(false);
+    let r = idem
+        .guard("pay", &[&1u8])
+        .run(|_| {
+            ran.store(true, std::sync::atomic::Ordering::SeqCst);
+            async { Res::Ok(1) }
+        })
+        .await;
+    assert!(
+        matches!(r, Err(AppErr::Idem(Error::StoreUnavailable { .. }))),
+        "{r:?}"
+    );
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
+    // A real outage: a pool that cannot reach the server is Unavailable too.
+    let dead = match d {
+        Dialect::Postgres => SqlStore::postgres(
+            sqlx::postgres::PgPoolOptions::new()
+                .acquire_timeout(Duration::from_millis(300))
+                .connect_lazy("postgres://postgres@127.0.0.1:1/test")
+                .unwrap(),
+        ),
+        Dialect::MySql => SqlStore::mysql(
+            sqlx::mysql::MySqlPoolOptions::new()
+                .acquire_timeout(Duration::from_millis(300))
+                .connect_lazy("mysql://root@127.0.0.1:1/test")
+                .unwrap(),
+        ),
+        _ => return, // an embedded database has no server to lose
+    };
+    let e = dead
+        .claim(req("k", Owner::random(), Duration::from_secs(1)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, idem::store::StoreError::Unavailable(_)),
+        "{e:?}"
+    );
+}
+
+async fn degraded_backstop_same_database(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let biz = Biz::new(&fx).await;
+    let faulty = Arc::new(FaultyStore::new(fx.store.clone()));
+    let idem = handle(faulty.clone());
+    faulty.set_unavailable(true);
+    let barrier = Arc::new(Barrier::new(8));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (idem, biz, barrier) = (idem.clone(), biz.clone(), barrier.clone());
+        tasks.spawn(async move {
+            barrier.wait().await;
+            let biz2 = biz.clone();
+            let g = idem
+                .guard("order", &[&"no-1"])
+                .backstop(biz.index.clone())
+                .degrade_to_backstop();
+            g.run_with(
+                Hooks::new()
+                    .detect(idem::std_error)
+                    .on_conflict(move || async move { Ok(biz2.find("no-1").await?) }),
+                |_| async move { Res::Ok(biz.insert("no-1").await?) },
+            )
+            .await
+        });
+    }
+    let mut ids = Vec::new();
+    while let Some(r) = tasks.join_next().await {
+        let out = r.unwrap().unwrap();
+        assert!(
+            matches!(out.how(), How::Degraded | How::Backstop),
+            "{:?}",
+            out.how()
+        );
+        ids.push(out.into_inner());
+    }
+    assert!(ids.iter().all(|i| *i == ids[0]), "{ids:?}");
+    assert_eq!(biz.count().await, 1, "exactly one business row");
+    assert_eq!(idem.stats().backstop_hits(), 7);
+}
+
+async fn garbage_row_is_codec(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let idem = handle(fx.dyn_store());
+    let key = idem.key("junk", &[&1u8]);
+    let (t, k) = (fx.records(), key.as_str());
+    let sql = match d {
+        Dialect::Postgres => format!(
+            "INSERT INTO {t} VALUES ('{k}', 1, '\\x0102'::bytea, 5, '\\x00'::bytea, NULL, now() + interval '1 hour')"
+        ),
+        Dialect::MySql => format!(
+            "INSERT INTO {t} VALUES ('{k}', 9, x'01', 5, x'00', NULL, UTC_TIMESTAMP(6) + INTERVAL 1 HOUR)"
+        ),
+        _ => format!(
+            "INSERT INTO {t} VALUES ('{k}', 1, x'0102', 5, x'00', NULL, (unixepoch() + 3600) * 1000000)"
+        ),
+    };
+    fx.exec(&sql).await;
+    let e = fx.store.inspect(k).await.unwrap_err();
+    assert!(matches!(e, idem::store::StoreError::Codec(_)), "{e:?}");
+    let e = fx
+        .store
+        .claim(req(k, Owner::random(), Duration::from_secs(1)))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, idem::store::StoreError::Codec(_)), "{e:?}");
+    let r = idem
+        .guard_key(key.clone())
+        .run(|_| async { Res::Ok(1) })
+        .await;
+    assert!(matches!(r, Err(AppErr::Idem(Error::Codec { .. }))), "{r:?}");
+}
+
+async fn purge_removes_only_expired(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let s = &fx.store;
+    for i in 0..5 {
+        let k = format!("p{i}");
+        let o = Owner::random();
+        fence_of(&s.claim(req(&k, o, Duration::from_secs(10))).await.unwrap());
+        let ttl = if i < 3 {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(3600)
+        };
+        assert_eq!(
+            s.complete(&k, o, b"I1.....", ttl).await.unwrap(),
+            Owned::Applied
+        );
+    }
+    // An in-progress claim with a long lease is not expired either.
+    fence_of(
+        &s.claim(req("p-live", Owner::random(), Duration::from_secs(60)))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(s.purge_expired().await.unwrap(), 0);
+    // 2,500 long-expired rows more: purged in batches of 1,000 by one call.
+    let t = fx.records();
+    let bulk = match d {
+        Dialect::Postgres => format!(
+            "INSERT INTO {t} SELECT 'bulk' || g, 1, '\\x00000000000000000000000000000001'::bytea, g, \
+             '\\x00000000000000000000000000000000'::bytea, 'x'::bytea, now() - interval '1 hour' \
+             FROM generate_series(1, 2500) g"
+        ),
+        Dialect::MySql => format!(
+            "SET SESSION max_recursive_iterations = 10000; \
+             INSERT INTO {t} WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 2500) \
+             SELECT CONCAT('bulk', n), 1, UNHEX(REPEAT('01', 16)), n, UNHEX(REPEAT('00', 16)), 'x', \
+             UTC_TIMESTAMP(6) - INTERVAL 1 HOUR FROM g"
+        ),
+        _ => format!(
+            "INSERT INTO {t} WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 2500) \
+             SELECT 'bulk' || n, 1, zeroblob(16), n, zeroblob(16), x'78', (unixepoch() - 3600) * 1000000 FROM g"
+        ),
+    };
+    fx.exec(&bulk).await;
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert_eq!(s.purge_expired().await.unwrap(), 2_503);
+    assert_eq!(s.purge_expired().await.unwrap(), 0);
+    for k in ["p3", "p4"] {
+        assert!(matches!(
+            s.inspect(k).await.unwrap(),
+            Some(RecordState::Done { .. })
+        ));
+    }
+    assert!(matches!(
+        s.inspect("p-live").await.unwrap(),
+        Some(RecordState::InProgress { .. })
+    ));
+}
+
+async fn verify_names_missing_table(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    assert_eq!(fx.store.verify().await.unwrap(), vec![]);
+    let names = match d {
+        Dialect::Postgres => TableNames::new("never_made")
+            .unwrap()
+            .schema(fx.names.schema_name().unwrap())
+            .unwrap(),
+        _ => TableNames::new(&format!("never_made_{}", crate::sql_support::suffix())).unwrap(),
+    };
+    let bare = (*fx.store).clone().with_tables(names.clone());
+    let e = bare.verify().await.unwrap_err();
+    assert!(
+        matches!(&e, idem::store::StoreError::Config(m) if m.contains(names.records_name())),
+        "{e:?}"
+    );
+    // Through the handle, the error names the table as well.
+    let idem = handle(Arc::new(bare.clone()));
+    let e = idem.verify(&[]).await.unwrap_err();
+    assert!(e.to_string().contains(names.records_name()), "{e}");
+    // Using the missing table is a configuration error, not garbage.
+    let e = bare
+        .claim(req("k", Owner::random(), Duration::from_secs(1)))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, idem::store::StoreError::Config(_)), "{e:?}");
+    // migrate() is explicit and idempotent.
+    bare.migrate().await.unwrap();
+    bare.migrate().await.unwrap();
+    assert_eq!(bare.verify().await.unwrap(), vec![]);
+    if d == Dialect::MySql {
+        fx.exec(&format!(
+            "DROP TABLE {}, {}",
+            names.records_name(),
+            names.fences_name()
+        ))
+        .await;
+    }
+}
+
+async fn ddl_applies_cleanly(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let names = match d {
+        Dialect::Postgres => TableNames::new("from_ddl")
+            .unwrap()
+            .schema(fx.names.schema_name().unwrap())
+            .unwrap(),
+        _ => TableNames::new(&format!("from_ddl_{}", crate::sql_support::suffix())).unwrap(),
+    };
+    let text = ddl(d, &names);
+    // Applied twice, as a migration tool rerunning it would.
+    fx.exec(&text).await;
+    fx.exec(&text).await;
+    let store = (*fx.store).clone().with_tables(names.clone());
+    assert_eq!(store.verify().await.unwrap(), vec![]);
+    let idem = handle(Arc::new(store));
+    let out = idem
+        .guard("ddl", &[&1u8])
+        .run(|f| async move { Res::Ok(f.get()) })
+        .await
+        .unwrap();
+    assert!(out.into_inner() > 0);
+    if d == Dialect::MySql {
+        fx.exec(&format!(
+            "DROP TABLE {}, {}",
+            names.records_name(),
+            names.fences_name()
+        ))
+        .await;
+    }
+}
+
+/// Keys differing only in case or trailing spaces are different keys (MySQL's
+/// default collations would merge them: hence `VARBINARY`).
+async fn keys_are_byte_exact(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let mut fences = Vec::new();
+    for k in ["Order:1", "order:1", "order:1 ", "ordér:1"] {
+        let c = fx
+            .store
+            .claim(req(k, Owner::random(), Duration::from_secs(30)))
+            .await
+            .unwrap();
+        fences.push(fence_of(&c));
+    }
+    fences.dedup();
+    assert_eq!(fences.len(), 4, "four distinct keys, four claims");
+    // Longer than a record row holds: refused, never truncated into another key.
+    let long = "k".repeat(idem::store::sql::MAX_KEY_BYTES + 1);
+    let e = fx
+        .store
+        .claim(req(&long, Owner::random(), Duration::from_secs(30)))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, idem::store::StoreError::Config(_)), "{e:?}");
+    let at_limit = "k".repeat(idem::store::sql::MAX_KEY_BYTES);
+    fence_of(
+        &fx.store
+            .claim(req(&at_limit, Owner::random(), Duration::from_secs(30)))
+            .await
+            .unwrap(),
+    );
+}
+
+/// Two store instances (two pools, as two processes would have) on one set of
+/// tables see each other's claims, results and forgets.
+async fn instances_share_the_tables(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let other = fx.another_instance().await;
+    let (a, b) = (Owner::random(), Owner::random());
+    let fa = fence_of(
+        &fx.store
+            .claim(req("k", a, Duration::from_secs(30)))
+            .await
+            .unwrap(),
+    );
+    assert!(matches!(
+        other
+            .claim(req("k", b, Duration::from_secs(30)))
+            .await
+            .unwrap(),
+        Claim::Busy { .. }
+    ));
+    assert_eq!(
+        fx.store
+            .complete("k", a, b"I1.....", Duration::from_secs(60))
+            .await
+            .unwrap(),
+        Owned::Applied
+    );
+    match other
+        .claim(req("k", b, Duration::from_secs(30)))
+        .await
+        .unwrap()
+    {
+        Claim::Done(rec) => assert_eq!((rec.owner, rec.fence.get()), (a, fa)),
+        c => panic!("{c:?}"),
+    }
+    // A forget through the other instance is seen at once: nothing is cached
+    // about finished records.
+    assert!(other.forget("k").await.unwrap());
+    let fb = fence_of(
+        &fx.store
+            .claim(req("k", b, Duration::from_secs(30)))
+            .await
+            .unwrap(),
+    );
+    assert!(fb > fa);
+}
+
+/// `verify()` warns about a SQLite database outside WAL mode.
+#[tokio::test]
+async fn sqlite_without_wal_is_a_warning() {
+    let dir = crate::sql_support::TempDir::new();
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.path().join("rollback.db"))
+        .create_if_missing(true)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Delete);
+    let store = SqlStore::sqlite(sqlx::SqlitePool::connect_with(opts).await.unwrap());
+    store.migrate().await.unwrap();
+    let warnings = store.verify().await.unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].0.contains("journal_mode"), "{warnings:?}");
+    let wal = SqlStore::open(dir.path().join("wal.db")).await.unwrap();
+    wal.migrate().await.unwrap();
+    assert_eq!(wal.verify().await.unwrap(), vec![]);
+}
