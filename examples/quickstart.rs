@@ -58,32 +58,53 @@ struct Shop {
     on_conflict = find_order,
     degrade = "backstop"
 )]
-async fn create_order(shop: &Shop, user_id: u64, req_id: &str, amount: i64) -> Result<Order, ShopError> {
+async fn create_order(
+    shop: &Shop,
+    user_id: u64,
+    req_id: &str,
+    amount: i64,
+) -> Result<Order, ShopError> {
     shop.executions.fetch_add(1, Ordering::SeqCst);
     let order_no = format!("{user_id}-{req_id}");
     // The constrained insert is the body's first effect (required by `degrade`).
-    let id: i64 = sqlx::query_scalar("INSERT INTO orders (order_no, user_id, amount) VALUES (?, ?, ?) RETURNING id")
-        .bind(&order_no)
-        .bind(user_id as i64)
-        .bind(amount)
-        .fetch_one(&shop.db)
-        .await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO orders (order_no, user_id, amount) VALUES (?, ?, ?) RETURNING id",
+    )
+    .bind(&order_no)
+    .bind(user_id as i64)
+    .bind(amount)
+    .fetch_one(&shop.db)
+    .await?;
     // Slow enough that concurrent copies really overlap.
     tokio::time::sleep(Duration::from_millis(50)).await;
     if shop.time_out_after_insert.swap(false, Ordering::SeqCst) {
         return Err(ShopError::Timeout); // the row is committed, the caller saw a failure
     }
-    Ok(Order { id, order_no, amount })
+    Ok(Order {
+        id,
+        order_no,
+        amount,
+    })
 }
 
 /// After a unique violation on `uk_orders_order_no`: load the order that exists.
-async fn find_order(shop: &Shop, user_id: &u64, req_id: &str, _amount: &i64) -> Result<Order, ShopError> {
+async fn find_order(
+    shop: &Shop,
+    user_id: &u64,
+    req_id: &str,
+    _amount: &i64,
+) -> Result<Order, ShopError> {
     let order_no = format!("{user_id}-{req_id}");
-    let (id, amount): (i64, i64) = sqlx::query_as("SELECT id, amount FROM orders WHERE order_no = ?")
-        .bind(&order_no)
-        .fetch_one(&shop.db)
-        .await?;
-    Ok(Order { id, order_no, amount })
+    let (id, amount): (i64, i64) =
+        sqlx::query_as("SELECT id, amount FROM orders WHERE order_no = ?")
+            .bind(&order_no)
+            .fetch_one(&shop.db)
+            .await?;
+    Ok(Order {
+        id,
+        order_no,
+        amount,
+    })
 }
 
 #[derive(Default)]
@@ -137,7 +158,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .execute(&db)
     .await?;
-    sqlx::query("CREATE UNIQUE INDEX uk_orders_order_no ON orders (order_no)").execute(&db).await?;
+    sqlx::query("CREATE UNIQUE INDEX uk_orders_order_no ON orders (order_no)")
+        .execute(&db)
+        .await?;
 
     // The fast store (here in-process; Redis in production) wrapped so round 4 can
     // take it down. The SQLite catalog names the index behind a unique violation.
@@ -153,7 +176,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("verify: {}", w.0);
     }
 
-    let shop = Arc::new(Shop { db, executions: AtomicUsize::new(0), time_out_after_insert: AtomicBool::new(false) });
+    let shop = Arc::new(Shop {
+        db,
+        executions: AtomicUsize::new(0),
+        time_out_after_insert: AtomicBool::new(false),
+    });
     let mut table = Vec::new();
 
     // Round 1: a double-clicking user, ten times in a row.

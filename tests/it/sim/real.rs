@@ -33,9 +33,14 @@ const REAL: Reading = Reading {
     timing: false,
 };
 
-/// Runs every seed of `seeds` against stores from `make`, all at once, and
-/// panics with the failing seeds and the first failure's history.
-pub(crate) fn run_real_schedules(name: &str, seeds: Range<u64>, make: StoreFactory) {
+/// Runs every seed of `seeds` against stores from `make`, `parallel` schedules at
+/// a time, and panics with the failing seeds and the first failure's history.
+pub(crate) fn run_real_schedules(
+    name: &str,
+    seeds: Range<u64>,
+    parallel: usize,
+    make: StoreFactory,
+) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -46,7 +51,7 @@ pub(crate) fn run_real_schedules(name: &str, seeds: Range<u64>, make: StoreFacto
     let failures = rt.block_on(async move {
         let mut tasks = tokio::task::JoinSet::new();
         // At most this many schedules (and store connections) at once.
-        let slots = Arc::new(tokio::sync::Semaphore::new(250));
+        let slots = Arc::new(tokio::sync::Semaphore::new(parallel));
         for seed in seeds {
             let make = Arc::clone(&make);
             let slots = Arc::clone(&slots);
@@ -97,9 +102,9 @@ pub(crate) fn run_real_schedules(name: &str, seeds: Range<u64>, make: StoreFacto
     }
 }
 
-/// Schedules per real store (`IDEM_SIM_REAL_SEEDS` overrides).
-fn real_seeds() -> Range<u64> {
-    0..super::env_u64("IDEM_SIM_REAL_SEEDS").unwrap_or(200)
+/// Schedules per real store: `n` by default, `IDEM_SIM_REAL_SEEDS` overrides.
+fn real_seeds(n: u64) -> Range<u64> {
+    0..super::env_u64("IDEM_SIM_REAL_SEEDS").unwrap_or(n)
 }
 
 /// The shared Redis at 127.0.0.1:6379 (required: fails loudly when it is down),
@@ -123,7 +128,7 @@ fn sim_redis_store_schedules() {
             Ok(Arc::new(store) as Arc<dyn Store>)
         })
     });
-    run_real_schedules("redis", real_seeds(), make);
+    run_real_schedules("redis", real_seeds(200), 250, make);
     drop(prefix);
 }
 
@@ -136,5 +141,46 @@ fn sim_real_time_memory_store_schedules() {
         let s = Arc::clone(&shared);
         Box::pin(async move { Ok(s) })
     });
-    run_real_schedules("memory", 0..50, make);
+    run_real_schedules("memory", 0..50, 50, make);
+}
+
+/// One fresh set of idem tables (a PostgreSQL schema, MariaDB table names, a
+/// SQLite temp file) shared by all schedules of a run, each under its own
+/// namespace; created on first use inside the run's runtime, dropped with it.
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+fn sql_tables(dialect: idem::store::sql::Dialect) -> StoreFactory {
+    use crate::sql_support::Fixture;
+    let cell: Arc<tokio::sync::OnceCell<Fixture>> = Arc::default();
+    Arc::new(move |_| {
+        let cell = Arc::clone(&cell);
+        Box::pin(async move {
+            let fx = cell.get_or_init(|| Fixture::new(dialect)).await;
+            Ok(fx.dyn_store())
+        })
+    })
+}
+
+/// SQLite in a temp file (one writer at a time: fewer schedules at once).
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[test]
+fn sim_sqlite_store_schedules() {
+    let make = sql_tables(idem::store::sql::Dialect::Sqlite);
+    run_real_schedules("sqlite", real_seeds(200), 100, make);
+}
+
+/// The shared PostgreSQL (required), in a fresh schema. Fewer schedules: the
+/// fixture's pool has four connections, and the SQL suites cover it at length.
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[test]
+fn sim_postgres_store_schedules() {
+    let make = sql_tables(idem::store::sql::Dialect::Postgres);
+    run_real_schedules("postgres", real_seeds(60), 60, make);
+}
+
+/// The shared MariaDB (required), in fresh tables; fewer schedules, as above.
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[test]
+fn sim_mysql_store_schedules() {
+    let make = sql_tables(idem::store::sql::Dialect::MySql);
+    run_real_schedules("mysql", real_seeds(60), 60, make);
 }
