@@ -5,16 +5,21 @@
 //! two keys, bodies that succeed, fail, hang past the lease and `max_hold`, callers
 //! that drop their call, store faults from a seeded `FaultPlan` (unavailable, slow,
 //! lost reply after apply, lost key before claim), outages, operator `forget`s,
-//! whole-store key loss and process crashes. It runs on a current-thread runtime
-//! with a paused clock, so leases, ttl, timeouts and backoff all elapse in virtual
-//! time and a seed replays exactly. Then [`invariants`] are checked against the
-//! recorded history and store log.
+//! whole-store key loss, `purge_expired`, replies delayed after the command
+//! applied, and process crashes (every in-flight call of the process dropped, its
+//! later store traffic cut). It runs on a current-thread runtime with a paused
+//! clock, so leases, ttl, timeouts and backoff all elapse in virtual time and a
+//! seed replays exactly (`sim_is_reproducible_from_its_seed`). Then the
+//! [`invariants`] are checked against the recorded history and store log.
 //!
-//! - `IDEM_SIM_SEEDS=N` runs N seeds (default 10 000);
-//! - `IDEM_SIM_SEED=S` reruns one seed and prints its whole history.
+//! - `IDEM_SIM_SEEDS=N` runs N seeds (default 10 000), `IDEM_SIM_BASE=B` starts at B;
+//! - `IDEM_SIM_SEED=S` reruns one seed and prints its whole history;
+//! - `IDEM_SIM_REAL_SEEDS=N` sizes the real-store runs of `real.rs` (Redis,
+//!   SQLite, PostgreSQL, MariaDB), which reuse the harness in real time.
 //!
-//! A failing seed is printed with the invariant it broke; pin it as a regression
-//! test in `regressions.rs`.
+//! `model/` holds the exhaustive checks (store state machine, local wake-up).
+//! A failing seed is printed with the invariant it broke; pin it as an explicit
+//! schedule in `regressions.rs` (seeds change meaning when the generator grows).
 
 mod history;
 mod invariants;
