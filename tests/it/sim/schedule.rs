@@ -172,16 +172,28 @@ impl Schedule {
     /// True when the only faults are blips: outages shorter than a third of every
     /// lease (renewal runs every third of a lease, so a blip costs at most one
     /// renewal) and than the operation budget (less 100 ms for the retry pauses,
-    /// so a `complete` or `release` outlasts it). No blip may cost a running body
-    /// its lease or a finished body its stored result.
+    /// so a `complete` or `release` outlasts it), at least a lease and a budget
+    /// apart (two blips in one window are one longer outage: seed 5022874). No
+    /// blip may cost a running body its lease or a finished body its result.
     pub(crate) fn calm(&self) -> bool {
         let longest = self.longest_blip();
+        let max_lease = self
+            .keys
+            .iter()
+            .map(|k| k.policy.lease)
+            .max()
+            .unwrap_or_default();
+        let gap = max_lease.max(self.op_timeout);
+        let mut free_from = Duration::ZERO;
         self.plan.is_none()
             && self.reply_delay.is_none()
-            && self
-                .events
-                .iter()
-                .all(|(_, e)| matches!(e, Event::Outage(d) if *d < longest))
+            && self.events.iter().all(|(at, e)| match e {
+                Event::Outage(d) if *d < longest && *at >= free_from => {
+                    free_from = *at + *d + gap;
+                    true
+                }
+                _ => false,
+            })
     }
 
     fn longest_blip(&self) -> Duration {
