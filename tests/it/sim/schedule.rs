@@ -310,15 +310,26 @@ impl Schedule {
                 .saturating_sub(Duration::from_millis(60))
                 .min(op_timeout.saturating_sub(Duration::from_millis(110)))
                 .max(Duration::from_millis(10));
-            let mut events: Vec<(Duration, Event)> = (0..r.range(1, 3))
-                .map(|_| {
-                    (
-                        r.ms(0, horizon),
-                        Event::Outage(r.ms(10, longest.as_millis() as u64)),
-                    )
-                })
-                .collect();
-            events.sort_by_key(|e| e.0);
+            let max_lease = keys
+                .iter()
+                .map(|k| k.policy.lease)
+                .max()
+                .unwrap_or_default();
+            let gap = max_lease.max(op_timeout);
+            // Mostly spaced blips (calm); sometimes bunched ones (not calm, and
+            // then only the unconditional invariants apply).
+            let bunched = r.chance(20);
+            let mut at = r.ms(0, horizon / 2);
+            let mut events = Vec::new();
+            for _ in 0..r.range(1, 3) {
+                let d = r.ms(10, longest.as_millis() as u64);
+                events.push((at, Event::Outage(d)));
+                at += d + if bunched {
+                    r.ms(0, 300)
+                } else {
+                    gap + r.ms(1, 1000)
+                };
+            }
             return Schedule {
                 seed,
                 keys,
