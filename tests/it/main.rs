@@ -5,6 +5,7 @@ mod support;
 
 mod conformance;
 mod memory;
+mod observability;
 #[cfg(feature = "redis")]
 mod redis_cluster;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
