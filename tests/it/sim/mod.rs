@@ -12,7 +12,7 @@
 //! seed replays exactly (`sim_is_reproducible_from_its_seed`). Then the
 //! [`invariants`] are checked against the recorded history and store log.
 //!
-//! - `IDEM_SIM_SEEDS=N` runs N seeds (default 10 000), `IDEM_SIM_BASE=B` starts at B;
+//! - `IDEM_SIM_SEEDS=N` runs N seeds (default 20 000), `IDEM_SIM_BASE=B` starts at B;
 //! - `IDEM_SIM_SEED=S` reruns one seed and prints its whole history;
 //! - `IDEM_SIM_REAL_SEEDS=N` sizes the real-store runs of `real.rs` (Redis,
 //!   SQLite, PostgreSQL, MariaDB), which reuse the harness in real time.
@@ -124,7 +124,7 @@ fn sim_memory_seeded_schedules() {
         }
         return;
     }
-    let n = env_u64("IDEM_SIM_SEEDS").unwrap_or(10_000);
+    let n = env_u64("IDEM_SIM_SEEDS").unwrap_or(20_000);
     let base = env_u64("IDEM_SIM_BASE").unwrap_or(0);
     let t0 = Instant::now();
     let workers = 2u64;
