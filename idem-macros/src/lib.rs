@@ -1,1 +1,54 @@
-//! placeholder
+//! Attribute macros for `idem`. Use them through the `idem` crate
+//! (`#[idem::idempotent(...)]`); the generated code calls `idem::__private`.
+
+mod args;
+mod codegen;
+mod duration;
+mod errors;
+mod idempotent;
+mod item;
+mod template;
+mod validate;
+
+#[cfg(test)]
+mod snapshots;
+
+use proc_macro::TokenStream;
+
+/// Makes an `async fn` returning `Result<T, E>` idempotent: the body runs once
+/// per rendered key; repeats within `ttl` get the stored result, concurrent
+/// duplicates wait for it (or are rejected), and a failed body releases the key.
+///
+/// ```text
+/// #[idem::idempotent(key = "order-create:<user_id>:<req_id>", ttl = "24h",
+///                    backstop = "uk_order_no", on_conflict = find_order)]
+/// async fn create_order(db: &PgPool, user_id: u64, req_id: &str, cmd: &CreateOrder)
+///     -> Result<Order, AppError> { .. }
+/// ```
+///
+/// `T: Serialize + DeserializeOwned + Send`, `E: From<idem::Error> + Send`. The
+/// signature is unchanged; a parameter of type `idem::Fence` receives the claim's
+/// fence (callers pass `Fence::NONE`).
+///
+/// | option | value | default |
+/// |---|---|---|
+/// | `key` | `"scene:<param>:<param.field>"` | required |
+/// | `ttl` | duration (`ms` `s` `m` `h` `d`, e.g. `"1h30m"`) | `"24h"` |
+/// | `lease` | duration, shorter than `ttl` | `"30s"` |
+/// | `wait` | duration | the lease |
+/// | `concurrent` | `"wait"` or `"reject"` | `"wait"` |
+/// | `fingerprint` | `[param, ...]` | none |
+/// | `version` | integer | `1` |
+/// | `backstop` | `"unique_constraint_name"` | none |
+/// | `on_conflict` | path to `async fn(&p1, &p2, ..) -> Result<T, E>` | none |
+/// | `degrade` | `"backstop"` (requires `backstop`) | off |
+/// | `terminal` | path to `fn(&E) -> bool` | none |
+/// | `handle` | expression of type `&idem::Idem` | the installed global |
+/// | `crate` | `"path"` to the `idem` crate | `"::idem"` |
+///
+/// Every mistake in the attribute is a compile error at its own span, all
+/// reported at once; the function is then emitted unchanged.
+#[proc_macro_attribute]
+pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
+    idempotent::expand(args.into(), item.into()).into()
+}

@@ -396,15 +396,22 @@ impl Call<'_> {
         }
     }
 
-    async fn complete<V>(
-        &self,
+    /// Stores the result. Encodes before the first await, so the returned future
+    /// holds bytes, not `&V`: a guarded future is then `Send` without `V: Sync`.
+    fn complete<'s, V>(
+        &'s self,
         owner: Owner,
         value: &V,
         _kind: Kind,
         encode: impl FnOnce(&V, &str, u32) -> Result<Vec<u8>, Error>,
-    ) {
+    ) -> impl Future<Output = ()> + 's {
+        let payload = encode(value, self.key.as_str(), self.policy.version);
+        self.store_payload(owner, payload)
+    }
+
+    async fn store_payload(&self, owner: Owner, payload: Result<Vec<u8>, Error>) {
         let key = self.key.as_str();
-        let payload = match encode(value, key, self.policy.version) {
+        let payload = match payload {
             Ok(p) => p,
             Err(e) => {
                 tracing::error!(key, error = %e, "result cannot be encoded; the claim will lapse");
@@ -443,19 +450,25 @@ impl Call<'_> {
         }
     }
 
-    /// Is `err` a violation of this call's backstop constraint?
-    async fn backstop_hit<E>(
-        &self,
+    /// Is `err` a violation of this call's backstop constraint? The violation is
+    /// extracted before the first await, so the future does not hold `&E` (a
+    /// guarded future is then `Send` without `E: Sync`).
+    fn backstop_hit<'s, E>(
+        &'s self,
         err: &E,
         detect: Option<crate::hooks::DetectFn<E>>,
-    ) -> Option<String> {
-        let name = self.policy.backstop.as_deref()?;
-        let dyn_err = detect?(err)?;
-        let v = crate::backstop::find_unique_violation(dyn_err)?;
-        self.idem
-            .violation_matches(name, &v)
-            .await
-            .then(|| name.to_owned())
+    ) -> impl Future<Output = Option<String>> + 's {
+        let found = self.policy.backstop.as_deref().and_then(|name| {
+            let v = crate::backstop::find_unique_violation(detect?(err)?)?;
+            Some((name, v))
+        });
+        async move {
+            let (name, v) = found?;
+            self.idem
+                .violation_matches(name, &v)
+                .await
+                .then(|| name.to_owned())
+        }
     }
 
     async fn after_backstop<T, E, C>(

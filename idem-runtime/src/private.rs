@@ -7,6 +7,7 @@
 
 use std::error::Error as StdError;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -53,6 +54,23 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// The defaults the macro leaves out: `..Spec::DEFAULT` keeps the expansion
+    /// to the options actually written. `function`, `template` and `scene` are
+    /// always given.
+    pub const DEFAULT: Spec = Spec {
+        function: "",
+        template: "",
+        scene: "",
+        ttl: crate::policy::DEFAULT_TTL,
+        lease: crate::policy::DEFAULT_LEASE,
+        wait: None,
+        max_hold: None,
+        concurrent: Concurrency::Wait,
+        version: 1,
+        backstop: None,
+        degrade: false,
+    };
+
     fn policy(&self) -> Policy {
         Policy {
             ttl: self.ttl,
@@ -131,22 +149,28 @@ impl FenceCell {
     pub fn get(&self) -> Fence {
         Fence::new(self.0.load(Ordering::Acquire))
     }
+    /// What the body's `idem::Fence` parameter is rebound to: the claim's fence
+    /// (the caller passes `Fence::NONE`; the argument is taken so it counts as used).
+    pub fn take(&self, _passed: Fence) -> Fence {
+        self.get()
+    }
     fn set(&self, f: Fence) {
         self.0.store(f.get(), Ordering::Release);
     }
 }
 
-/// One guarded call as generated code builds it.
-pub struct Guarded<'h, E, C = NoConflict> {
+/// One guarded call as generated code builds it, typed by the function's
+/// declared return type `R` (`Result<T, E>` or an alias of it).
+pub struct Guarded<'h, R: IsResult, C = NoConflict> {
     spec: &'static Spec,
     key: KeyBuf,
     handle: Option<&'h Idem>,
     fingerprint: Result<Fingerprint, String>,
-    hooks: Hooks<E, C>,
+    hooks: Hooks<R::Err, C>,
     fence: Option<&'h FenceCell>,
 }
 
-impl<E, C> std::fmt::Debug for Guarded<'_, E, C> {
+impl<R: IsResult, C> std::fmt::Debug for Guarded<'_, R, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Guarded")
             .field("function", &self.spec.function)
@@ -155,7 +179,7 @@ impl<E, C> std::fmt::Debug for Guarded<'_, E, C> {
     }
 }
 
-impl<'h, E> Guarded<'h, E, NoConflict> {
+impl<'h, R: IsResult> Guarded<'h, R, NoConflict> {
     /// Starts the call.
     pub fn new(spec: &'static Spec, key: KeyBuf) -> Self {
         Guarded {
@@ -169,7 +193,7 @@ impl<'h, E> Guarded<'h, E, NoConflict> {
     }
 }
 
-impl<'h, E, C> Guarded<'h, E, C> {
+impl<'h, R: IsResult, C> Guarded<'h, R, C> {
     /// Uses this handle instead of the installed global.
     pub fn handle(mut self, idem: &'h Idem) -> Self {
         self.handle = Some(idem);
@@ -182,23 +206,32 @@ impl<'h, E, C> Guarded<'h, E, C> {
         self
     }
 
+    /// The request fingerprint, built in place so the hasher is not kept alive
+    /// across the body's awaits.
+    pub fn fingerprint_with(mut self, add: impl FnOnce(&mut FingerprintBuilder)) -> Self {
+        let mut fp = FingerprintBuilder::new();
+        add(&mut fp);
+        self.fingerprint = fp.finish();
+        self
+    }
+
     /// Where a backstop violation is searched for in `E`.
-    pub fn detect(mut self, detect: DetectFn<E>) -> Self {
+    pub fn detect(mut self, detect: DetectFn<R::Err>) -> Self {
         self.hooks = self.hooks.detect(detect);
         self
     }
 
     /// Terminal errors (stored and replayed).
-    pub fn terminal(mut self, is_terminal: fn(&E) -> bool) -> Self
+    pub fn terminal(mut self, is_terminal: fn(&R::Err) -> bool) -> Self
     where
-        E: Serialize + DeserializeOwned,
+        R::Err: TerminalError,
     {
         self.hooks = self.hooks.terminal(Terminal::new(is_terminal));
         self
     }
 
     /// The lookup run after a backstop violation.
-    pub fn on_conflict<C2>(self, on_conflict: C2) -> Guarded<'h, E, C2> {
+    pub fn on_conflict<C2>(self, on_conflict: C2) -> Guarded<'h, R, C2> {
         Guarded {
             spec: self.spec,
             key: self.key,
@@ -216,18 +249,26 @@ impl<'h, E, C> Guarded<'h, E, C> {
     }
 
     /// Runs the body under the guard and returns what the function returns.
-    pub async fn run<T, Fut>(self, body: Fut) -> Result<T, E>
+    ///
+    /// The one `Returns` bound is checked against the type the macro names in
+    /// `Guarded::<R>::new` (the user's return type), so a result that cannot be
+    /// stored is one error there.
+    pub async fn run<Fut>(self, body: Fut) -> R
     where
-        T: Serialize + DeserializeOwned + Send,
-        E: From<Error> + Send,
-        C: OnConflict<T, E>,
-        Fut: Future<Output = Result<T, E>> + Send,
+        R: Returns,
+        C: OnConflict<R::Ok, R::Err>,
+        Fut: Future<Output = R> + Send,
     {
         let idem = match self.handle {
             Some(h) => h,
-            None => global()?,
+            None => match global() {
+                Ok(h) => h,
+                Err(e) => return R::from_result(Err(e.into())),
+            },
         };
-        idem.register_scene(self.spec.scene, self.spec.function)?;
+        if let Err(e) = idem.register_scene(self.spec.scene, self.spec.function) {
+            return R::from_result(Err(e.into()));
+        }
         let key = self.key.into_key(idem.namespace());
         let policy = self.spec.policy();
         let cell = self.fence;
@@ -237,16 +278,95 @@ impl<'h, E, C> Guarded<'h, E, C> {
             policy: &policy,
             technique: "idempotent",
         };
-        call.execute(self.fingerprint, self.hooks, move |fence| {
-            if let Some(c) = cell {
-                c.set(fence);
-            }
-            body
-        })
-        .await
-        .map(crate::outcome::Outcome::into_inner)
+        let result = call
+            .execute(self.fingerprint, self.hooks, move |fence| {
+                if let Some(c) = cell {
+                    c.set(fence);
+                }
+                async move { body.await.into_result() }
+            })
+            .await
+            .map(crate::outcome::Outcome::into_inner);
+        R::from_result(result)
     }
 }
+
+/// What an `#[idempotent]` function may return: `Result<T, E>` whose `Ok` value
+/// can be stored and replayed and whose error can carry an `idem::Error`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the result of an `#[idempotent]` function",
+    label = "expected `Result<T, E>`",
+    note = "the function must return `Result<T, E>` with `T: Serialize + DeserializeOwned + Send` (it is stored and replayed) and `E: From<idem::Error> + Send`"
+)]
+pub trait Returns: IsResult<Ok: Storable, Err: IdemErrorInto> {}
+
+impl<T: Storable, E: IdemErrorInto> Returns for Result<T, E> {}
+
+/// A result value that can be stored and replayed. One bound, so a type missing
+/// several of them is one error at the user's return type (`do_not_recommend`
+/// keeps rustc from listing each missing trait separately).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be stored as the result of an `#[idempotent]` function",
+    label = "the `Ok` type must implement `Serialize`, `DeserializeOwned` and `Send`",
+    note = "the result is stored and replayed to repeated calls: derive `serde::Serialize` and `serde::Deserialize` for `{Self}`"
+)]
+pub trait Storable: Serialize + DeserializeOwned + Send {}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + DeserializeOwned + Send> Storable for T {}
+
+/// An error type whose terminal errors can be stored and replayed (`terminal = ..`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be stored as a terminal error",
+    label = "`terminal` stores errors, so the `Err` type must implement `Serialize` and `DeserializeOwned`",
+    note = "derive `serde::Serialize` and `serde::Deserialize` for `{Self}`, or drop `terminal`"
+)]
+pub trait TerminalError: Serialize + DeserializeOwned {}
+
+#[diagnostic::do_not_recommend]
+impl<E: Serialize + DeserializeOwned> TerminalError for E {}
+
+/// Runs a guarded call. A free function so the declared return type is named in
+/// its turbofish (`run::<ReturnType, _, _>`): rustc reports an unsatisfied
+/// `Returns` bound there, i.e. once, on the user's return type (cached 0043a).
+/// The future is boxed because an `async fn`'s opaque type would repeat the
+/// bound check (and the error) at the call site; one allocation per call.
+pub fn run<'a, R, C, Fut>(
+    guarded: Guarded<'a, R, C>,
+    body: Fut,
+) -> Pin<Box<dyn Future<Output = R> + Send + 'a>>
+where
+    R: Returns + 'a,
+    C: OnConflict<R::Ok, R::Err> + 'a,
+    Fut: Future<Output = R> + Send + 'a,
+{
+    Box::pin(guarded.run(body))
+}
+
+/// A business error that can carry an `idem::Error`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot carry an `idem::Error`",
+    label = "the `Err` type must implement `From<idem::Error>` and `Send`",
+    note = "add a variant wrapping `idem::Error` and implement `From<idem::Error>` for `{Self}` (with thiserror: `Idem(#[from] idem::Error)`); for a foreign error type such as `sqlx::Error`, return your own wrapper enum"
+)]
+pub trait IdemErrorInto: From<Error> + Send {}
+
+#[diagnostic::do_not_recommend]
+impl<E: From<Error> + Send> IdemErrorInto for E {}
+
+/// The backstop `detect` hook for a concrete error expression: autoref
+/// specialisation over [`ViaStdError`], [`ViaAsRef`], [`ViaNothing`]. A macro so
+/// the method lookup happens where the error type is concrete, and so the
+/// trait imports stay inside this expansion rather than in user code.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __idem_detect {
+    ($e:expr) => {{
+        use $crate::__private::{ViaAsRef as _, ViaNothing as _, ViaStdError as _};
+        (&&&$crate::__private::ErrProbe($e)).idem_dyn()
+    }};
+}
+pub use crate::__idem_detect as detect;
 
 /// Autoref specialisation: finds the `&dyn Error` view of a concrete error type,
 /// whether it implements `std::error::Error` or is `anyhow`-like
@@ -289,13 +409,28 @@ impl<'a, T: ?Sized> ViaNothing<'a> for ErrProbe<'a, T> {
 
 /// Names the `Ok` and `Err` types of a function's declared return type, so
 /// generated code can name them even behind a `type Result<T> = ...` alias.
-pub trait IsResult {
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `Result`",
+    label = "expected `Result<T, E>`",
+    note = "an `#[idempotent]` function returns `Result<T, E>` (or an alias of it)"
+)]
+pub trait IsResult: Sized {
     /// The `Ok` type.
     type Ok;
     /// The `Err` type.
     type Err;
+    /// As a plain `Result`.
+    fn into_result(self) -> Result<Self::Ok, Self::Err>;
+    /// Back from a plain `Result`.
+    fn from_result(r: Result<Self::Ok, Self::Err>) -> Self;
 }
 impl<T, E> IsResult for Result<T, E> {
     type Ok = T;
     type Err = E;
+    fn into_result(self) -> Self {
+        self
+    }
+    fn from_result(r: Self) -> Self {
+        r
+    }
 }

@@ -26,3 +26,9 @@ mod sql_procs;
 mod sql_store;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_support;
+
+mod macro_backstop;
+mod macro_basic;
+mod macro_concurrency;
+mod macro_fence;
+mod macro_support;

@@ -1,0 +1,99 @@
+//! Error collection: every problem in one `#[idempotent]` is reported at once
+//! (serde's `Ctxt`), each with its own span, in rustc's style.
+
+use proc_macro2::{Span, TokenStream};
+
+/// The errors found so far.
+#[derive(Default)]
+pub(crate) struct Errors(Vec<syn::Error>);
+
+impl Errors {
+    /// Records an error at `span`.
+    pub(crate) fn at(&mut self, span: Span, msg: impl std::fmt::Display) {
+        self.0.push(syn::Error::new(span, msg));
+    }
+
+    /// Records an error from a parser.
+    pub(crate) fn push(&mut self, e: syn::Error) {
+        self.0.push(e);
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// One `compile_error!` per error.
+    pub(crate) fn into_compile_errors(self) -> TokenStream {
+        self.0.into_iter().map(|e| e.to_compile_error()).collect()
+    }
+}
+
+/// The closest candidate to `name`, if it is close enough to be a plausible typo.
+pub(crate) fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// `; did you mean `x`?` or nothing.
+pub(crate) fn suggestion<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    match did_you_mean(name, candidates) {
+        Some(c) => format!("; did you mean `{c}`?"),
+        None => String::new(),
+    }
+}
+
+/// "`a`, `b` or `c`".
+pub(crate) fn one_of(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// Levenshtein distance over chars.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distances() {
+        assert_eq!(edit_distance("ttl", "tll"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn suggests_only_close_names() {
+        assert_eq!(
+            did_you_mean("usr_id", ["user_id", "req_id"]),
+            Some("user_id")
+        );
+        assert_eq!(did_you_mean("zzz", ["user_id", "req_id"]), None);
+        assert_eq!(one_of(&["a", "b", "c"]), "`a`, `b` or `c`");
+        assert_eq!(one_of(&["a"]), "`a`");
+    }
+}

@@ -1,0 +1,10 @@
+//! Compile-time behaviour of `#[idempotent]`: diagnostics pinned by `.stderr`
+//! files (regenerate with `TRYBUILD=overwrite`, then review) and expansions that
+//! must compile and run.
+
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/ui/fail/*.rs");
+}
