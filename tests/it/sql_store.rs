@@ -78,6 +78,7 @@ sql_cases!(
     ddl_applies_cleanly,
     keys_are_byte_exact,
     instances_share_the_tables,
+    cancelled_claims_leave_no_open_transaction,
 );
 
 async fn concurrent_callers_many_keys(d: Dialect) {
@@ -519,4 +520,40 @@ async fn sqlite_without_wal_is_a_warning() {
     let wal = SqlStore::open(dir.path().join("wal.db")).await.unwrap();
     wal.migrate().await.unwrap();
     assert_eq!(wal.verify().await.unwrap(), vec![]);
+}
+
+/// Callers that give up mid-claim (timeouts at every point of the claim's
+/// statements) must not leave a pooled connection inside a transaction: sqlx's
+/// `begin()` cut after `BEGIN` was sent returns the connection with the server
+/// still in a transaction, and every later autocommit statement on it would
+/// stay uncommitted. So: a storm of cut claims on one connection, then deletes
+/// on that same connection, which another connection must see at once.
+async fn cancelled_claims_leave_no_open_transaction(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let store = fx.another_instance().await; // 1 connection (servers) / 4 (SQLite)
+    let n = 300u64;
+    for i in 0..n {
+        let k = format!("c{i}");
+        let cut = Duration::from_micros(25 * (i % 60));
+        let _ = tokio::time::timeout(
+            cut,
+            store.claim(req(&k, Owner::random(), Duration::from_secs(30))),
+        )
+        .await;
+    }
+    // Let detached work finish.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut live = 0;
+    for i in 0..n {
+        let k = format!("c{i}");
+        if store.forget(&k).await.unwrap() {
+            live += 1;
+            assert_eq!(
+                fx.store.inspect(&k).await.unwrap(),
+                None,
+                "{k}: a delete on the reused connection is not visible elsewhere (left in a transaction)"
+            );
+        }
+    }
+    assert!(live > 0, "some claims applied before their callers gave up");
 }

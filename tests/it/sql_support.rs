@@ -198,13 +198,20 @@ impl Drop for Fixture {
     fn drop(&mut self) {
         let Some(c) = self.cleanup.take() else { return };
         let sql = match &c {
-            Cleanup::Pg(schema) => format!("DROP SCHEMA IF EXISTS {schema} CASCADE"),
-            Cleanup::My(tables) => format!("DROP TABLE IF EXISTS {}", tables.join(", ")),
+            // Bounded lock waits: a connection left inside a transaction must fail
+            // the cleanup loudly, not hang the suite.
+            Cleanup::Pg(schema) => {
+                format!("SET lock_timeout = '20s'; DROP SCHEMA IF EXISTS {schema} CASCADE")
+            }
+            Cleanup::My(tables) => format!(
+                "SET SESSION lock_wait_timeout = 20; DROP TABLE IF EXISTS {}",
+                tables.join(", ")
+            ),
             Cleanup::Lite(_) => return, // the temp dir goes with `c`
         };
         let dialect = self.dialect;
         // Drop runs inside the test's runtime: use a thread with its own.
-        let _ = std::thread::spawn(move || {
+        let cleanup = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -234,12 +241,21 @@ impl Drop for Fixture {
                         Err(e) => Err(e),
                     },
                 };
-                if let Err(e) = r {
-                    eprintln!("fixture cleanup failed: {e}");
-                }
-            });
+                r.map_err(|e| e.to_string())
+            })
         })
         .join();
+        let failed = match cleanup {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(_) => Some("cleanup thread panicked".to_owned()),
+        };
+        if let Some(e) = failed {
+            // Not while unwinding from the test's own failure (that would abort).
+            if !std::thread::panicking() {
+                panic!("fixture cleanup failed (a pooled connection left in a transaction?): {e}");
+            }
+        }
     }
 }
 
