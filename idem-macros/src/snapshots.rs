@@ -89,14 +89,15 @@ fn expansions_match_snapshots() {
 
 #[test]
 fn the_documented_expansion_is_the_snapshot() {
-    let docs =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/macro.md"))
-            .expect("docs/macro.md");
     let snapshot = std::fs::read_to_string(dir().join("readme.expanded.rs")).expect("snapshot");
-    assert!(
-        docs.contains(&snapshot),
-        "docs/macro.md must show idem-macros/tests/snapshots/readme.expanded.rs verbatim"
-    );
+    for doc in ["../docs/macro.md", "../README.md"] {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc))
+            .expect("documentation file");
+        assert!(
+            text.contains(&snapshot),
+            "{doc} must show idem-macros/tests/snapshots/readme.expanded.rs verbatim"
+        );
+    }
 }
 
 #[test]

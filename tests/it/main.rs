@@ -5,6 +5,7 @@ mod support;
 
 mod conformance;
 mod memory;
+mod observability;
 #[cfg(feature = "redis")]
 mod redis_cluster;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
@@ -13,6 +14,12 @@ mod redis_faults;
 mod redis_procs;
 #[cfg(feature = "redis")]
 mod redis_store;
+
+mod macro_backstop;
+mod macro_basic;
+mod macro_concurrency;
+mod macro_fence;
+mod macro_support;
 // The SQL suites run against all three databases at once.
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_backstop;
@@ -26,9 +33,3 @@ mod sql_procs;
 mod sql_store;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_support;
-
-mod macro_backstop;
-mod macro_basic;
-mod macro_concurrency;
-mod macro_fence;
-mod macro_support;
