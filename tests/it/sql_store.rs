@@ -551,7 +551,7 @@ async fn cancelled_claims_leave_no_open_transaction(d: Dialect) {
     let n = 300u64;
     for i in 0..n {
         let k = format!("c{i}");
-        let cut = Duration::from_micros(25 * (i % 60));
+        let cut = Duration::from_micros(100 * (i % 100));
         let _ = tokio::time::timeout(
             cut,
             store.claim(req(&k, Owner::random(), Duration::from_secs(30))),
