@@ -3,7 +3,10 @@
 //! When the store is down, every guarded call would otherwise pay the full
 //! operation timeout before failing. After `threshold` consecutive failures the
 //! breaker opens and calls fail at once for `cooldown`; then one probe call is let
-//! through (half-open) and its result closes or re-opens the breaker.
+//! through (half-open) and its result closes or re-opens the breaker. A probe that
+//! never reports (its caller was dropped mid-operation, or it ended with an error
+//! that is not an outage) must not leave the breaker half-open for ever: after
+//! another `cooldown` without a verdict, the next call probes again.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,7 +18,7 @@ use tokio::time::Instant;
 enum State {
     Closed { failures: u32 },
     Open { until: Instant },
-    HalfOpen,
+    HalfOpen { until: Instant },
 }
 
 /// See the module docs.
@@ -54,11 +57,13 @@ impl Breaker {
         let mut st = self.lock();
         match *st {
             State::Closed { .. } => true,
-            State::Open { until } if Instant::now() >= until => {
-                *st = State::HalfOpen;
+            State::Open { until } | State::HalfOpen { until } if Instant::now() >= until => {
+                *st = State::HalfOpen {
+                    until: Instant::now() + self.cooldown,
+                };
                 true
             }
-            State::Open { .. } | State::HalfOpen => false,
+            State::Open { .. } | State::HalfOpen { .. } => false,
         }
     }
 
@@ -120,5 +125,21 @@ mod tests {
         b.failure();
         assert!(b.is_open());
         assert!(!b.allow());
+    }
+
+    /// Found by the simulation (seed 5174): a renewal was the half-open probe, the
+    /// body finished meanwhile and dropped it, and the process failed closed for ever.
+    #[tokio::test(start_paused = true)]
+    async fn a_probe_that_never_reports_does_not_wedge_the_breaker() {
+        let b = Breaker::new(1, Duration::from_secs(1));
+        b.failure();
+        tokio::time::advance(Duration::from_millis(1001)).await;
+        assert!(b.allow(), "the probe");
+        // ... which is dropped: neither success() nor failure() is ever called.
+        assert!(!b.allow(), "still waiting for the probe");
+        tokio::time::advance(Duration::from_millis(1001)).await;
+        assert!(b.allow(), "a new probe after another cooldown");
+        b.success();
+        assert!(b.allow() && b.allow(), "closed again");
     }
 }

@@ -504,7 +504,11 @@ impl Call<'_> {
     {
         drop(err);
         let Some(lookup) = on_conflict.start() else {
-            self.release(owner).await;
+            // The degraded path holds no claim: a release would only cost another
+            // operation timeout against the store that is down.
+            if owner != DEGRADED_OWNER {
+                self.release(owner).await;
+            }
             return (
                 "backstop",
                 Err(Error::Duplicate {
@@ -608,6 +612,16 @@ where
 impl Idem {
     /// One store operation: breaker check, timeout, retries with the same owner
     /// (every operation is idempotent per owner), metrics.
+    ///
+    /// The breaker spares *new* calls the timeout during an outage. Operations on a
+    /// claim this caller already holds (`renew`, `complete`, `release`) are not
+    /// gated by it: refusing them would let a running body's lease lapse, or drop
+    /// its result, for a whole cooldown after a blip the store has long recovered
+    /// from, and a duplicate would then run the body again (simulation seed 547).
+    /// Their outcome still feeds the breaker. For the same reason they retry for
+    /// their whole budget, where a claim gives up after three quick attempts: a
+    /// `complete` lost to a 50 ms blip means the next duplicate runs the body
+    /// again (simulation seed 121).
     pub(crate) async fn op<'s, R>(
         &'s self,
         name: &'static str,
@@ -615,7 +629,8 @@ impl Idem {
         mut f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
     ) -> Result<R, StoreError> {
         let inner = &self.inner;
-        if !inner.breaker.allow() {
+        let held = matches!(name, "renew" | "complete" | "release");
+        if !held && !inner.breaker.allow() {
             return Err(StoreError::Unavailable("circuit breaker open".into()));
         }
         let mut t0 = Instant::now();
@@ -643,7 +658,8 @@ impl Idem {
                 Err(StoreError::Unavailable(msg)) => {
                     attempt += 1;
                     let pause = Duration::from_millis(5 << attempt.min(4));
-                    if attempt >= 3 || Instant::now() + pause >= deadline {
+                    let give_up = !held && attempt >= 3;
+                    if give_up || Instant::now() + pause >= deadline {
                         inner.breaker.failure();
                         tracing::debug!(key, op = name, error = %msg, "store unavailable");
                         return Err(StoreError::Unavailable(msg));

@@ -61,14 +61,20 @@ impl IdemBuilder {
     }
 
     /// Budget for one store operation including its retries (default 1 s).
-    /// Past it the call fails closed with `StoreUnavailable`.
+    /// Past it the call fails closed with `StoreUnavailable`. A claim gives up
+    /// after three quick attempts; operations on a claim the call holds (renew,
+    /// complete, release) retry for the whole budget, so a short blip neither
+    /// costs a running body its lease nor a finished body its stored result.
     pub fn op_timeout(mut self, t: Duration) -> Self {
         self.op_timeout = t;
         self
     }
 
     /// Consecutive failures before the circuit breaker opens (default 5) and how
-    /// long it stays open (default 2 s).
+    /// long it stays open (default 2 s). An open breaker refuses new claims at
+    /// once; it never refuses the renew, complete or release of a claim already
+    /// held. After the cooldown one probe goes through; if it never reports, the
+    /// next one goes through after another cooldown.
     pub fn circuit_breaker(mut self, threshold: u32, cooldown: Duration) -> Self {
         self.breaker_threshold = threshold;
         self.breaker_cooldown = cooldown;

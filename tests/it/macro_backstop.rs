@@ -9,7 +9,7 @@ use idem::{FaultyStore, Idem, MemoryStore};
 use sqlx::SqlitePool;
 use sqlx::sqlite::SqlitePoolOptions;
 
-use crate::macro_support::{Counter, handle};
+use crate::macro_support::{Counter, handles};
 
 #[derive(Debug, thiserror::Error)]
 enum ShopError {
@@ -93,46 +93,48 @@ async fn rows(db: &SqlitePool, order_no: &str) -> i64 {
 
 #[tokio::test]
 async fn a_lost_record_is_caught_by_the_unique_index_and_loaded() {
-    let idem = handle();
-    let db = pool().await;
-    let runs = Counter::default();
-    let id = create_order(&idem, &db, &runs, "A-1", 500).await.unwrap();
-    assert_eq!(
-        create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(),
-        id
-    );
-    assert_eq!(runs.get(), 1);
+    for (idem, _dir) in handles().await {
+        let db = pool().await;
+        let runs = Counter::default();
+        let id = create_order(&idem, &db, &runs, "A-1", 500).await.unwrap();
+        assert_eq!(
+            create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(),
+            id
+        );
+        assert_eq!(runs.get(), 1);
 
-    // The fast store loses the record (eviction, failover): the body runs again,
-    // the insert hits `uk_orders_order_no`, and `on_conflict` returns the first row.
-    assert!(idem.forget(&idem.key("bs-order", &[&"A-1"])).await.unwrap());
-    assert_eq!(
-        create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(),
-        id
-    );
-    assert_eq!(runs.get(), 2);
-    assert_eq!(rows(&db, "A-1").await, 1);
-    assert_eq!(idem.stats().backstop_hits(), 1);
-    // The loaded result was stored: the next repeat is a plain replay.
-    assert_eq!(
-        create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(),
-        id
-    );
-    assert_eq!(runs.get(), 2);
+        // The fast store loses the record (eviction, failover): the body runs again,
+        // the insert hits `uk_orders_order_no`, and `on_conflict` returns the first row.
+        assert!(idem.forget(&idem.key("bs-order", &[&"A-1"])).await.unwrap());
+        assert_eq!(
+            create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(),
+            id
+        );
+        assert_eq!(runs.get(), 2);
+        assert_eq!(rows(&db, "A-1").await, 1);
+        assert_eq!(idem.stats().backstop_hits(), 1);
+        // The loaded result was stored: the next repeat is a plain replay.
+        assert_eq!(
+            create_order(&idem, &db, &runs, "A-1", 500).await.unwrap(),
+            id
+        );
+        assert_eq!(runs.get(), 2);
+    }
 }
 
 #[tokio::test]
 async fn without_on_conflict_a_backstop_hit_is_duplicate() {
-    let idem = handle();
-    let db = pool().await;
-    create_plain(&idem, &db, "B-1").await.unwrap();
-    assert!(idem.forget(&idem.key("bs-plain", &[&"B-1"])).await.unwrap());
-    let err = create_plain(&idem, &db, "B-1").await.unwrap_err();
-    assert!(
-        matches!(&err, ShopError::Idem(idem::Error::Duplicate { constraint, .. }) if constraint == "uk_orders_order_no"),
-        "{err:?}"
-    );
-    assert_eq!(rows(&db, "B-1").await, 1);
+    for (idem, _dir) in handles().await {
+        let db = pool().await;
+        create_plain(&idem, &db, "B-1").await.unwrap();
+        assert!(idem.forget(&idem.key("bs-plain", &[&"B-1"])).await.unwrap());
+        let err = create_plain(&idem, &db, "B-1").await.unwrap_err();
+        assert!(
+            matches!(&err, ShopError::Idem(idem::Error::Duplicate { constraint, .. }) if constraint == "uk_orders_order_no"),
+            "{err:?}"
+        );
+        assert_eq!(rows(&db, "B-1").await, 1);
+    }
 }
 
 #[idem::idempotent(

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use idem::{Idem, MemoryStore, Store};
 
-use crate::macro_support::{AppError, Counter, handle, is_rejection};
+use crate::macro_support::{AppError, Counter, handle, handles, is_rejection};
 
 #[idem::idempotent(key = "basic-create:<user_id>:<req_id>", ttl = "1h", lease = "2s", handle = idem)]
 async fn create(
@@ -20,30 +20,31 @@ async fn create(
 
 #[tokio::test]
 async fn first_call_runs_and_repeats_replay() {
-    let idem = handle();
-    let runs = Counter::default();
-    let first = create(&idem, &runs, 7, "r1").await.unwrap();
-    assert_eq!(first, "order-7-r1-1");
-    for _ in 0..10 {
-        assert_eq!(create(&idem, &runs, 7, "r1").await.unwrap(), first);
+    for (idem, _dir) in handles().await {
+        let runs = Counter::default();
+        let first = create(&idem, &runs, 7, "r1").await.unwrap();
+        assert_eq!(first, "order-7-r1-1");
+        for _ in 0..10 {
+            assert_eq!(create(&idem, &runs, 7, "r1").await.unwrap(), first);
+        }
+        assert_eq!(runs.get(), 1);
+        assert_eq!(idem.stats().count("executed"), 1);
+        assert_eq!(idem.stats().count("replayed"), 10);
+        // The macro renders the same key as the non-macro API, under the namespace.
+        let key = idem.key("basic-create", &[&7u64, &"r1"]);
+        assert_eq!(key.as_str(), "it:basic-create:7:r1");
+        assert!(
+            idem.inspect(&key).await.unwrap().is_some(),
+            "record stored under {key}"
+        );
+        // A different argument is a different key; escaping keeps `a:b` distinct.
+        assert_eq!(create(&idem, &runs, 7, "r2").await.unwrap(), "order-7-r2-2");
+        assert_eq!(
+            create(&idem, &runs, 7, "r2:x").await.unwrap(),
+            "order-7-r2:x-3"
+        );
+        assert_eq!(runs.get(), 3);
     }
-    assert_eq!(runs.get(), 1);
-    assert_eq!(idem.stats().count("executed"), 1);
-    assert_eq!(idem.stats().count("replayed"), 10);
-    // The macro renders the same key as the non-macro API, under the namespace.
-    let key = idem.key("basic-create", &[&7u64, &"r1"]);
-    assert_eq!(key.as_str(), "it:basic-create:7:r1");
-    assert!(
-        idem.inspect(&key).await.unwrap().is_some(),
-        "record stored under {key}"
-    );
-    // A different argument is a different key; escaping keeps `a:b` distinct.
-    assert_eq!(create(&idem, &runs, 7, "r2").await.unwrap(), "order-7-r2-2");
-    assert_eq!(
-        create(&idem, &runs, 7, "r2:x").await.unwrap(),
-        "order-7-r2:x-3"
-    );
-    assert_eq!(runs.get(), 3);
 }
 
 #[idem::idempotent(key = "basic-flaky:<id>", lease = "2s", handle = idem)]
@@ -56,16 +57,17 @@ async fn flaky(idem: &Idem, runs: &Counter, id: u32) -> Result<u32, AppError> {
 
 #[tokio::test]
 async fn a_failed_body_releases_the_key_and_a_retry_runs() {
-    let idem = handle();
-    let runs = Counter::default();
-    assert!(matches!(
-        flaky(&idem, &runs, 4).await,
-        Err(AppError::Transient(_))
-    ));
-    assert_eq!(flaky(&idem, &runs, 4).await.unwrap(), 40);
-    assert_eq!(flaky(&idem, &runs, 4).await.unwrap(), 40);
-    assert_eq!(runs.get(), 2);
-    assert_eq!(idem.stats().count("released"), 1);
+    for (idem, _dir) in handles().await {
+        let runs = Counter::default();
+        assert!(matches!(
+            flaky(&idem, &runs, 4).await,
+            Err(AppError::Transient(_))
+        ));
+        assert_eq!(flaky(&idem, &runs, 4).await.unwrap(), 40);
+        assert_eq!(flaky(&idem, &runs, 4).await.unwrap(), 40);
+        assert_eq!(runs.get(), 2);
+        assert_eq!(idem.stats().count("released"), 1);
+    }
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -87,25 +89,26 @@ async fn pay(
 
 #[tokio::test]
 async fn same_key_with_another_payload_is_a_mismatch() {
-    let idem = handle();
-    let runs = Counter::default();
-    let eur = Payment {
-        amount: 100,
-        currency: "EUR".into(),
-    };
-    let usd = Payment {
-        amount: 100,
-        currency: "USD".into(),
-    };
-    assert_eq!(pay(&idem, &runs, "o-1", &eur).await.unwrap(), 100);
-    let err = pay(&idem, &runs, "o-1", &usd).await.unwrap_err();
-    assert!(
-        matches!(err, AppError::Idem(idem::Error::PayloadMismatch { .. })),
-        "{err:?}"
-    );
-    assert_eq!(pay(&idem, &runs, "o-1", &eur.clone()).await.unwrap(), 100);
-    assert_eq!(runs.get(), 1);
-    assert_eq!(idem.stats().count("mismatch"), 1);
+    for (idem, _dir) in handles().await {
+        let runs = Counter::default();
+        let eur = Payment {
+            amount: 100,
+            currency: "EUR".into(),
+        };
+        let usd = Payment {
+            amount: 100,
+            currency: "USD".into(),
+        };
+        assert_eq!(pay(&idem, &runs, "o-1", &eur).await.unwrap(), 100);
+        let err = pay(&idem, &runs, "o-1", &usd).await.unwrap_err();
+        assert!(
+            matches!(err, AppError::Idem(idem::Error::PayloadMismatch { .. })),
+            "{err:?}"
+        );
+        assert_eq!(pay(&idem, &runs, "o-1", &eur.clone()).await.unwrap(), 100);
+        assert_eq!(runs.get(), 1);
+        assert_eq!(idem.stats().count("mismatch"), 1);
+    }
 }
 
 #[idem::idempotent(key = "basic-refund:<id>", terminal = is_rejection, handle = idem)]
@@ -119,24 +122,25 @@ async fn refund(idem: &Idem, runs: &Counter, id: u32, reject: bool) -> Result<u3
 
 #[tokio::test]
 async fn terminal_errors_are_stored_and_replayed() {
-    let idem = handle();
-    let runs = Counter::default();
-    for _ in 0..3 {
-        let err = refund(&idem, &runs, 1, true).await.unwrap_err();
-        assert!(
-            matches!(&err, AppError::Rejected(m) if m == "refund 1 not allowed"),
-            "{err:?}"
-        );
+    for (idem, _dir) in handles().await {
+        let runs = Counter::default();
+        for _ in 0..3 {
+            let err = refund(&idem, &runs, 1, true).await.unwrap_err();
+            assert!(
+                matches!(&err, AppError::Rejected(m) if m == "refund 1 not allowed"),
+                "{err:?}"
+            );
+        }
+        assert_eq!(runs.get(), 1, "a terminal error is replayed, not re-run");
+        // A non-terminal error is not stored: every call runs.
+        for _ in 0..2 {
+            assert!(matches!(
+                refund(&idem, &runs, 2, false).await,
+                Err(AppError::Transient(_))
+            ));
+        }
+        assert_eq!(runs.get(), 3);
     }
-    assert_eq!(runs.get(), 1, "a terminal error is replayed, not re-run");
-    // A non-terminal error is not stored: every call runs.
-    for _ in 0..2 {
-        assert!(matches!(
-            refund(&idem, &runs, 2, false).await,
-            Err(AppError::Transient(_))
-        ));
-    }
-    assert_eq!(runs.get(), 3);
 }
 
 #[idem::idempotent(key = "basic-item:<id>", version = 1, handle = idem)]
@@ -210,19 +214,20 @@ async fn checkout(idem: &Idem, runs: &Counter, cmd: &Checkout) -> Result<u32, Ap
 
 #[tokio::test]
 async fn field_paths_in_the_key_select_the_record() {
-    let idem = handle();
-    let runs = Counter::default();
-    let cmd = |id, cart: &str, n| Checkout {
-        customer: Customer { id },
-        cart: (cart.into(), n),
-    };
-    assert_eq!(checkout(&idem, &runs, &cmd(1, "c1", 3)).await.unwrap(), 3);
-    // Same customer and cart, other quantity: the key does not include it, so replay.
-    assert_eq!(checkout(&idem, &runs, &cmd(1, "c1", 9)).await.unwrap(), 3);
-    assert_eq!(checkout(&idem, &runs, &cmd(2, "c1", 9)).await.unwrap(), 9);
-    assert_eq!(runs.get(), 2);
-    let key = idem.key("basic-checkout", &[&1u64, &"c1"]);
-    assert!(idem.inspect(&key).await.unwrap().is_some());
+    for (idem, _dir) in handles().await {
+        let runs = Counter::default();
+        let cmd = |id, cart: &str, n| Checkout {
+            customer: Customer { id },
+            cart: (cart.into(), n),
+        };
+        assert_eq!(checkout(&idem, &runs, &cmd(1, "c1", 3)).await.unwrap(), 3);
+        // Same customer and cart, other quantity: the key does not include it, so replay.
+        assert_eq!(checkout(&idem, &runs, &cmd(1, "c1", 9)).await.unwrap(), 3);
+        assert_eq!(checkout(&idem, &runs, &cmd(2, "c1", 9)).await.unwrap(), 9);
+        assert_eq!(runs.get(), 2);
+        let key = idem.key("basic-checkout", &[&1u64, &"c1"]);
+        assert!(idem.inspect(&key).await.unwrap().is_some());
+    }
 }
 
 /// `Cell` is `Send` but not `Sync`: the guarded future must still be `Send`

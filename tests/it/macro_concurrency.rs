@@ -7,7 +7,7 @@ use std::time::Duration;
 use idem::Idem;
 use tokio::sync::{Barrier, Notify};
 
-use crate::macro_support::{AppError, Counter, handle};
+use crate::macro_support::{AppError, Counter, handle, handles};
 
 #[idem::idempotent(key = "conc-charge:<order_no>", lease = "2s", wait = "10s", handle = idem)]
 async fn charge(idem: &Idem, runs: &Counter, order_no: &str) -> Result<String, AppError> {
@@ -18,32 +18,34 @@ async fn charge(idem: &Idem, runs: &Counter, order_no: &str) -> Result<String, A
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_calls_run_the_body_once() {
-    let idem = Arc::new(handle());
-    let runs = Arc::new(Counter::default());
-    let barrier = Arc::new(Barrier::new(50));
-    let tasks: Vec<_> = (0..50)
-        .map(|_| {
-            let (idem, runs, barrier) = (idem.clone(), runs.clone(), barrier.clone());
-            tokio::spawn(async move {
-                barrier.wait().await;
-                charge(&idem, &runs, "o-50").await
+    for (idem, _dir) in handles().await {
+        let idem = Arc::new(idem);
+        let runs = Arc::new(Counter::default());
+        let barrier = Arc::new(Barrier::new(50));
+        let tasks: Vec<_> = (0..50)
+            .map(|_| {
+                let (idem, runs, barrier) = (idem.clone(), runs.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    charge(&idem, &runs, "o-50").await
+                })
             })
-        })
-        .collect();
-    let mut values = Vec::new();
-    for t in tasks {
-        values.push(t.await.unwrap().unwrap());
+            .collect();
+        let mut values = Vec::new();
+        for t in tasks {
+            values.push(t.await.unwrap().unwrap());
+        }
+        assert_eq!(runs.get(), 1);
+        assert!(values.iter().all(|v| v == "o-50-charged-1"), "{values:?}");
+        let stats = idem.stats();
+        assert_eq!(stats.count("executed"), 1);
+        assert!(stats.count("waited") >= 1, "no waiter observed: {stats:?}");
+        assert_eq!(
+            stats.count("waited") + stats.count("replayed"),
+            49,
+            "{stats:?}"
+        );
     }
-    assert_eq!(runs.get(), 1);
-    assert!(values.iter().all(|v| v == "o-50-charged-1"), "{values:?}");
-    let stats = idem.stats();
-    assert_eq!(stats.count("executed"), 1);
-    assert!(stats.count("waited") >= 1, "no waiter observed: {stats:?}");
-    assert_eq!(
-        stats.count("waited") + stats.count("replayed"),
-        49,
-        "{stats:?}"
-    );
 }
 
 #[idem::idempotent(key = "conc-ship:<id>", lease = "2s", concurrent = "reject", handle = idem)]
@@ -55,27 +57,29 @@ async fn ship(idem: &Idem, started: &Notify, id: u32) -> Result<u32, AppError> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reject_fails_a_concurrent_duplicate_at_once() {
-    let idem = Arc::new(handle());
-    let started = Arc::new(Notify::new());
-    let first = {
-        let (idem, started) = (idem.clone(), started.clone());
-        tokio::spawn(async move { ship(&idem, &started, 9).await })
-    };
-    started.notified().await;
-    let t0 = std::time::Instant::now();
-    let err = ship(&idem, &Notify::new(), 9).await.unwrap_err();
-    assert!(
-        matches!(err, AppError::Idem(idem::Error::InProgress { .. })),
-        "{err:?}"
-    );
-    assert!(
-        t0.elapsed() < Duration::from_millis(400),
-        "reject must not wait"
-    );
-    assert_eq!(first.await.unwrap().unwrap(), 9);
-    // Once done, a repeat is a replay, not a rejection.
-    assert_eq!(ship(&idem, &Notify::new(), 9).await.unwrap(), 9);
-    assert_eq!(idem.stats().count("in_progress"), 1);
+    for (idem, _dir) in handles().await {
+        let idem = Arc::new(idem);
+        let started = Arc::new(Notify::new());
+        let first = {
+            let (idem, started) = (idem.clone(), started.clone());
+            tokio::spawn(async move { ship(&idem, &started, 9).await })
+        };
+        started.notified().await;
+        let t0 = std::time::Instant::now();
+        let err = ship(&idem, &Notify::new(), 9).await.unwrap_err();
+        assert!(
+            matches!(err, AppError::Idem(idem::Error::InProgress { .. })),
+            "{err:?}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_millis(400),
+            "reject must not wait"
+        );
+        assert_eq!(first.await.unwrap().unwrap(), 9);
+        // Once done, a repeat is a replay, not a rejection.
+        assert_eq!(ship(&idem, &Notify::new(), 9).await.unwrap(), 9);
+        assert_eq!(idem.stats().count("in_progress"), 1);
+    }
 }
 
 #[idem::idempotent(key = "conc-first:<id>", lease = "2s", wait = "10s", handle = idem)]
@@ -90,30 +94,32 @@ async fn first_fails(idem: &Idem, runs: &Counter, id: u32) -> Result<u32, AppErr
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn when_the_running_call_fails_one_waiter_runs() {
-    let idem = Arc::new(handle());
-    let runs = Arc::new(Counter::default());
-    let barrier = Arc::new(Barrier::new(10));
-    let tasks: Vec<_> = (0..10)
-        .map(|_| {
-            let (idem, runs, barrier) = (idem.clone(), runs.clone(), barrier.clone());
-            tokio::spawn(async move {
-                barrier.wait().await;
-                first_fails(&idem, &runs, 100).await
+    for (idem, _dir) in handles().await {
+        let idem = Arc::new(idem);
+        let runs = Arc::new(Counter::default());
+        let barrier = Arc::new(Barrier::new(10));
+        let tasks: Vec<_> = (0..10)
+            .map(|_| {
+                let (idem, runs, barrier) = (idem.clone(), runs.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    first_fails(&idem, &runs, 100).await
+                })
             })
-        })
-        .collect();
-    let mut ok = Vec::new();
-    let mut failed = 0;
-    for t in tasks {
-        match t.await.unwrap() {
-            Ok(v) => ok.push(v),
-            Err(AppError::Transient(_)) => failed += 1,
-            Err(e) => panic!("unexpected {e:?}"),
+            .collect();
+        let mut ok = Vec::new();
+        let mut failed = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(v) => ok.push(v),
+                Err(AppError::Transient(_)) => failed += 1,
+                Err(e) => panic!("unexpected {e:?}"),
+            }
         }
+        assert_eq!(failed, 1);
+        assert_eq!(runs.get(), 2, "exactly one waiter re-ran the body");
+        assert!(ok.iter().all(|v| *v == 102), "{ok:?}");
     }
-    assert_eq!(failed, 1);
-    assert_eq!(runs.get(), 2, "exactly one waiter re-ran the body");
-    assert!(ok.iter().all(|v| *v == 102), "{ok:?}");
 }
 
 #[idem::idempotent(key = "conc-a:<k>", lease = "2s", handle = idem)]
@@ -143,39 +149,43 @@ fn two_functions_share_a_handle_across_threads() {
     } else {
         2_000
     };
-    let idem = Arc::new(handle());
-    let log = Arc::new(Mutex::new(HashMap::new()));
-    let barrier = Arc::new(std::sync::Barrier::new(8));
-    let threads: Vec<_> = (0..8u32)
-        .map(|t| {
-            let (idem, log, barrier) = (idem.clone(), log.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                barrier.wait();
-                rt.block_on(async {
-                    // Every thread walks all keys from its own offset, so threads collide.
-                    for i in 0..keys {
-                        let k = (i + t * keys / 8) % keys;
-                        assert_eq!(fn_a(&idem, &log, k).await.unwrap(), format!("a{k}"));
-                        assert_eq!(fn_b(&idem, &log, k).await.unwrap(), format!("b{k}"));
-                    }
-                });
+    {
+        // Threads with their own runtimes: the in-process store (a SQLite pool
+        // belongs to the runtime that opened it).
+        let idem = Arc::new(handle());
+        let log = Arc::new(Mutex::new(HashMap::new()));
+        let barrier = Arc::new(std::sync::Barrier::new(8));
+        let threads: Vec<_> = (0..8u32)
+            .map(|t| {
+                let (idem, log, barrier) = (idem.clone(), log.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    barrier.wait();
+                    rt.block_on(async {
+                        // Every thread walks all keys from its own offset, so threads collide.
+                        for i in 0..keys {
+                            let k = (i + t * keys / 8) % keys;
+                            assert_eq!(fn_a(&idem, &log, k).await.unwrap(), format!("a{k}"));
+                            assert_eq!(fn_b(&idem, &log, k).await.unwrap(), format!("b{k}"));
+                        }
+                    });
+                })
             })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let log = log.lock().unwrap();
+        assert_eq!(log.len(), 2 * keys as usize);
+        assert!(
+            log.values().all(|n| *n == 1),
+            "a key ran twice for one function"
+        );
+        let stats = idem.stats();
+        assert_eq!(stats.count("executed"), 2 * u64::from(keys));
+        assert_eq!(stats.calls(), 16 * u64::from(keys));
     }
-    let log = log.lock().unwrap();
-    assert_eq!(log.len(), 2 * keys as usize);
-    assert!(
-        log.values().all(|n| *n == 1),
-        "a key ran twice for one function"
-    );
-    let stats = idem.stats();
-    assert_eq!(stats.count("executed"), 2 * u64::from(keys));
-    assert_eq!(stats.calls(), 16 * u64::from(keys));
 }

@@ -2,7 +2,7 @@
 
 use idem::{Fence, Idem};
 
-use crate::macro_support::{AppError, Counter, handle};
+use crate::macro_support::{AppError, Counter, handles};
 
 #[idem::idempotent(key = "fence-write:<id>", lease = "2s", handle = idem)]
 async fn write(
@@ -21,25 +21,26 @@ async fn write(
 
 #[tokio::test]
 async fn the_body_sees_a_valid_fence_that_increases_per_claim() {
-    let idem = handle();
-    let runs = Counter::default();
-    let failed = write(&idem, &runs, 1, Fence::NONE, true).await.unwrap_err();
-    let AppError::Transient(msg) = failed else {
-        panic!("{failed:?}")
-    };
-    let first: u64 = msg.trim_start_matches("fence ").parse().unwrap();
-    assert!(Fence::new(first).is_valid());
-    let second = write(&idem, &runs, 1, Fence::NONE, false).await.unwrap();
-    assert!(second > first, "retry fence {second} after {first}");
-    // Replays return the stored value (the fence of the claim that produced it).
-    assert_eq!(
-        write(&idem, &runs, 1, Fence::NONE, false).await.unwrap(),
-        second
-    );
-    // After the record is forgotten, the next claim's fence is larger still.
-    let key = idem.key("fence-write", &[&1u32]);
-    assert!(idem.forget(&key).await.unwrap());
-    let third = write(&idem, &runs, 1, Fence::NONE, false).await.unwrap();
-    assert!(third > second, "fence {third} after forget, was {second}");
-    assert_eq!(runs.get(), 3);
+    for (idem, _dir) in handles().await {
+        let runs = Counter::default();
+        let failed = write(&idem, &runs, 1, Fence::NONE, true).await.unwrap_err();
+        let AppError::Transient(msg) = failed else {
+            panic!("{failed:?}")
+        };
+        let first: u64 = msg.trim_start_matches("fence ").parse().unwrap();
+        assert!(Fence::new(first).is_valid());
+        let second = write(&idem, &runs, 1, Fence::NONE, false).await.unwrap();
+        assert!(second > first, "retry fence {second} after {first}");
+        // Replays return the stored value (the fence of the claim that produced it).
+        assert_eq!(
+            write(&idem, &runs, 1, Fence::NONE, false).await.unwrap(),
+            second
+        );
+        // After the record is forgotten, the next claim's fence is larger still.
+        let key = idem.key("fence-write", &[&1u32]);
+        assert!(idem.forget(&key).await.unwrap());
+        let third = write(&idem, &runs, 1, Fence::NONE, false).await.unwrap();
+        assert!(third > second, "fence {third} after forget, was {second}");
+        assert_eq!(runs.get(), 3);
+    }
 }

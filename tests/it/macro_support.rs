@@ -3,7 +3,10 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use idem::store::sql::SqlStore;
 use idem::{Idem, MemoryStore};
+
+pub(crate) use crate::support::tempdir::TempDir;
 
 /// A fresh handle on its own memory store.
 pub(crate) fn handle() -> Idem {
@@ -12,6 +15,22 @@ pub(crate) fn handle() -> Idem {
         .namespace("it")
         .build()
         .expect("memory handle")
+}
+
+/// A fresh handle per record store the macro tests run on: the in-process store
+/// and a SQLite record store in its own temp file (removed with the guard).
+pub(crate) async fn handles() -> Vec<(Idem, Option<TempDir>)> {
+    let dir = TempDir::new();
+    let store = SqlStore::open(dir.path().join("idem.db"))
+        .await
+        .expect("open sqlite store");
+    store.migrate().await.expect("migrate sqlite store");
+    let sqlite = Idem::builder()
+        .store(store)
+        .namespace("it")
+        .build()
+        .expect("sqlite handle");
+    vec![(handle(), None), (sqlite, Some(dir))]
 }
 
 /// The business error of the test functions. Serializable so terminal errors

@@ -5,6 +5,7 @@ mod support;
 
 mod conformance;
 mod memory;
+mod observability;
 #[cfg(feature = "redis")]
 mod redis_cluster;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
@@ -13,6 +14,7 @@ mod redis_faults;
 mod redis_procs;
 #[cfg(feature = "redis")]
 mod redis_store;
+mod sim;
 
 mod macro_backstop;
 mod macro_basic;

@@ -168,7 +168,16 @@ async fn collect(
 async fn killed_and_restarted_with_backstop_no_duplicates() {
     let mut server = RedisServer::start();
     let store = RedisStore::connect(&server.url()).await.unwrap();
-    let idem = idem_on(store);
+    // A finished body's `complete` retries for the whole operation budget (so a
+    // blip does not lose its result): keep that budget well inside the 800 ms
+    // outage, so callers move on to new orders, degraded, while the server is down.
+    let idem = Idem::builder()
+        .store(store)
+        .namespace("faults")
+        .op_timeout(Duration::from_millis(250))
+        .circuit_breaker(5, Duration::from_millis(300))
+        .build()
+        .unwrap();
     let biz = Business::new().await;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     // 400 orders: new ones keep appearing during the outage (degraded inserts),

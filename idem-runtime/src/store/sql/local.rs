@@ -214,4 +214,42 @@ mod tests {
         c.drop_key("k");
         assert_eq!(c.answer("k", a), None);
     }
+
+    #[tokio::test]
+    async fn queued_claims_share_only_later_reads() {
+        let locks = KeyLocks::default();
+        let rec = DoneRecord {
+            fingerprint: Fingerprint::NONE,
+            fence: Fence::new(3),
+            owner: Owner(1),
+            payload: b"x".to_vec(),
+        };
+        let early = Instant::now();
+        let sent = Instant::now();
+        {
+            let mut g = locks.lock("k").await;
+            g.remember(sent, &Claim::Done(rec.clone()));
+            assert_eq!(
+                g.done_since(early),
+                Some(rec.clone()),
+                "arrived before the read was sent"
+            );
+            let late = Instant::now() + Duration::from_millis(1);
+            assert_eq!(g.done_since(late), None, "arrived after it");
+            let busy = Claim::Busy {
+                fingerprint: Fingerprint::NONE,
+                remaining: Duration::ZERO,
+            };
+            g.remember(Instant::now(), &busy);
+            assert_eq!(
+                g.done_since(early),
+                None,
+                "only finished records are shared"
+            );
+        }
+        assert!(
+            locks.0.lock().unwrap().is_empty(),
+            "the entry goes with its last user"
+        );
+    }
 }

@@ -353,6 +353,29 @@ where
     }
 }
 
+/// Runs a multi-statement transaction in a task of its own, so a caller that
+/// stops waiting (the guard's operation timeout, a dropped request) cannot cut it
+/// between `BEGIN` and `COMMIT`. A cut inside sqlx's `begin()` (after `BEGIN`
+/// was sent, before the transaction object exists) returns the connection to
+/// the pool with the transaction still open: every later statement on it runs
+/// inside that transaction and never commits, and its locks stay. The stress run
+/// showed exactly that (a `DROP TABLE` waiting forever for a metadata lock held
+/// by an idle pooled connection). Detached, the transaction always finishes; a
+/// claim it applied for an owner whose caller gave up is found again by that
+/// owner's retry, or lapses with its lease.
+pub(crate) async fn detached<T, Fut>(tx: Fut) -> Result<T, sqlx::Error>
+where
+    T: Send + 'static,
+    Fut: std::future::Future<Output = Result<T, sqlx::Error>> + Send + 'static,
+{
+    match tokio::spawn(tx).await {
+        Ok(r) => r,
+        Err(e) => Err(sqlx::Error::Protocol(format!(
+            "transaction task failed: {e}"
+        ))),
+    }
+}
+
 /// The deadline-bounded purge loop shared by every dialect: `batch` deletes up to
 /// [`PURGE_BATCH`] expired rows and returns how many it deleted.
 pub(crate) async fn purge_loop<F, Fut>(mut batch: F) -> Result<u64, StoreError>

@@ -4,6 +4,7 @@
 //! UPDATE`, in one transaction. Deadlocks (1213), which MariaDB reports between concurrent upserts of
 //! one key, are retried inside the store.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::Row;
@@ -11,7 +12,7 @@ use sqlx::mysql::{MySqlPool, MySqlPoolOptions, MySqlRow};
 
 use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
-use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
+use super::{CLAIM_ROUNDS, RawRow, TableNames, detached, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
 
@@ -84,17 +85,24 @@ fn slot(key: &str) -> i64 {
     i64::from(u16::from_le_bytes([b[0], b[1]]) % FENCE_SLOTS)
 }
 
+/// What the write half needs, owned, to run detached (see [`detached`]).
+struct Take {
+    pool: MySqlPool,
+    next_fence: Stmt,
+    claim: Stmt,
+    key: String,
+    owner: [u8; 16],
+    fingerprint: [u8; 16],
+    lease_us: i64,
+}
+
 /// The write half, one transaction so it costs one commit (one log flush):
 /// the next fence of the key's slot, then the upsert. Returns the fence when the
 /// key is now ours. Both steps lock the slot row first, then the record row, so
 /// concurrent claims cannot deadlock each other through this transaction.
-async fn take(
-    pool: &MySqlPool,
-    sql: &Statements,
-    req: &ClaimRequest<'_>,
-) -> Result<Option<i64>, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    let r = bind(&sql.next_fence, &[Arg::Int(slot(req.key))])
+async fn take(t: Arc<Take>) -> Result<Option<i64>, sqlx::Error> {
+    let mut tx = t.pool.begin().await?;
+    let r = bind(&t.next_fence, &[Arg::Int(slot(&t.key))])
         .execute(&mut *tx)
         .await?;
     let fence = i64::try_from(r.last_insert_id()).unwrap_or(0);
@@ -104,15 +112,14 @@ async fn take(
             r.last_insert_id()
         )));
     }
-    let owner = req.owner.to_bytes();
     let args = [
-        Arg::Text(req.key),
-        Arg::Bytes(&owner),
+        Arg::Text(&t.key),
+        Arg::Bytes(&t.owner),
         Arg::Int(fence),
-        Arg::Bytes(&req.fingerprint.0),
-        Arg::Int(micros(req.lease)),
+        Arg::Bytes(&t.fingerprint),
+        Arg::Int(t.lease_us),
     ];
-    let r = bind(&sql.claim, &args).execute(&mut *tx).await?;
+    let r = bind(&t.claim, &args).execute(&mut *tx).await?;
     tx.commit().await?;
     // LAST_INSERT_ID is our fence exactly when the row is now ours (see ddl.rs).
     Ok((r.last_insert_id() == fence as u64).then_some(fence))
@@ -128,7 +135,16 @@ pub(super) async fn claim(
         if let Some(row) = fetch(pool, &sql.select_live, &live).await? {
             return row.into_claim(req.owner);
         }
-        if let Some(fence) = retry_conflicts(|| take(pool, sql, &req))
+        let t = Arc::new(Take {
+            pool: pool.clone(),
+            next_fence: sql.next_fence.clone(),
+            claim: sql.claim.clone(),
+            key: req.key.to_owned(),
+            owner: req.owner.to_bytes(),
+            fingerprint: req.fingerprint.0,
+            lease_us: micros(req.lease),
+        });
+        if let Some(fence) = retry_conflicts(|| detached(take(Arc::clone(&t))))
             .await
             .map_err(map_err)?
         {

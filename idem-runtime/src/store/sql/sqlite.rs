@@ -15,9 +15,9 @@ use sqlx::sqlite::{
 
 use super::ddl::{Statements, Stmt};
 use super::store::{Arg, Pool, SqlStore, bind};
-use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
+use super::{CLAIM_ROUNDS, RawRow, TableNames, detached, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
-use crate::store::{Claim, ClaimRequest, StoreError, Warning};
+use crate::store::{Claim, ClaimRequest, Owner, StoreError, Warning};
 
 impl SqlStore {
     /// A SQLite store on `pool` with the default table names. Open the pool in WAL
@@ -127,9 +127,18 @@ pub(super) async fn claim(
     if let Some(row) = fetch(lite, &sql.select_live, &live).await? {
         return row.into_claim(req.owner);
     }
-    let _turn = lite.writer.lock().await;
+    let t = Arc::new(Take {
+        lite: lite.clone(),
+        next_fence: sql.next_fence.clone(),
+        claim: sql.claim.clone(),
+        select_live: sql.select_live.clone(),
+        key: req.key.to_owned(),
+        owner: req.owner,
+        fingerprint: req.fingerprint.0,
+        lease_us: micros(req.lease),
+    });
     for _ in 0..CLAIM_ROUNDS {
-        let answer = retry_conflicts(|| claim_tx(&lite.pool, sql, req))
+        let answer = retry_conflicts(|| detached(take(Arc::clone(&t))))
             .await
             .map_err(map_err)?;
         if let Some(answer) = answer {
@@ -142,37 +151,46 @@ pub(super) async fn claim(
     )))
 }
 
-/// The write half: under the database's write lock no other writer changes the
-/// row between the upsert and the read that follows it. Only the clock moves: a
-/// row that was live for the upsert may have expired for the read (`None`: try
-/// again).
-async fn claim_tx(
-    pool: &SqlitePool,
-    sql: &Statements,
-    req: ClaimRequest<'_>,
-) -> Result<Option<Result<Claim, StoreError>>, sqlx::Error> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let fence: i64 = bind(&sql.next_fence, &[])
+/// What the write half needs, owned, to run detached (see [`detached`]).
+struct Take {
+    lite: Lite,
+    next_fence: Stmt,
+    claim: Stmt,
+    select_live: Stmt,
+    key: String,
+    owner: Owner,
+    fingerprint: [u8; 16],
+    lease_us: i64,
+}
+
+/// The write half, in `BEGIN IMMEDIATE` and this process's writer turn: no other
+/// writer changes the row between the upsert and the read that follows it. Only
+/// the clock moves: a row that was live for the upsert may have expired for the
+/// read (`None`: try again).
+async fn take(t: Arc<Take>) -> Result<Option<Result<Claim, StoreError>>, sqlx::Error> {
+    let _turn = Arc::clone(&t.lite.writer).lock_owned().await;
+    let mut tx = t.lite.pool.begin_with("BEGIN IMMEDIATE").await?;
+    let fence: i64 = bind(&t.next_fence, &[])
         .fetch_one(&mut *tx)
         .await?
         .try_get(0)?;
-    let owner = req.owner.to_bytes();
+    let owner = t.owner.to_bytes();
     let args = [
-        Arg::Text(req.key),
+        Arg::Text(&t.key),
         Arg::Bytes(&owner),
         Arg::Int(fence),
-        Arg::Bytes(&req.fingerprint.0),
-        Arg::Int(micros(req.lease)),
+        Arg::Bytes(&t.fingerprint),
+        Arg::Int(t.lease_us),
     ];
-    let claimed = bind(&sql.claim, &args).fetch_optional(&mut *tx).await?;
+    let claimed = bind(&t.claim, &args).fetch_optional(&mut *tx).await?;
     let answer = match claimed {
         Some(_) => Some(Ok(Claim::Claimed {
             fence: Fence::new(fence as u64),
         })),
-        None => bind(&sql.select_live, &[Arg::Text(req.key)])
+        None => bind(&t.select_live, &[Arg::Text(&t.key)])
             .fetch_optional(&mut *tx)
             .await?
-            .map(|row| raw(&row).and_then(|r| r.into_claim(req.owner))),
+            .map(|row| raw(&row).and_then(|r| r.into_claim(t.owner))),
     };
     tx.commit().await?;
     Ok(answer)
