@@ -252,9 +252,9 @@ impl Call<'_> {
         // flight still releases it (release is owner-checked, so a claim that never
         // applied is untouched).
         let mut claim_guard = ClaimGuard::new(self.idem, key, owner);
-        // The wait budget runs from the first `Busy` answer: replays and first
-        // calls never read the clock for it.
-        let mut started: Option<Instant> = None;
+        // The wait budget runs from the start of the call (a slow first claim
+        // counts against it: callers get their answer within `wait` + one operation).
+        let started = Instant::now();
         let wait_budget = self.policy.wait_budget();
         let mut waited = false;
         let mut backoff = Duration::from_millis(2);
@@ -290,7 +290,7 @@ impl Call<'_> {
                         claim_guard.disarm();
                         return ("mismatch", Err(mismatch(key, fingerprint, fp).into()));
                     }
-                    let elapsed = started.get_or_insert_with(Instant::now).elapsed();
+                    let elapsed = started.elapsed();
                     if self.policy.concurrent == Concurrency::Reject || elapsed >= wait_budget {
                         claim_guard.disarm();
                         return (
