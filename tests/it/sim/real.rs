@@ -168,19 +168,19 @@ fn sim_sqlite_store_schedules() {
     run_real_schedules("sqlite", real_seeds(200), 100, make);
 }
 
-/// The shared PostgreSQL (required), in a fresh schema. Fewer schedules: the
-/// fixture's pool has four connections, and the SQL suites cover it at length.
+/// The shared PostgreSQL (required), in a fresh schema; at most 60 schedules at
+/// once, since the fixture's pool has four connections.
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 #[test]
 fn sim_postgres_store_schedules() {
     let make = sql_tables(idem::store::sql::Dialect::Postgres);
-    run_real_schedules("postgres", real_seeds(60), 60, make);
+    run_real_schedules("postgres", real_seeds(200), 60, make);
 }
 
-/// The shared MariaDB (required), in fresh tables; fewer schedules, as above.
+/// The shared MariaDB (required), in fresh tables; 60 schedules at once, as above.
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 #[test]
 fn sim_mysql_store_schedules() {
     let make = sql_tables(idem::store::sql::Dialect::MySql);
-    run_real_schedules("mysql", real_seeds(60), 60, make);
+    run_real_schedules("mysql", real_seeds(200), 60, make);
 }
