@@ -31,6 +31,8 @@ mod sql_layered;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_procs;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_round_trips;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_store;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_support;

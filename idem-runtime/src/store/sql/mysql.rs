@@ -11,7 +11,7 @@ use sqlx::Row;
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions, MySqlRow};
 
 use super::ddl::{Statements, Stmt};
-use super::store::{Arg, Pool, SqlStore, bind};
+use super::store::{Arg, Pool, Sent, SqlStore, bind};
 use super::{CLAIM_ROUNDS, RawRow, TableNames, detached, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
@@ -42,26 +42,29 @@ impl SqlStore {
 
 pub(super) async fn execute(
     pool: &MySqlPool,
+    sent: &Sent,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<u64, sqlx::Error> {
-    Ok(bind(stmt, args).execute(pool).await?.rows_affected())
+    Ok(bind(sent, stmt, args).execute(pool).await?.rows_affected())
 }
 
 pub(super) async fn exists(
     pool: &MySqlPool,
+    sent: &Sent,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<bool, sqlx::Error> {
-    Ok(bind(stmt, args).fetch_optional(pool).await?.is_some())
+    Ok(bind(sent, stmt, args).fetch_optional(pool).await?.is_some())
 }
 
 pub(super) async fn fetch(
     pool: &MySqlPool,
+    sent: &Sent,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<Option<RawRow>, StoreError> {
-    let row = bind(stmt, args)
+    let row = bind(sent, stmt, args)
         .fetch_optional(pool)
         .await
         .map_err(map_err)?;
@@ -88,6 +91,7 @@ fn slot(key: &str) -> i64 {
 /// What the write half needs, owned, to run detached (see [`detached`]).
 struct Take {
     pool: MySqlPool,
+    sent: Sent,
     next_fence: Stmt,
     claim: Stmt,
     key: String,
@@ -101,8 +105,9 @@ struct Take {
 /// key is now ours. Both steps lock the slot row first, then the record row, so
 /// concurrent claims cannot deadlock each other through this transaction.
 async fn take(t: Arc<Take>) -> Result<Option<i64>, sqlx::Error> {
+    t.sent.one(); // BEGIN
     let mut tx = t.pool.begin().await?;
-    let r = bind(&t.next_fence, &[Arg::Int(slot(&t.key))])
+    let r = bind(&t.sent, &t.next_fence, &[Arg::Int(slot(&t.key))])
         .execute(&mut *tx)
         .await?;
     let fence = i64::try_from(r.last_insert_id()).unwrap_or(0);
@@ -119,7 +124,8 @@ async fn take(t: Arc<Take>) -> Result<Option<i64>, sqlx::Error> {
         Arg::Bytes(&t.fingerprint),
         Arg::Int(t.lease_us),
     ];
-    let r = bind(&t.claim, &args).execute(&mut *tx).await?;
+    let r = bind(&t.sent, &t.claim, &args).execute(&mut *tx).await?;
+    t.sent.one(); // COMMIT
     tx.commit().await?;
     // LAST_INSERT_ID is our fence exactly when the row is now ours (see ddl.rs).
     Ok((r.last_insert_id() == fence as u64).then_some(fence))
@@ -128,15 +134,17 @@ async fn take(t: Arc<Take>) -> Result<Option<i64>, sqlx::Error> {
 pub(super) async fn claim(
     pool: &MySqlPool,
     sql: &Statements,
+    sent: &Sent,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
     for _ in 0..CLAIM_ROUNDS {
         let live = [Arg::Text(req.key)];
-        if let Some(row) = fetch(pool, &sql.select_live, &live).await? {
+        if let Some(row) = fetch(pool, sent, &sql.select_live, &live).await? {
             return row.into_claim(req.owner);
         }
         let t = Arc::new(Take {
             pool: pool.clone(),
+            sent: sent.clone(),
             next_fence: sql.next_fence.clone(),
             claim: sql.claim.clone(),
             key: req.key.to_owned(),

@@ -7,7 +7,7 @@ use sqlx::Row;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 
 use super::ddl::{Statements, Stmt};
-use super::store::{Arg, Pool, SqlStore, bind};
+use super::store::{Arg, Pool, Sent, SqlStore, bind};
 use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
@@ -34,26 +34,29 @@ impl SqlStore {
 
 pub(super) async fn execute(
     pool: &PgPool,
+    sent: &Sent,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<u64, sqlx::Error> {
-    Ok(bind(stmt, args).execute(pool).await?.rows_affected())
+    Ok(bind(sent, stmt, args).execute(pool).await?.rows_affected())
 }
 
 pub(super) async fn exists(
     pool: &PgPool,
+    sent: &Sent,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<bool, sqlx::Error> {
-    Ok(bind(stmt, args).fetch_optional(pool).await?.is_some())
+    Ok(bind(sent, stmt, args).fetch_optional(pool).await?.is_some())
 }
 
 pub(super) async fn fetch(
     pool: &PgPool,
+    sent: &Sent,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<Option<RawRow>, StoreError> {
-    let row = bind(stmt, args)
+    let row = bind(sent, stmt, args)
         .fetch_optional(pool)
         .await
         .map_err(map_err)?;
@@ -74,6 +77,7 @@ fn raw(row: &PgRow) -> Result<RawRow, StoreError> {
 pub(super) async fn claim(
     pool: &PgPool,
     sql: &Statements,
+    sent: &Sent,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
     let owner = req.owner.to_bytes();
@@ -84,7 +88,7 @@ pub(super) async fn claim(
         Arg::Int(micros(req.lease)),
     ];
     for _ in 0..CLAIM_ROUNDS {
-        let row = retry_conflicts(|| bind(&sql.claim, &args).fetch_optional(pool))
+        let row = retry_conflicts(|| bind(sent, &sql.claim, &args).fetch_optional(pool))
             .await
             .map_err(map_err)?;
         // No row: the conflicting row is newer than this statement's snapshot.

@@ -14,7 +14,7 @@ use sqlx::sqlite::{
 };
 
 use super::ddl::{Statements, Stmt};
-use super::store::{Arg, Pool, SqlStore, bind};
+use super::store::{Arg, Pool, Sent, SqlStore, bind};
 use super::{CLAIM_ROUNDS, RawRow, TableNames, detached, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, Owner, StoreError, Warning};
@@ -80,27 +80,36 @@ impl Lite {
 
 pub(super) async fn execute(
     lite: &Lite,
+    sent: &Sent,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<u64, sqlx::Error> {
     let _turn = lite.writer.lock().await;
-    Ok(bind(stmt, args).execute(&lite.pool).await?.rows_affected())
+    Ok(bind(sent, stmt, args)
+        .execute(&lite.pool)
+        .await?
+        .rows_affected())
 }
 
 pub(super) async fn exists(
     lite: &Lite,
+    sent: &Sent,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<bool, sqlx::Error> {
-    Ok(bind(stmt, args).fetch_optional(&lite.pool).await?.is_some())
+    Ok(bind(sent, stmt, args)
+        .fetch_optional(&lite.pool)
+        .await?
+        .is_some())
 }
 
 pub(super) async fn fetch(
     lite: &Lite,
+    sent: &Sent,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> Result<Option<RawRow>, StoreError> {
-    let row = bind(stmt, args)
+    let row = bind(sent, stmt, args)
         .fetch_optional(&lite.pool)
         .await
         .map_err(map_err)?;
@@ -121,14 +130,16 @@ fn raw(row: &SqliteRow) -> Result<RawRow, StoreError> {
 pub(super) async fn claim(
     lite: &Lite,
     sql: &Statements,
+    sent: &Sent,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
     let live = [Arg::Text(req.key)];
-    if let Some(row) = fetch(lite, &sql.select_live, &live).await? {
+    if let Some(row) = fetch(lite, sent, &sql.select_live, &live).await? {
         return row.into_claim(req.owner);
     }
     let t = Arc::new(Take {
         lite: lite.clone(),
+        sent: sent.clone(),
         next_fence: sql.next_fence.clone(),
         claim: sql.claim.clone(),
         select_live: sql.select_live.clone(),
@@ -154,6 +165,7 @@ pub(super) async fn claim(
 /// What the write half needs, owned, to run detached (see [`detached`]).
 struct Take {
     lite: Lite,
+    sent: Sent,
     next_fence: Stmt,
     claim: Stmt,
     select_live: Stmt,
@@ -169,8 +181,9 @@ struct Take {
 /// read (`None`: try again).
 async fn take(t: Arc<Take>) -> Result<Option<Result<Claim, StoreError>>, sqlx::Error> {
     let _turn = Arc::clone(&t.lite.writer).lock_owned().await;
+    t.sent.one(); // BEGIN IMMEDIATE
     let mut tx = t.lite.pool.begin_with("BEGIN IMMEDIATE").await?;
-    let fence: i64 = bind(&t.next_fence, &[])
+    let fence: i64 = bind(&t.sent, &t.next_fence, &[])
         .fetch_one(&mut *tx)
         .await?
         .try_get(0)?;
@@ -182,16 +195,19 @@ async fn take(t: Arc<Take>) -> Result<Option<Result<Claim, StoreError>>, sqlx::E
         Arg::Bytes(&t.fingerprint),
         Arg::Int(t.lease_us),
     ];
-    let claimed = bind(&t.claim, &args).fetch_optional(&mut *tx).await?;
+    let claimed = bind(&t.sent, &t.claim, &args)
+        .fetch_optional(&mut *tx)
+        .await?;
     let answer = match claimed {
         Some(_) => Some(Ok(Claim::Claimed {
             fence: Fence::new(fence as u64),
         })),
-        None => bind(&t.select_live, &[Arg::Text(&t.key)])
+        None => bind(&t.sent, &t.select_live, &[Arg::Text(&t.key)])
             .fetch_optional(&mut *tx)
             .await?
             .map(|row| raw(&row).and_then(|r| r.into_claim(t.owner))),
     };
+    t.sent.one(); // COMMIT
     tx.commit().await?;
     Ok(answer)
 }

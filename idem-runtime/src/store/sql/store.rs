@@ -21,8 +21,27 @@ pub(crate) enum Arg<'a> {
     Int(i64),
 }
 
-/// Builds a query with its parameters bound, for any of the three drivers.
+/// Statements this store sent to its database (`BEGIN` and `COMMIT` included),
+/// shared by its clones. Every statement is built by [`bind`], which counts it;
+/// the transactions count their `BEGIN` and `COMMIT` where they send them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sent(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl Sent {
+    /// Counts one statement sent (a round trip to the database).
+    pub(crate) fn one(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Builds a query with its parameters bound, for any of the three drivers, and
+/// counts it as sent: every statement of the store is built here.
 pub(crate) fn bind<'q, DB: Database>(
+    sent: &Sent,
     stmt: &Stmt,
     args: &[Arg<'_>],
 ) -> sqlx::query::Query<'q, DB, DB::Arguments>
@@ -31,6 +50,7 @@ where
     for<'t> &'t [u8]: Encode<'t, DB> + Type<DB>,
     for<'t> i64: Encode<'t, DB> + Type<DB>,
 {
+    sent.one();
     let mut q = sqlx::query::<DB>(stmt.q());
     for a in args {
         q = match *a {
@@ -99,6 +119,7 @@ pub struct SqlStore {
     pub(crate) dialect: Dialect,
     locks: std::sync::Arc<KeyLocks>,
     local: std::sync::Arc<LocalClaims>,
+    sent: Sent,
 }
 
 impl SqlStore {
@@ -118,6 +139,7 @@ impl SqlStore {
             dialect,
             locks: std::sync::Arc::default(),
             local: std::sync::Arc::default(),
+            sent: Sent::default(),
         }
     }
 
@@ -179,6 +201,14 @@ impl SqlStore {
         ]
     }
 
+    /// Statements this store (and its clones) sent to the database so far,
+    /// `BEGIN` and `COMMIT` included; claims answered by the local claim cache
+    /// send none. For the round-trip tests. Not part of the API.
+    #[doc(hidden)]
+    pub fn __statements_sent(&self) -> u64 {
+        self.sent.get()
+    }
+
     /// Creates idem's tables (and schema, sequence, indexes) if they do not exist.
     /// Idempotent; never called implicitly.
     pub async fn migrate(&self) -> Result<(), StoreError> {
@@ -190,16 +220,20 @@ impl SqlStore {
     }
 
     pub(crate) async fn execute(&self, stmt: &Stmt, args: &[Arg<'_>]) -> Result<u64, sqlx::Error> {
-        retry_conflicts(|| async { dispatch!(&self.pool, |p, m| m::execute(p, stmt, args).await) })
-            .await
+        retry_conflicts(|| async {
+            dispatch!(&self.pool, |p, m| m::execute(p, &self.sent, stmt, args)
+                .await)
+        })
+        .await
     }
 
     async fn fetch(&self, stmt: &Stmt, args: &[Arg<'_>]) -> Result<Option<RawRow>, StoreError> {
-        dispatch!(&self.pool, |p, m| m::fetch(p, stmt, args).await)
+        dispatch!(&self.pool, |p, m| m::fetch(p, &self.sent, stmt, args).await)
     }
 
     async fn exists(&self, stmt: &Stmt, args: &[Arg<'_>]) -> Result<bool, sqlx::Error> {
-        dispatch!(&self.pool, |p, m| m::exists(p, stmt, args).await)
+        dispatch!(&self.pool, |p, m| m::exists(p, &self.sent, stmt, args)
+            .await)
     }
 }
 
@@ -252,7 +286,8 @@ impl Store for SqlStore {
                 return Ok(Claim::Done(rec));
             }
             let sent = std::time::Instant::now();
-            let claim = dispatch!(&self.pool, |p, m| m::claim(p, &self.sql, req).await)?;
+            let claim = dispatch!(&self.pool, |p, m| m::claim(p, &self.sql, &self.sent, req)
+                .await)?;
             if let Claim::Claimed { fence } = claim {
                 self.local
                     .hold(req.key, req.owner, fence, req.fingerprint, sent + req.lease);
