@@ -5,13 +5,12 @@
 //! one key, are retried inside the store.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use sqlx::Row;
-use sqlx::mysql::{MySqlPool, MySqlPoolOptions, MySqlRow};
+use sqlx::mysql::{MySql, MySqlPool, MySqlRow};
 
 use super::ddl::{Statements, Stmt};
-use super::store::{Arg, Pool, Sent, SqlStore, bind};
+use super::store::{Arg, Pool, Sent, SqlStore, bind, pool_options};
 use super::{CLAIM_ROUNDS, RawRow, TableNames, detached, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
@@ -29,10 +28,7 @@ impl SqlStore {
     /// Connects a pool of up to 16 connections (5 s acquire timeout, no ping on
     /// acquire: see the module docs). Does not create tables.
     pub async fn connect_mysql(url: &str) -> Result<Self, StoreError> {
-        let pool = MySqlPoolOptions::new()
-            .max_connections(16)
-            .acquire_timeout(Duration::from_secs(5))
-            .test_before_acquire(false)
+        let pool = pool_options::<MySql>(16)
             .connect(url)
             .await
             .map_err(map_err)?;
@@ -40,46 +36,12 @@ impl SqlStore {
     }
 }
 
-pub(super) async fn execute(
-    pool: &MySqlPool,
-    sent: &Sent,
-    stmt: &Stmt,
-    args: &[Arg<'_>],
-) -> Result<u64, sqlx::Error> {
-    Ok(bind(sent, stmt, args).execute(pool).await?.rows_affected())
-}
-
-pub(super) async fn exists(
-    pool: &MySqlPool,
-    sent: &Sent,
-    stmt: &Stmt,
-    args: &[Arg<'_>],
-) -> Result<bool, sqlx::Error> {
-    Ok(bind(sent, stmt, args).fetch_optional(pool).await?.is_some())
-}
-
-pub(super) async fn fetch(
-    pool: &MySqlPool,
-    sent: &Sent,
-    stmt: &Stmt,
-    args: &[Arg<'_>],
-) -> Result<Option<RawRow>, StoreError> {
-    let row = bind(sent, stmt, args)
-        .fetch_optional(pool)
-        .await
-        .map_err(map_err)?;
-    row.as_ref().map(raw).transpose()
-}
-
-fn raw(row: &MySqlRow) -> Result<RawRow, StoreError> {
-    Ok(RawRow {
-        state: i64::from(row.try_get::<i16, _>("state").map_err(map_err)?),
-        owner: row.try_get("owner").map_err(map_err)?,
-        fence: row.try_get("fence").map_err(map_err)?,
-        fingerprint: row.try_get("fingerprint").map_err(map_err)?,
-        payload: row.try_get("payload").map_err(map_err)?,
-        remaining_us: row.try_get("remaining_us").map_err(map_err)?,
-    })
+driver_calls! {
+    pool: MySqlPool,
+    row: MySqlRow,
+    state: i16,
+    sqlx_pool: |pool| pool,
+    write_turn: |_pool| (),
 }
 
 fn slot(key: &str) -> i64 {

@@ -9,12 +9,11 @@ use std::time::Duration;
 
 use sqlx::Row;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqliteRow, SqliteSynchronous,
 };
 
 use super::ddl::{Statements, Stmt};
-use super::store::{Arg, Pool, Sent, SqlStore, bind};
+use super::store::{Arg, Pool, Sent, SqlStore, bind, pool_options};
 use super::{CLAIM_ROUNDS, RawRow, TableNames, detached, map_err, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, Owner, StoreError, Warning};
@@ -45,10 +44,7 @@ impl SqlStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .acquire_timeout(Duration::from_secs(5))
-            .test_before_acquire(false)
+        let pool = pool_options::<Sqlite>(4)
             .connect_with(opts)
             .await
             .map_err(map_err)?;
@@ -78,53 +74,12 @@ impl Lite {
     }
 }
 
-pub(super) async fn execute(
-    lite: &Lite,
-    sent: &Sent,
-    stmt: &Stmt,
-    args: &[Arg<'_>],
-) -> Result<u64, sqlx::Error> {
-    let _turn = lite.writer.lock().await;
-    Ok(bind(sent, stmt, args)
-        .execute(&lite.pool)
-        .await?
-        .rows_affected())
-}
-
-pub(super) async fn exists(
-    lite: &Lite,
-    sent: &Sent,
-    stmt: &Stmt,
-    args: &[Arg<'_>],
-) -> Result<bool, sqlx::Error> {
-    Ok(bind(sent, stmt, args)
-        .fetch_optional(&lite.pool)
-        .await?
-        .is_some())
-}
-
-pub(super) async fn fetch(
-    lite: &Lite,
-    sent: &Sent,
-    stmt: &Stmt,
-    args: &[Arg<'_>],
-) -> Result<Option<RawRow>, StoreError> {
-    let row = bind(sent, stmt, args)
-        .fetch_optional(&lite.pool)
-        .await
-        .map_err(map_err)?;
-    row.as_ref().map(raw).transpose()
-}
-
-fn raw(row: &SqliteRow) -> Result<RawRow, StoreError> {
-    Ok(RawRow {
-        state: row.try_get("state").map_err(map_err)?,
-        owner: row.try_get("owner").map_err(map_err)?,
-        fence: row.try_get("fence").map_err(map_err)?,
-        fingerprint: row.try_get("fingerprint").map_err(map_err)?,
-        payload: row.try_get("payload").map_err(map_err)?,
-        remaining_us: row.try_get("remaining_us").map_err(map_err)?,
-    })
+driver_calls! {
+    pool: Lite,
+    row: SqliteRow,
+    state: i64,
+    sqlx_pool: |lite| &lite.pool,
+    write_turn: |lite| lite.writer.lock().await,
 }
 
 pub(super) async fn claim(

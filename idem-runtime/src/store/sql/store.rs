@@ -38,6 +38,15 @@ impl Sent {
     }
 }
 
+/// The pool settings of the `connect_*`/`open` constructors: at most `max`
+/// connections, 5 s acquire timeout, no ping on acquire (see the module docs).
+pub(crate) fn pool_options<DB: Database>(max: u32) -> sqlx::pool::PoolOptions<DB> {
+    sqlx::pool::PoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(Duration::from_secs(5))
+        .test_before_acquire(false)
+}
+
 /// Builds a query with its parameters bound, for any of the three drivers, and
 /// counts it as sent: every statement of the store is built here.
 pub(crate) fn bind<'q, DB: Database>(
