@@ -198,6 +198,40 @@ async fn create_order(
         .await
 }
 
+/// `n` copies of one request released together; returns each caller's outcome
+/// and the order id it got, and how many bodies ran.
+async fn concurrent_copies(
+    idem: &Idem,
+    orders: &Arc<Orders>,
+    order_no: &'static str,
+    n: usize,
+    degrade: bool,
+) -> Result<(usize, Vec<Result<(How, i64), String>>), Box<dyn std::error::Error>> {
+    let bodies = Arc::new(AtomicUsize::new(0));
+    let barrier = Arc::new(tokio::sync::Barrier::new(n));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let (idem, orders, bodies, barrier) = (
+            idem.clone(),
+            orders.clone(),
+            bodies.clone(),
+            barrier.clone(),
+        );
+        tasks.spawn(async move {
+            barrier.wait().await;
+            create_order(&idem, &orders, order_no, &bodies, false, degrade)
+                .await
+                .map(|o| (o.how(), *o.value()))
+                .map_err(|e| e.to_string())
+        });
+    }
+    let mut results = Vec::new();
+    while let Some(r) = tasks.join_next().await {
+        results.push(r?);
+    }
+    Ok((bodies.load(Ordering::SeqCst), results))
+}
+
 struct Verdict {
     round: &'static str,
     calls: usize,
@@ -320,30 +354,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
 
     // Round 2: fifty concurrent callers, one key.
-    let bodies = Arc::new(AtomicUsize::new(0));
-    let barrier = Arc::new(tokio::sync::Barrier::new(50));
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..50 {
-        let (idem, orders, bodies, barrier) = (
-            idem.clone(),
-            orders.clone(),
-            bodies.clone(),
-            barrier.clone(),
-        );
-        tasks.spawn(async move {
-            barrier.wait().await;
-            create_order(&idem, &orders, "r2-order", &bodies, false, false)
-                .await
-                .map(|o| (o.how(), *o.value()))
-                .map_err(|e| e.to_string())
-        });
-    }
-    let mut results = Vec::new();
-    while let Some(r) = tasks.join_next().await {
-        results.push(r?);
-    }
+    let (n, results) = concurrent_copies(&idem, &orders, "r2-order", 50, false).await?;
     let rows = orders.rows("r2-order").await?;
-    let n = bodies.load(Ordering::SeqCst);
     let first_id = results
         .iter()
         .find_map(|r| r.as_ref().ok().map(|(_, id)| *id));
@@ -390,28 +402,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Round 4: the record store is down; callers opted into `degrade_to_backstop`,
     // so the bodies run and the unique index lets exactly one order through.
     faulty.set_unavailable(true);
-    let bodies = Arc::new(AtomicUsize::new(0));
-    let barrier = Arc::new(tokio::sync::Barrier::new(10));
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..10 {
-        let (idem, orders, bodies, barrier) = (
-            idem.clone(),
-            orders.clone(),
-            bodies.clone(),
-            barrier.clone(),
-        );
-        tasks.spawn(async move {
-            barrier.wait().await;
-            create_order(&idem, &orders, "r4-order", &bodies, false, true)
-                .await
-                .map(|o| (o.how(), *o.value()))
-                .map_err(|e| e.to_string())
-        });
-    }
-    let mut results = Vec::new();
-    while let Some(r) = tasks.join_next().await {
-        results.push(r?);
-    }
+    let (n4, results) = concurrent_copies(&idem, &orders, "r4-order", 10, true).await?;
     faulty.set_unavailable(false);
     let rows = orders.rows("r4-order").await?;
     let first_id = results
@@ -421,7 +412,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     verdicts.push(Verdict {
         round: "4 store down, backstop",
         calls: 10,
-        bodies: bodies.load(Ordering::SeqCst),
+        bodies: n4,
         rows,
         outcomes: tally(&hows),
         pass: rows == 1
