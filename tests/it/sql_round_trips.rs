@@ -5,6 +5,7 @@
 //! `BEGIN` and `COMMIT`), so an extra statement on a path fails here. Claims the
 //! local claim cache answers send nothing, and that is pinned too.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use idem::fingerprint::Fingerprint;
@@ -12,6 +13,7 @@ use idem::store::sql::Dialect;
 use idem::store::{Claim, ClaimRequest, Owner};
 use idem::{Error, How, Idem, Store};
 
+use crate::sql_store::handle;
 use crate::sql_support::Fixture;
 
 /// Statements sent per path: (duplicate of a finished key, first call, failed body).
@@ -28,41 +30,40 @@ fn expected(dialect: Dialect) -> (u64, u64, u64) {
     }
 }
 
-async fn round_trips_per_path(dialect: Dialect) {
-    let fx = Fixture::new(dialect).await;
-    let idem = Idem::builder()
-        .shared_store(fx.dyn_store())
-        .namespace(format!("rt-{}", crate::sql_support::suffix()))
-        .op_timeout(Duration::from_secs(5))
-        .build()
-        .unwrap();
-    let sent = || fx.store.__statements_sent();
-    let call = |id: &'static str| {
-        let idem = idem.clone();
-        async move {
-            idem.guard("order-create", &[&id])
-                .run(|_| async { Ok::<_, Error>("x".repeat(200)) })
-                .await
-                .unwrap()
-                .how()
-        }
-    };
-    let (dup, first, failed) = expected(dialect);
+/// One guarded call whose body succeeds.
+async fn call(idem: &Idem, id: &str) -> How {
+    idem.guard("order-create", &[&id])
+        .run(|_| async { Ok::<_, Error>("x".repeat(200)) })
+        .await
+        .unwrap()
+        .how()
+}
 
-    let before = sent();
-    assert_eq!(call("a").await, How::Executed);
-    let first_sent = sent() - before;
-
-    let before = sent();
-    assert_eq!(call("a").await, How::Replayed);
-    let dup_sent = sent() - before;
-
-    let before = sent();
+/// One guarded call whose body fails.
+async fn fail(idem: &Idem, id: &str) {
     let r = idem
-        .guard("order-create", &[&"b"])
+        .guard("order-create", &[&id])
         .run(|_| async { Err::<(), _>(Error::Config("no".into())) })
         .await;
     assert!(r.is_err(), "the body's error is returned: {r:?}");
+}
+
+async fn round_trips_per_path(dialect: Dialect) {
+    let fx = Fixture::new(dialect).await;
+    let idem = handle(fx.dyn_store());
+    let sent = || fx.store.__statements_sent();
+    let (dup, first, failed) = expected(dialect);
+
+    let before = sent();
+    assert_eq!(call(&idem, "a").await, How::Executed);
+    let first_sent = sent() - before;
+
+    let before = sent();
+    assert_eq!(call(&idem, "a").await, How::Replayed);
+    let dup_sent = sent() - before;
+
+    let before = sent();
+    fail(&idem, "b").await;
     let failed_sent = sent() - before;
     println!(
         "{dialect:?} statements: first call {first_sent}, duplicate {dup_sent}, failed body {failed_sent}"
@@ -79,7 +80,7 @@ async fn round_trips_per_path(dialect: Dialect) {
 
     // The failed body left no record: calling again runs the body (first-call cost).
     let before = sent();
-    assert_eq!(call("b").await, How::Executed);
+    assert_eq!(call(&idem, "b").await, How::Executed);
     assert_eq!(sent() - before, first, "{dialect:?} retry after a failure");
 
     // Local duplicates of a claim in progress here are answered without a
@@ -159,24 +160,10 @@ async fn mariadb_server_counts_the_same_statements() {
             row.1.parse::<u64>().unwrap()
         }
     };
-    let idem = Idem::builder()
-        .store(store.clone())
-        .namespace(format!("rt-{}", crate::sql_support::suffix()))
-        .build()
-        .unwrap();
-    let call = |id: &'static str| {
-        let idem = idem.clone();
-        async move {
-            idem.guard("order-create", &[&id])
-                .run(|_| async { Ok::<_, Error>("x".repeat(200)) })
-                .await
-                .unwrap()
-                .how()
-        }
-    };
+    let idem = handle(Arc::new(store.clone()));
     // Warm the connection's prepared statements (a first use prepares).
-    assert_eq!(call("warm").await, How::Executed);
-    assert_eq!(call("warm").await, How::Replayed);
+    assert_eq!(call(&idem, "warm").await, How::Executed);
+    assert_eq!(call(&idem, "warm").await, How::Replayed);
     let counts = || async { (questions().await, store.__statements_sent()) };
     let agree = |path: &str, (q0, s0): (u64, u64), (q1, s1): (u64, u64)| {
         // `q0` includes the first reading; `q1` counts the second one.
@@ -190,14 +177,10 @@ async fn mariadb_server_counts_the_same_statements() {
         ("a", How::Replayed, "duplicate"),
     ] {
         let before = counts().await;
-        assert_eq!(call(id).await, how);
+        assert_eq!(call(&idem, id).await, how);
         agree(path, before, counts().await);
     }
     let before = counts().await;
-    let r = idem
-        .guard("order-create", &[&"b"])
-        .run(|_| async { Err::<(), _>(Error::Config("no".into())) })
-        .await;
-    assert!(r.is_err());
+    fail(&idem, "b").await;
     agree("failed body", before, counts().await);
 }

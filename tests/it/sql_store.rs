@@ -25,7 +25,7 @@ enum AppErr {
 
 type Res<T> = Result<T, AppErr>;
 
-fn handle(store: Arc<dyn Store>) -> Idem {
+pub(crate) fn handle(store: Arc<dyn Store>) -> Idem {
     Idem::builder()
         .shared_store(store)
         .namespace(format!("t-{}", crate::sql_support::suffix()))
