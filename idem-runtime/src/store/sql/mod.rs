@@ -428,6 +428,7 @@ where
 /// by an idle pooled connection). Detached, the transaction always finishes; a
 /// claim it applied for an owner whose caller gave up is found again by that
 /// owner's retry, or lapses with its lease.
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
 pub(crate) async fn detached<T, Fut>(tx: Fut) -> Result<T, sqlx::Error>
 where
     T: Send + 'static,
