@@ -29,7 +29,8 @@ macro_rules! conformance_suite {
             unavailable_fails_closed, degraded_backstop_one_row, backstop_on_conflict_replays,
             backstop_without_lookup_is_duplicate, terminal_error_replayed, version_mismatch_is_codec,
             hostile_key_parts, breaker_stops_paying_timeouts, complete_failure_still_returns_ok,
-            inspect_and_forget, max_hold_lets_hung_body_lapse, failed_claim_is_released
+            inspect_and_forget, max_hold_lets_hung_body_lapse, failed_claim_is_released,
+            hung_claim_is_released
         );
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn many_keys_concurrent() {
@@ -944,7 +945,44 @@ pub async fn failed_claim_is_released(store: Arc<dyn Store>) {
         faulty.counts().lost_replies >= 3,
         "every claim attempt lost"
     );
-    let key = idem.key("fcr", &[&"k"]);
+    faulty.lose_next_replies(0);
+    key_is_freed_and_runs_at_once(&idem, "fcr", lease, &runs).await;
+}
+
+/// The same with a hung store: the claim applies, its reply comes after the
+/// operation timeout.
+pub async fn hung_claim_is_released(store: Arc<dyn Store>) {
+    let faulty = Arc::new(FaultyStore::new(store));
+    let idem = short(faulty.clone(), "hcr");
+    let runs = Counter::default();
+    let lease = Duration::from_secs(30);
+    faulty.set_reply_delay(Some(Duration::from_millis(1500)));
+    let first = idem
+        .guard("hcr", &[&"k"])
+        .lease(lease)
+        .run(|_| {
+            let runs = runs.clone();
+            async move { Res::Ok(runs.hit()) }
+        })
+        .await;
+    faulty.set_reply_delay(None);
+    assert!(
+        matches!(first, Err(AppError::Idem(Error::StoreUnavailable { .. }))),
+        "{first:?}"
+    );
+    assert_eq!(runs.get(), 0);
+    key_is_freed_and_runs_at_once(&idem, "hcr", lease, &runs).await;
+}
+
+/// After a failed claim: the key becomes free within 5 s (inspect -> None) and
+/// the next call executes at once, well within the `lease` the orphan had.
+async fn key_is_freed_and_runs_at_once(
+    idem: &idem::Idem,
+    scene: &str,
+    lease: Duration,
+    runs: &Counter,
+) {
+    let key = idem.key(scene, &[&"k"]);
     let t0 = std::time::Instant::now();
     loop {
         match idem.inspect(&key).await.unwrap() {
@@ -955,10 +993,9 @@ pub async fn failed_claim_is_released(store: Arc<dyn Store>) {
             other => panic!("the orphaned claim was not released: {other:?}"),
         }
     }
-    faulty.lose_next_replies(0);
     let t1 = std::time::Instant::now();
     let out = idem
-        .guard("fcr", &[&"k"])
+        .guard(scene, &[&"k"])
         .lease(lease)
         .concurrent(Concurrency::Reject)
         .run(|_| {
