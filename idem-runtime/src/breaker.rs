@@ -89,8 +89,11 @@ impl Breaker {
         self.healthy.store(false, Ordering::Release);
     }
 
-    #[cfg(test)]
+    /// Open or half-open: the store is deemed down.
     pub(crate) fn is_open(&self) -> bool {
+        if self.healthy.load(Ordering::Acquire) {
+            return false;
+        }
         !matches!(*self.lock(), State::Closed { .. })
     }
 }

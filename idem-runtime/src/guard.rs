@@ -310,7 +310,17 @@ impl Call<'_> {
                     }
                 }
                 Err(e) => {
-                    claim_guard.disarm();
+                    // A claim that got no answer may have applied and would block the
+                    // key for a whole lease: the guard stays armed and releases it in
+                    // the background when this call ends (owner-checked: harmless if it
+                    // never applied). Not when nothing was sent (the breaker refused
+                    // the call), nor once the breaker is open: the store is deemed down,
+                    // a release per failed call would only add to its load, and an
+                    // orphaned claim still lapses with its lease.
+                    if !matches!(e, StoreError::Unavailable(_)) || self.idem.inner.breaker.is_open()
+                    {
+                        claim_guard.disarm();
+                    }
                     if matches!(e, StoreError::Unavailable(_)) && self.policy.degrade {
                         // Boxed: a cold path kept out of every call's future.
                         return Box::pin(self.degraded(hooks, body)).await;

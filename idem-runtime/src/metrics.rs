@@ -7,8 +7,8 @@
 //! any key repeated more than `calls / capacity` times is guaranteed to be listed.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
 
 /// Outcome labels, in the order of the counters.
 pub const OUTCOMES: &[&str] = &[
@@ -134,11 +134,27 @@ impl SpaceSaving {
     }
 }
 
+/// At most this many `idem_calls_total` keys are cached per handle; calls past it
+/// (an unbounded set of scopes) build their key each time, as the macro would.
+const CALL_KEYS_CAPACITY: usize = 1024;
+
 /// In-process counters behind [`Stats`].
 #[derive(Debug)]
 pub(crate) struct Recorder {
     by_outcome: Vec<AtomicU64>,
     top: Mutex<HashMap<String, SpaceSaving>>,
+    /// `idem_calls_total` keys by scope, then (technique, outcome). Keys, not
+    /// registered handles: a key means the same to every recorder, so a global
+    /// recorder installed after the first calls (or a thread-local one, as in
+    /// `metrics::with_local_recorder`) still sees every call. The `counter!` macro
+    /// built the key per call: an owned `scope` label and a label vector.
+    call_keys: RwLock<CallKeys>,
+}
+
+#[derive(Debug, Default)]
+struct CallKeys {
+    by_scope: HashMap<Box<str>, Vec<(&'static str, &'static str, metrics::Key)>>,
+    len: usize,
 }
 
 impl Default for Recorder {
@@ -146,8 +162,22 @@ impl Default for Recorder {
         Recorder {
             by_outcome: OUTCOMES.iter().map(|_| AtomicU64::new(0)).collect(),
             top: Mutex::new(HashMap::new()),
+            call_keys: RwLock::new(CallKeys::default()),
         }
     }
+}
+
+fn call_key(technique: &'static str, scope: &str, outcome: &'static str) -> metrics::Key {
+    let labels = vec![
+        metrics::Label::new("technique", technique),
+        metrics::Label::new("scope", scope.to_owned()),
+        metrics::Label::new("outcome", outcome),
+    ];
+    metrics::Key::from_parts("idem_calls_total", labels)
+}
+
+fn increment(key: &metrics::Key) {
+    metrics::with_recorder(|r| r.register_counter(key, &METADATA).increment(1));
 }
 
 impl Recorder {
@@ -161,19 +191,42 @@ impl Recorder {
         if let Some(i) = OUTCOMES.iter().position(|o| *o == outcome) {
             self.by_outcome[i].fetch_add(1, Ordering::Relaxed);
         }
-        metrics::counter!(
-            "idem_calls_total",
-            "technique" => technique,
-            "scope" => scope.to_owned(),
-            "outcome" => outcome
-        )
-        .increment(1);
+        self.count_call(technique, scope, outcome);
         if INTERCEPTED.contains(&outcome) || outcome == "in_progress" || outcome == "mismatch" {
             let mut top = self.top.lock().unwrap_or_else(|p| p.into_inner());
             match top.get_mut(scope) {
                 Some(ss) => ss.hit(key),
                 None => top.entry(scope.to_owned()).or_default().hit(key),
             }
+        }
+    }
+
+    /// `idem_calls_total{technique,scope,outcome}` += 1, with the key cached.
+    fn count_call(&self, technique: &'static str, scope: &str, outcome: &'static str) {
+        {
+            let keys = self.call_keys.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(key) = keys.by_scope.get(scope).and_then(|v| {
+                v.iter()
+                    .find(|(t, o, _)| *t == technique && *o == outcome)
+                    .map(|(_, _, k)| k)
+            }) {
+                increment(key);
+                return;
+            }
+        }
+        let key = call_key(technique, scope, outcome);
+        increment(&key);
+        let mut keys = self.call_keys.write().unwrap_or_else(|p| p.into_inner());
+        if keys.len >= CALL_KEYS_CAPACITY {
+            return;
+        }
+        let entry = keys.by_scope.entry(scope.into()).or_default();
+        if !entry
+            .iter()
+            .any(|(t, o, _)| *t == technique && *o == outcome)
+        {
+            entry.push((technique, outcome, key));
+            keys.len += 1;
         }
     }
 
@@ -360,56 +413,118 @@ mod tests {
 
     /// The prebuilt keys register exactly what `histogram!` would, per operation
     /// (so a recorder installed later still sees them).
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<String>>);
+    impl metrics::Recorder for Seen {
+        fn describe_counter(
+            &self,
+            _: metrics::KeyName,
+            _: Option<metrics::Unit>,
+            _: metrics::SharedString,
+        ) {
+        }
+        fn describe_gauge(
+            &self,
+            _: metrics::KeyName,
+            _: Option<metrics::Unit>,
+            _: metrics::SharedString,
+        ) {
+        }
+        fn describe_histogram(
+            &self,
+            _: metrics::KeyName,
+            _: Option<metrics::Unit>,
+            _: metrics::SharedString,
+        ) {
+        }
+        fn register_counter(
+            &self,
+            k: &metrics::Key,
+            _: &metrics::Metadata<'_>,
+        ) -> metrics::Counter {
+            self.0.lock().unwrap().push(format!("{k}"));
+            metrics::Counter::noop()
+        }
+        fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
+            metrics::Gauge::noop()
+        }
+        fn register_histogram(
+            &self,
+            k: &metrics::Key,
+            _: &metrics::Metadata<'_>,
+        ) -> metrics::Histogram {
+            self.0.lock().unwrap().push(format!("{k}"));
+            metrics::Histogram::noop()
+        }
+    }
+
+    /// `idem_calls_total` keys are cached per (technique, scope, outcome); a recorder
+    /// that appears after the first calls (here a thread-local one) still sees every
+    /// call with its labels, and scopes past the cache's capacity are still counted.
+    #[test]
+    fn call_keys_are_cached_and_seen_by_later_recorders() {
+        let r = Recorder::default();
+        r.record("idempotent", "pay", "k1", "executed");
+        r.record("idempotent", "pay", "k1", "replayed");
+        let seen = Seen::default();
+        metrics::with_local_recorder(&seen, || {
+            r.record("idempotent", "pay", "k1", "replayed");
+            r.record("idempotent", "pay", "k2", "executed");
+            r.record("lock", "pay", "k2", "executed");
+            r.record("idempotent", "ship", "k3", "replayed");
+        });
+        let seen = seen.0.into_inner().unwrap();
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        for (i, (t, s, o)) in [
+            ("idempotent", "pay", "replayed"),
+            ("idempotent", "pay", "executed"),
+            ("lock", "pay", "executed"),
+            ("idempotent", "ship", "replayed"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert!(
+                seen[i].contains("idem_calls_total")
+                    && seen[i].contains(&format!("technique = {t}"))
+                    && seen[i].contains(&format!("scope = {s}"))
+                    && seen[i].contains(&format!("outcome = {o}")),
+                "{i}: {seen:?}"
+            );
+        }
+        assert_eq!(r.call_keys.read().unwrap().len, 4, "one key per label set");
+        for i in 0..CALL_KEYS_CAPACITY + 10 {
+            r.record("idempotent", &format!("s{i}"), "k", "executed");
+        }
+        assert_eq!(
+            r.call_keys.read().unwrap().len,
+            CALL_KEYS_CAPACITY,
+            "bounded"
+        );
+        let seen = Seen::default();
+        metrics::with_local_recorder(&seen, || {
+            r.record("idempotent", "s0", "k", "executed");
+            r.record(
+                "idempotent",
+                &format!("s{}", CALL_KEYS_CAPACITY + 5),
+                "k",
+                "executed",
+            );
+        });
+        let seen = seen.0.into_inner().unwrap();
+        assert!(seen[0].contains("scope = s0"), "{seen:?}");
+        assert!(
+            seen[1].contains(&format!("scope = s{}", CALL_KEYS_CAPACITY + 5)),
+            "past the capacity: {seen:?}"
+        );
+        assert_eq!(
+            r.snapshot().count("executed"),
+            CALL_KEYS_CAPACITY as u64 + 15
+        );
+    }
+
     #[test]
     fn store_op_keys_register_per_operation() {
-        #[derive(Default)]
-        struct Seen(Mutex<Vec<String>>);
-        impl metrics::Recorder for Seen {
-            fn describe_counter(
-                &self,
-                _: metrics::KeyName,
-                _: Option<metrics::Unit>,
-                _: metrics::SharedString,
-            ) {
-            }
-            fn describe_gauge(
-                &self,
-                _: metrics::KeyName,
-                _: Option<metrics::Unit>,
-                _: metrics::SharedString,
-            ) {
-            }
-            fn describe_histogram(
-                &self,
-                _: metrics::KeyName,
-                _: Option<metrics::Unit>,
-                _: metrics::SharedString,
-            ) {
-            }
-            fn register_counter(
-                &self,
-                k: &metrics::Key,
-                _: &metrics::Metadata<'_>,
-            ) -> metrics::Counter {
-                self.0.lock().unwrap().push(format!("{k}"));
-                metrics::Counter::noop()
-            }
-            fn register_gauge(
-                &self,
-                _: &metrics::Key,
-                _: &metrics::Metadata<'_>,
-            ) -> metrics::Gauge {
-                metrics::Gauge::noop()
-            }
-            fn register_histogram(
-                &self,
-                k: &metrics::Key,
-                _: &metrics::Metadata<'_>,
-            ) -> metrics::Histogram {
-                self.0.lock().unwrap().push(format!("{k}"));
-                metrics::Histogram::noop()
-            }
-        }
         let keys = StoreOpKeys::new("redis");
         let seen = Seen::default();
         metrics::with_local_recorder(&seen, || {

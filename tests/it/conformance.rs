@@ -29,7 +29,8 @@ macro_rules! conformance_suite {
             unavailable_fails_closed, degraded_backstop_one_row, backstop_on_conflict_replays,
             backstop_without_lookup_is_duplicate, terminal_error_replayed, version_mismatch_is_codec,
             hostile_key_parts, breaker_stops_paying_timeouts, complete_failure_still_returns_ok,
-            inspect_and_forget, max_hold_lets_hung_body_lapse
+            inspect_and_forget, max_hold_lets_hung_body_lapse, failed_claim_is_released,
+            hung_claim_is_released
         );
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn many_keys_concurrent() {
@@ -886,6 +887,9 @@ pub async fn breaker_stops_paying_timeouts(store: Arc<dyn Store>) {
             Err(AppError::Idem(Error::StoreUnavailable { .. }))
         ));
     }
+    // The calls that failed before the breaker opened release their (possibly
+    // applied) claims in the background: let those land before counting.
+    wait_for_quiet_ops(&faulty).await;
     let ops = faulty.counts().ops;
     let t0 = std::time::Instant::now();
     for i in 0..100 {
@@ -897,6 +901,116 @@ pub async fn breaker_stops_paying_timeouts(store: Arc<dyn Store>) {
     }
     assert_eq!(faulty.counts().ops, ops, "open breaker: no store calls");
     assert!(t0.elapsed() < Duration::from_secs(1));
+}
+
+/// Waits until `faulty` saw no new operation for 100 ms (at most 3 s).
+async fn wait_for_quiet_ops(faulty: &FaultyStore<Arc<dyn Store>>) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    let mut last = faulty.counts().ops;
+    while std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = faulty.counts().ops;
+        if now == last {
+            return;
+        }
+        last = now;
+    }
+}
+
+/// A claim that applied but whose reply was lost on every attempt fails the call
+/// with `StoreUnavailable`; the guard then releases it in the background, so the
+/// key is free again at once instead of after the lease.
+pub async fn failed_claim_is_released(store: Arc<dyn Store>) {
+    let faulty = Arc::new(FaultyStore::new(store));
+    let idem = short(faulty.clone(), "fcr");
+    let runs = Counter::default();
+    let lease = Duration::from_secs(30);
+    // Three claim attempts, each applied with its reply lost; the background
+    // release may lose its reply too (it still applies).
+    faulty.lose_next_replies(4);
+    let first = idem
+        .guard("fcr", &[&"k"])
+        .lease(lease)
+        .run(|_| {
+            let runs = runs.clone();
+            async move { Res::Ok(runs.hit()) }
+        })
+        .await;
+    assert!(
+        matches!(first, Err(AppError::Idem(Error::StoreUnavailable { .. }))),
+        "{first:?}"
+    );
+    assert_eq!(runs.get(), 0);
+    assert!(
+        faulty.counts().lost_replies >= 3,
+        "every claim attempt lost"
+    );
+    faulty.lose_next_replies(0);
+    key_is_freed_and_runs_at_once(&idem, "fcr", lease, &runs).await;
+}
+
+/// The same with a hung store: the claim applies, its reply comes after the
+/// operation timeout.
+pub async fn hung_claim_is_released(store: Arc<dyn Store>) {
+    let faulty = Arc::new(FaultyStore::new(store));
+    let idem = short(faulty.clone(), "hcr");
+    let runs = Counter::default();
+    let lease = Duration::from_secs(30);
+    faulty.set_reply_delay(Some(Duration::from_millis(1500)));
+    let first = idem
+        .guard("hcr", &[&"k"])
+        .lease(lease)
+        .run(|_| {
+            let runs = runs.clone();
+            async move { Res::Ok(runs.hit()) }
+        })
+        .await;
+    faulty.set_reply_delay(None);
+    assert!(
+        matches!(first, Err(AppError::Idem(Error::StoreUnavailable { .. }))),
+        "{first:?}"
+    );
+    assert_eq!(runs.get(), 0);
+    key_is_freed_and_runs_at_once(&idem, "hcr", lease, &runs).await;
+}
+
+/// After a failed claim: the key becomes free within 5 s (inspect -> None) and
+/// the next call executes at once, well within the `lease` the orphan had.
+async fn key_is_freed_and_runs_at_once(
+    idem: &idem::Idem,
+    scene: &str,
+    lease: Duration,
+    runs: &Counter,
+) {
+    let key = idem.key(scene, &[&"k"]);
+    let t0 = std::time::Instant::now();
+    loop {
+        match idem.inspect(&key).await.unwrap() {
+            None => break,
+            Some(RecordState::InProgress { .. }) if t0.elapsed() < Duration::from_secs(5) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            other => panic!("the orphaned claim was not released: {other:?}"),
+        }
+    }
+    let t1 = std::time::Instant::now();
+    let out = idem
+        .guard(scene, &[&"k"])
+        .lease(lease)
+        .concurrent(Concurrency::Reject)
+        .run(|_| {
+            let runs = runs.clone();
+            async move { Res::Ok(runs.hit()) }
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.how(), How::Executed);
+    assert_eq!(*out.value(), 1);
+    assert_eq!(runs.get(), 1);
+    assert!(
+        t1.elapsed() < Duration::from_secs(5),
+        "ran at once, not after the lease"
+    );
 }
 
 pub async fn complete_failure_still_returns_ok(store: Arc<dyn Store>) {

@@ -47,8 +47,11 @@
 //! operation budget. The single-node store reconnects in the background; a
 //! command in flight when the connection broke fails and the guard retries it with
 //! the same owner (every script is idempotent per owner). A claim that timed out
-//! may still apply when a hung server wakes; its key then stays claimed until the
-//! lease lapses, and a later caller takes it over with a larger fence.
+//! may still apply when a hung server wakes: the guard that gave up on it sends an
+//! owner-checked release in the background (within 5 s), so the key is free again
+//! once the server answers. Only while the circuit breaker is open (the store deemed
+//! down) is no release sent; such a key stays claimed until the lease lapses, and a
+//! later caller takes it over with a larger fence.
 //!
 //! Requires Redis 5 or newer (scripts that read `TIME` and then write need
 //! effect replication, the default since Redis 5).
