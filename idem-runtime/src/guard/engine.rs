@@ -15,162 +15,22 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Serialize, de::DeserializeOwned};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use super::ops::{ClaimGuard, Inflight};
 use crate::error::Error;
-use crate::fingerprint::{Fingerprint, FingerprintBuilder};
+use crate::fingerprint::Fingerprint;
 use crate::handle::Idem;
 use crate::hooks::{Hooks, OnConflict, Terminal};
-use crate::key::{Key, KeyPart};
+use crate::key::Key;
 use crate::outcome::{Fence, How, Outcome};
 use crate::policy::{Concurrency, Policy};
 use crate::record::{self, Kind};
-use crate::store::{BoxFuture, Claim, ClaimRequest, DoneRecord, Owned, Owner, StoreError};
-
-/// A guarded call being configured: `idem.guard(scene, parts)...run(body)`.
-///
-/// ```
-/// # use idem_runtime::{Idem, store::memory::MemoryStore};
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_runtime::Error> {
-/// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
-/// for _ in 0..3 {
-///     let out = idem
-///         .guard("order-create", &[&7u64, &"req-1"])
-///         .run(|fence| async move { Ok::<_, idem_runtime::Error>(format!("order@{fence}")) })
-///         .await?;
-///     println!("{} replay={}", out.value(), out.is_replay());
-/// }
-/// # Ok(()) }
-/// ```
-#[must_use = "a guard does nothing until `.run(...)` is awaited"]
-#[derive(Debug)]
-pub struct Guard<'h> {
-    idem: &'h Idem,
-    key: Key,
-    policy: Policy,
-    fingerprint: Result<Fingerprint, String>,
-}
-
-impl Idem {
-    /// Starts a guarded call keyed by `scene` and the escaped `parts`.
-    pub fn guard(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Guard<'_> {
-        Guard {
-            idem: self,
-            key: self.key(scene, parts),
-            policy: Policy::default(),
-            fingerprint: Ok(Fingerprint::NONE),
-        }
-    }
-
-    /// Starts a guarded call with an already rendered key.
-    pub fn guard_key(&self, key: Key) -> Guard<'_> {
-        Guard {
-            idem: self,
-            key,
-            policy: Policy::default(),
-            fingerprint: Ok(Fingerprint::NONE),
-        }
-    }
-}
-
-impl Guard<'_> {
-    /// The rendered key.
-    pub fn key(&self) -> &Key {
-        &self.key
-    }
-    /// Result replay window (default 24 h).
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.policy.ttl = ttl;
-        self
-    }
-    /// Claim life without renewal (default 30 s; must be shorter than ttl).
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.policy.lease = lease;
-        self
-    }
-    /// How long a concurrent duplicate waits (default: the lease).
-    pub fn wait(mut self, wait: Duration) -> Self {
-        self.policy.wait = Some(wait);
-        self
-    }
-    /// Wait for, or reject, concurrent duplicates.
-    pub fn concurrent(mut self, c: Concurrency) -> Self {
-        self.policy.concurrent = c;
-        self
-    }
-    /// Upper bound on lease renewal for a hung body (default 20 × lease).
-    pub fn max_hold(mut self, d: Duration) -> Self {
-        self.policy.max_hold = Some(d);
-        self
-    }
-    /// Version tag stored with the result.
-    pub fn version(mut self, v: u32) -> Self {
-        self.policy.version = v;
-        self
-    }
-    /// The request payload: a retry with a different payload gets `PayloadMismatch`.
-    pub fn fingerprint<P: Serialize + ?Sized>(mut self, payload: &P) -> Self {
-        self.fingerprint = FingerprintBuilder::new().add(payload).finish();
-        self
-    }
-    /// The business unique constraint backing this call.
-    pub fn backstop(mut self, constraint: impl Into<std::borrow::Cow<'static, str>>) -> Self {
-        self.policy.backstop = Some(constraint.into());
-        self
-    }
-    /// Run the body when the store is unavailable, relying on the backstop.
-    pub fn degrade_to_backstop(mut self) -> Self {
-        self.policy.degrade = true;
-        self
-    }
-    /// Replaces all settings at once.
-    pub fn policy(mut self, policy: Policy) -> Self {
-        self.policy = policy;
-        self
-    }
-
-    /// Runs `body` at most once for this key (see the crate docs for the rules).
-    pub async fn run<T, E, B, Fut>(self, body: B) -> Result<Outcome<T>, E>
-    where
-        T: Serialize + DeserializeOwned + Send,
-        E: From<Error> + Send,
-        B: FnOnce(Fence) -> Fut + Send,
-        Fut: Future<Output = Result<T, E>> + Send,
-    {
-        self.run_with(Hooks::new(), body).await
-    }
-
-    /// Runs `body` with typed hooks: backstop detection, `on_conflict`, terminal errors.
-    pub async fn run_with<T, E, C, B, Fut>(
-        self,
-        hooks: Hooks<E, C>,
-        body: B,
-    ) -> Result<Outcome<T>, E>
-    where
-        T: Serialize + DeserializeOwned + Send,
-        E: From<Error> + Send,
-        C: OnConflict<T, E>,
-        B: FnOnce(Fence) -> Fut + Send,
-        Fut: Future<Output = Result<T, E>> + Send,
-    {
-        if let Err(e) = self.policy.validate() {
-            return Err(Error::Config(e).into());
-        }
-        let call = Call {
-            idem: self.idem,
-            key: &self.key,
-            policy: &self.policy,
-            technique: "idempotent",
-        };
-        call.execute(self.fingerprint, hooks, body).await
-    }
-}
+use crate::store::{Claim, ClaimRequest, DoneRecord, Owned, Owner, StoreError};
 
 /// One call's fixed inputs, shared by the engine's steps.
 pub(crate) struct Call<'a> {
@@ -332,7 +192,7 @@ impl Call<'_> {
 
         // We hold the key. Local duplicates wait on `inflight` instead of polling.
         let _local = Inflight::register(self.idem, key);
-        claim_guard.started = true;
+        claim_guard.body_started();
         let result = self.run_body(owner, fence, body).await;
         claim_guard.disarm();
 
@@ -616,188 +476,5 @@ where
             )
             .into()),
         },
-    }
-}
-
-impl Idem {
-    /// One store operation: breaker check, timeout, retries with the same owner
-    /// (every operation is idempotent per owner), metrics.
-    ///
-    /// The breaker spares *new* calls the timeout during an outage. Operations on a
-    /// claim this caller already holds (`renew`, `complete`, `release`) are not
-    /// gated by it: refusing them would let a running body's lease lapse, or drop
-    /// its result, for a whole cooldown after a blip the store has long recovered
-    /// from, and a duplicate would then run the body again (simulation seed 547).
-    /// Their outcome still feeds the breaker. For the same reason they retry for
-    /// their whole budget, where a claim gives up after three quick attempts: a
-    /// `complete` lost to a 50 ms blip means the next duplicate runs the body
-    /// again (simulation seed 121).
-    pub(crate) async fn op<'s, R>(
-        &'s self,
-        name: &'static str,
-        key: &str,
-        mut f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
-    ) -> Result<R, StoreError> {
-        let inner = &self.inner;
-        let held = matches!(name, "renew" | "complete" | "release");
-        if !held && !inner.breaker.allow() {
-            return Err(StoreError::Unavailable("circuit breaker open".into()));
-        }
-        let mut t0 = Instant::now();
-        let deadline = t0 + inner.op_timeout;
-        let mut attempt = 0u32;
-        loop {
-            if attempt > 0 {
-                t0 = Instant::now();
-            }
-            let r = match tokio::time::timeout_at(deadline, f()).await {
-                Ok(r) => r,
-                Err(_) => Err(StoreError::Unavailable(format!(
-                    "no answer within {:?}",
-                    inner.op_timeout
-                ))),
-            };
-            inner
-                .store_keys
-                .record(name, t0.elapsed().as_secs_f64(), r.is_ok());
-            match r {
-                Ok(v) => {
-                    inner.breaker.success();
-                    return Ok(v);
-                }
-                Err(StoreError::Unavailable(msg)) => {
-                    attempt += 1;
-                    let pause = Duration::from_millis(5 << attempt.min(4));
-                    let give_up = !held && attempt >= 3;
-                    if give_up || Instant::now() + pause >= deadline {
-                        inner.breaker.failure();
-                        tracing::debug!(key, op = name, error = %msg, "store unavailable");
-                        return Err(StoreError::Unavailable(msg));
-                    }
-                    tokio::time::sleep(pause).await;
-                }
-                Err(other) => return Err(other),
-            }
-        }
-    }
-
-    /// Waits until a local holder of `key` finishes, at most `budget`. Returns false
-    /// at once when no caller in this process holds the key (the holder is remote:
-    /// the caller polls instead).
-    async fn wait_local(&self, key: &str, budget: Duration) -> bool {
-        let notify = {
-            let map = self
-                .inner
-                .inflight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            match map.get(key) {
-                Some(n) => Arc::clone(n),
-                None => return false,
-            }
-        };
-        let notified = notify.notified();
-        let mut notified = pin!(notified);
-        notified.as_mut().enable();
-        // The holder may have finished between our claim and `enable`: re-check.
-        if !self
-            .inner
-            .inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-            .is_some_and(|n| Arc::ptr_eq(n, &notify))
-        {
-            return true;
-        }
-        let _ = tokio::time::timeout(budget, notified).await;
-        true
-    }
-}
-
-/// Registers a key as running in this process; wakes local waiters when dropped.
-struct Inflight<'a> {
-    idem: &'a Idem,
-    key: &'a str,
-    notify: Arc<Notify>,
-}
-
-impl<'a> Inflight<'a> {
-    fn register(idem: &'a Idem, key: &'a str) -> Self {
-        let notify = Arc::new(Notify::new());
-        idem.inner
-            .inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.to_owned(), Arc::clone(&notify));
-        Inflight { idem, key, notify }
-    }
-}
-
-impl Drop for Inflight<'_> {
-    fn drop(&mut self) {
-        let mut map = self
-            .idem
-            .inner
-            .inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if map
-            .get(self.key)
-            .is_some_and(|n| Arc::ptr_eq(n, &self.notify))
-        {
-            map.remove(self.key);
-        }
-        // Waiters clone the Arc under this lock and hold it while they wait, and it
-        // is no longer reachable from the map: a count of one means nobody waits,
-        // and the notification (a lock inside `Notify`) can be skipped.
-        let waiters = Arc::strong_count(&self.notify) > 1;
-        drop(map);
-        if waiters {
-            self.notify.notify_waiters();
-        }
-    }
-}
-
-/// Releases a claim whose body never started when the call is dropped.
-struct ClaimGuard<'a> {
-    idem: &'a Idem,
-    key: &'a str,
-    owner: Owner,
-    armed: bool,
-    started: bool,
-}
-
-impl<'a> ClaimGuard<'a> {
-    fn new(idem: &'a Idem, key: &'a str, owner: Owner) -> Self {
-        ClaimGuard {
-            idem,
-            key,
-            owner,
-            armed: true,
-            started: false,
-        }
-    }
-    fn disarm(&mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for ClaimGuard<'_> {
-    fn drop(&mut self) {
-        if !self.armed || self.started {
-            // Once the body started, its effects may have committed: the claim stays
-            // until its lease lapses, so no retry can run a second body meanwhile.
-            return;
-        }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let store = Arc::clone(&self.idem.inner.store);
-        let key = self.key.to_owned();
-        let owner = self.owner;
-        rt.spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(5), store.release(&key, owner)).await;
-        });
     }
 }

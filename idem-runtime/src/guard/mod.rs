@@ -1,0 +1,164 @@
+//! The non-macro API: `idem.guard(scene, parts)…run(body)`. It configures a call
+//! and hands it to the engine, which the `#[idempotent]` expansion also calls.
+//!
+//! - [`engine`]: the protocol itself (claim, wait, run with renewal, complete or
+//!   release, backstop, degraded mode);
+//! - [`ops`]: one store operation (breaker, timeout, same-owner retries, metrics),
+//!   local wake-ups of same-process waiters, and the release-on-drop guard.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde::{Serialize, de::DeserializeOwned};
+
+use crate::error::Error;
+use crate::fingerprint::{Fingerprint, FingerprintBuilder};
+use crate::handle::Idem;
+use crate::hooks::{Hooks, OnConflict};
+use crate::key::{Key, KeyPart};
+use crate::outcome::{Fence, Outcome};
+use crate::policy::{Concurrency, Policy};
+
+pub(crate) mod engine;
+mod ops;
+
+pub(crate) use engine::Call;
+
+/// A guarded call being configured: `idem.guard(scene, parts)...run(body)`.
+///
+/// ```
+/// # use idem_runtime::{Idem, store::memory::MemoryStore};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_runtime::Error> {
+/// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
+/// for _ in 0..3 {
+///     let out = idem
+///         .guard("order-create", &[&7u64, &"req-1"])
+///         .run(|fence| async move { Ok::<_, idem_runtime::Error>(format!("order@{fence}")) })
+///         .await?;
+///     println!("{} replay={}", out.value(), out.is_replay());
+/// }
+/// # Ok(()) }
+/// ```
+#[must_use = "a guard does nothing until `.run(...)` is awaited"]
+#[derive(Debug)]
+pub struct Guard<'h> {
+    idem: &'h Idem,
+    key: Key,
+    policy: Policy,
+    fingerprint: Result<Fingerprint, String>,
+}
+
+impl Idem {
+    /// Starts a guarded call keyed by `scene` and the escaped `parts`.
+    pub fn guard(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Guard<'_> {
+        Guard {
+            idem: self,
+            key: self.key(scene, parts),
+            policy: Policy::default(),
+            fingerprint: Ok(Fingerprint::NONE),
+        }
+    }
+
+    /// Starts a guarded call with an already rendered key.
+    pub fn guard_key(&self, key: Key) -> Guard<'_> {
+        Guard {
+            idem: self,
+            key,
+            policy: Policy::default(),
+            fingerprint: Ok(Fingerprint::NONE),
+        }
+    }
+}
+
+impl Guard<'_> {
+    /// The rendered key.
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+    /// Result replay window (default 24 h).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.policy.ttl = ttl;
+        self
+    }
+    /// Claim life without renewal (default 30 s; must be shorter than ttl).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.policy.lease = lease;
+        self
+    }
+    /// How long a concurrent duplicate waits (default: the lease).
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.policy.wait = Some(wait);
+        self
+    }
+    /// Wait for, or reject, concurrent duplicates.
+    pub fn concurrent(mut self, c: Concurrency) -> Self {
+        self.policy.concurrent = c;
+        self
+    }
+    /// Upper bound on lease renewal for a hung body (default 20 × lease).
+    pub fn max_hold(mut self, d: Duration) -> Self {
+        self.policy.max_hold = Some(d);
+        self
+    }
+    /// Version tag stored with the result.
+    pub fn version(mut self, v: u32) -> Self {
+        self.policy.version = v;
+        self
+    }
+    /// The request payload: a retry with a different payload gets `PayloadMismatch`.
+    pub fn fingerprint<P: Serialize + ?Sized>(mut self, payload: &P) -> Self {
+        self.fingerprint = FingerprintBuilder::new().add(payload).finish();
+        self
+    }
+    /// The business unique constraint backing this call.
+    pub fn backstop(mut self, constraint: impl Into<std::borrow::Cow<'static, str>>) -> Self {
+        self.policy.backstop = Some(constraint.into());
+        self
+    }
+    /// Run the body when the store is unavailable, relying on the backstop.
+    pub fn degrade_to_backstop(mut self) -> Self {
+        self.policy.degrade = true;
+        self
+    }
+    /// Replaces all settings at once.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Runs `body` at most once for this key (see the crate docs for the rules).
+    pub async fn run<T, E, B, Fut>(self, body: B) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        self.run_with(Hooks::new(), body).await
+    }
+
+    /// Runs `body` with typed hooks: backstop detection, `on_conflict`, terminal errors.
+    pub async fn run_with<T, E, C, B, Fut>(
+        self,
+        hooks: Hooks<E, C>,
+        body: B,
+    ) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        if let Err(e) = self.policy.validate() {
+            return Err(Error::Config(e).into());
+        }
+        let call = Call {
+            idem: self.idem,
+            key: &self.key,
+            policy: &self.policy,
+            technique: "idempotent",
+        };
+        call.execute(self.fingerprint, hooks, body).await
+    }
+}
