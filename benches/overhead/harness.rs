@@ -22,6 +22,25 @@ where
     Arc::new(move |i| Box::pin(f(i)))
 }
 
+/// Side A of every duplicate scenario: a replay, through idem, of one of `keys`
+/// keys that set-up finished with the same scene and parts (`order-create:dup:k`).
+pub(crate) fn guarded_replay(idem: idem::Idem, keys: u64, ttl: Duration, lease: Duration) -> Op {
+    op(move |i| {
+        let idem = idem.clone();
+        async move {
+            let out = idem
+                .guard("order-create", &[&"dup", &(i % keys)])
+                .lease(lease)
+                .ttl(ttl)
+                .run(|_| async { Ok::<_, idem::Error>(crate::redis::result()) })
+                .await?;
+            anyhow::ensure!(out.is_replay(), "expected a replay");
+            std::hint::black_box(out.into_inner());
+            Ok(())
+        }
+    })
+}
+
 /// One contender in a scenario.
 pub(crate) struct Side {
     pub(crate) name: &'static str,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use idem::MemoryStore;
 
 use crate::Env;
-use crate::harness::{Side, op};
+use crate::harness::{Side, guarded_replay, op};
 use crate::redis::result;
 
 const DUP_KEYS: u64 = 1_000;
@@ -51,19 +51,7 @@ pub(crate) async fn duplicate(env: &Env) -> anyhow::Result<Vec<Side>> {
             framed(&result())?,
         );
     }
-    let a = op(move |i| {
-        let idem = idem.clone();
-        async move {
-            let out = idem
-                .guard("order-create", &[&"dup", &(i % DUP_KEYS)])
-                .ttl(Duration::from_secs(3_600))
-                .run(|_| async { Ok::<_, idem::Error>(result()) })
-                .await?;
-            anyhow::ensure!(out.is_replay());
-            black_box(out.into_inner());
-            Ok(())
-        }
-    });
+    let a = guarded_replay(idem, DUP_KEYS, Duration::from_secs(3_600), LEASE);
     let ns: Arc<str> = env.ns.as_str().into();
     let b = op(move |i| {
         let (map, ns) = (Arc::clone(&map), Arc::clone(&ns));

@@ -12,7 +12,7 @@ use redis::{Script, Value};
 use serde::Serialize;
 
 use crate::Env;
-use crate::harness::{Side, op};
+use crate::harness::{Side, guarded_replay, op};
 
 /// Prefix of every Redis key the benchmark writes.
 pub(crate) const PREFIX: &str = "idem-bench:";
@@ -93,20 +93,7 @@ pub(crate) async fn duplicate(env: &Env) -> anyhow::Result<Vec<Side>> {
     let store = store(env, PREFIX).await?;
     let con = store.connection();
     let idem = idem_on(env, store)?;
-    let a = op(move |i| {
-        let idem = idem.clone();
-        async move {
-            let out = idem
-                .guard("order-create", &[&"dup", &(i % DUP_KEYS)])
-                .lease(LEASE)
-                .ttl(DUP_TTL)
-                .run(|_| async { Ok::<_, idem::Error>(result()) })
-                .await?;
-            anyhow::ensure!(out.is_replay(), "expected a replay");
-            black_box(out.into_inner());
-            Ok(())
-        }
-    });
+    let a = guarded_replay(idem, DUP_KEYS, DUP_TTL, LEASE);
     let claim = Arc::new(Script::new(__bench::CLAIM));
     let ns: Arc<str> = env.ns.as_str().into();
     let b = {

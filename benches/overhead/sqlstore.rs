@@ -15,7 +15,7 @@ use idem::store::sql::{SqlStore, TableNames};
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::Env;
-use crate::harness::{Side, op};
+use crate::harness::{Side, guarded_replay, op};
 use crate::redis::result;
 use crate::sql::{Db, Pool};
 
@@ -110,20 +110,7 @@ pub(crate) async fn duplicate(env: &Env, db: Db) -> anyhow::Result<Vec<Side>> {
             .run(|_| async { Ok::<_, idem::Error>(result()) })
             .await?;
     }
-    let a = op(move |i| {
-        let idem = idem.clone();
-        async move {
-            let out = idem
-                .guard("order-create", &[&"dup", &(i % DUP_KEYS)])
-                .lease(LEASE)
-                .ttl(TTL)
-                .run(|_| async { Ok::<_, idem::Error>(result()) })
-                .await?;
-            anyhow::ensure!(out.is_replay(), "expected a replay");
-            black_box(out.into_inner());
-            Ok(())
-        }
-    });
+    let a = guarded_replay(idem, DUP_KEYS, TTL, LEASE);
     let ns: Arc<str> = env.ns.as_str().into();
     let b = op(move |i| {
         let (pool, sql, ns) = (pool.clone(), Arc::clone(&sql), Arc::clone(&ns));
