@@ -53,24 +53,7 @@ fn assert_names(v: Option<UniqueViolation>, biz: &Biz, d: Dialect) {
     }
 }
 
-macro_rules! per_db {
-    ($($case:ident),* $(,)?) => {
-        mod postgres { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(idem::store::sql::Dialect::Postgres).await }
-        )* }
-        mod mariadb { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(idem::store::sql::Dialect::MySql).await }
-        )* }
-        mod sqlite { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(idem::store::sql::Dialect::Sqlite).await }
-        )* }
-    };
-}
-
-per_db!(
+crate::sql_support::per_database!(
     violation_found_however_wrapped,
     catalog_finds_unique_indexes,
     guard_backstop_replays_through_catalog,

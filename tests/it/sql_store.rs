@@ -2,7 +2,7 @@
 //! does not cover: the CI-size concurrency burst, purge, verify, DDL, garbage
 //! rows, a real outage, the backstop on the same database, byte-exact keys and
 //! several store instances on one set of tables. Each case is written once and
-//! instantiated per database by `sql_cases!`.
+//! instantiated per database by `per_database!`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,24 +50,7 @@ fn fence_of(c: &Claim) -> u64 {
     }
 }
 
-macro_rules! sql_cases {
-    ($($case:ident),* $(,)?) => {
-        mod postgres { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(idem::store::sql::Dialect::Postgres).await }
-        )* }
-        mod mariadb { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(idem::store::sql::Dialect::MySql).await }
-        )* }
-        mod sqlite { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(idem::store::sql::Dialect::Sqlite).await }
-        )* }
-    };
-}
-
-sql_cases!(
+crate::sql_support::per_database!(
     concurrent_callers_many_keys,
     fences_increase_across_expiry_forget_purge,
     unavailable_fails_closed,

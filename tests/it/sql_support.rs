@@ -259,26 +259,27 @@ impl Drop for Fixture {
     }
 }
 
-/// A temp directory removed on drop.
-#[derive(Debug)]
-pub(crate) struct TempDir(std::path::PathBuf);
+pub(crate) use crate::support::tempdir::TempDir;
 
-impl TempDir {
-    pub(crate) fn new() -> Self {
-        let p = std::env::temp_dir().join(format!("idem-sql-{}", suffix()));
-        std::fs::create_dir_all(&p).expect("create temp dir");
-        TempDir(p)
-    }
-    pub(crate) fn path(&self) -> &std::path::Path {
-        &self.0
-    }
+/// Instantiates `async fn case(Dialect)` tests once per database, in modules
+/// `postgres`, `mariadb` and `sqlite`.
+macro_rules! per_database {
+    ($($case:ident),* $(,)?) => {
+        mod postgres { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { super::$case(idem::store::sql::Dialect::Postgres).await }
+        )* }
+        mod mariadb { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { super::$case(idem::store::sql::Dialect::MySql).await }
+        )* }
+        mod sqlite { $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { super::$case(idem::store::sql::Dialect::Sqlite).await }
+        )* }
+    };
 }
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub(crate) use per_database;
 
 /// A business table `orders(id, order_no UNIQUE via uk_orders_<sfx>)` on the
 /// fixture's database, for backstop tests.
