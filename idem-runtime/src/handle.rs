@@ -4,13 +4,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
-use tokio::sync::Notify;
-
 use crate::backstop::{ConstraintCatalog, ConstraintDef, UniqueViolation};
-use crate::breaker::Breaker;
 use crate::error::Error;
+use crate::exec::{Breaker, Exec};
 use crate::key::{Key, KeyPart};
-use crate::metrics::{Recorder, Stats, StoreOpKeys};
+use crate::observe::{Op, Recorder, Stats};
+use crate::policy::within_bounds;
 use crate::store::{RecordState, Store, StoreError, Warning};
 
 /// Builds an [`Idem`] handle.
@@ -96,40 +95,35 @@ impl IdemBuilder {
         if self.op_timeout.is_zero() {
             return Err(Error::Config("op_timeout must be greater than zero".into()));
         }
-        let store_keys = StoreOpKeys::new(store.name());
+        within_bounds("op_timeout", self.op_timeout).map_err(Error::Config)?;
+        within_bounds("the circuit breaker cooldown", self.breaker_cooldown)
+            .map_err(Error::Config)?;
+        let breaker = Breaker::new(self.breaker_threshold, self.breaker_cooldown);
         Ok(Idem {
             inner: Arc::new(Inner {
-                store,
+                exec: Exec::new(store, self.op_timeout, breaker),
                 namespace: self.namespace,
-                op_timeout: self.op_timeout,
-                breaker: Breaker::new(self.breaker_threshold, self.breaker_cooldown),
                 recorder: Recorder::default(),
-                store_keys,
                 scenes: RwLock::new(HashMap::new()),
                 backstops: RwLock::new(Vec::new()),
                 catalog: self.catalog,
                 catalog_cache: Mutex::new(HashMap::new()),
-                inflight: Mutex::new(HashMap::new()),
             }),
         })
     }
 }
 
 pub(crate) struct Inner {
-    pub(crate) store: Arc<dyn Store>,
+    /// The store and the machinery every operation runs through.
+    pub(crate) exec: Arc<Exec>,
     pub(crate) namespace: String,
-    pub(crate) op_timeout: Duration,
-    pub(crate) breaker: Breaker,
     pub(crate) recorder: Recorder,
-    pub(crate) store_keys: StoreOpKeys,
     /// scene -> the function that first used it (macro calls only).
     scenes: RwLock<HashMap<&'static str, &'static str>>,
     /// Backstop constraints seen, for `verify()`.
     backstops: RwLock<Vec<String>>,
     catalog: Option<Arc<dyn ConstraintCatalog>>,
     catalog_cache: Mutex<HashMap<String, Option<ConstraintDef>>>,
-    /// Keys whose body runs in this process, so local waiters wake at once.
-    pub(crate) inflight: Mutex<HashMap<String, Arc<Notify>>>,
 }
 
 /// The runtime handle: cheap to clone, shared by every guarded call.
@@ -141,7 +135,7 @@ pub struct Idem {
 impl std::fmt::Debug for Idem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Idem")
-            .field("store", &self.inner.store.name())
+            .field("store", &self.inner.exec.store.name())
             .field("namespace", &self.inner.namespace)
             .finish_non_exhaustive()
     }
@@ -176,12 +170,12 @@ impl Idem {
 
     /// The store's name.
     pub fn store_name(&self) -> &'static str {
-        self.inner.store.name()
+        self.inner.exec.store.name()
     }
 
     /// The store.
     pub fn store(&self) -> &Arc<dyn Store> {
-        &self.inner.store
+        &self.inner.exec.store
     }
 
     /// The namespace every key starts with.
@@ -202,26 +196,25 @@ impl Idem {
 
     /// Reads a key's record.
     pub async fn inspect(&self, key: &Key) -> Result<Option<RecordState>, Error> {
-        self.inner
-            .store
-            .inspect(key.as_str())
+        let (exec, k) = (&self.inner.exec, key.as_str());
+        exec.op(Op::Inspect, k, || exec.store.inspect(k))
             .await
-            .map_err(|e| self.store_error(key.as_str(), e))
+            .map_err(|e| self.store_error(k, e))
     }
 
     /// Deletes a key's record so the next call runs the body again. Fences keep
     /// increasing.
     pub async fn forget(&self, key: &Key) -> Result<bool, Error> {
-        self.inner
-            .store
-            .forget(key.as_str())
+        let (exec, k) = (&self.inner.exec, key.as_str());
+        exec.op(Op::Forget, k, || exec.store.forget(k))
             .await
-            .map_err(|e| self.store_error(key.as_str(), e))
+            .map_err(|e| self.store_error(k, e))
     }
 
     /// Deletes expired records (SQL stores; Redis expires natively).
     pub async fn purge_expired(&self) -> Result<u64, Error> {
         self.inner
+            .exec
             .store
             .purge_expired()
             .await
@@ -235,6 +228,7 @@ impl Idem {
     pub async fn verify(&self, extra_backstops: &[&str]) -> Result<Vec<Warning>, Error> {
         let warnings = self
             .inner
+            .exec
             .store
             .verify()
             .await
@@ -281,7 +275,7 @@ impl Idem {
             StoreError::Unavailable(reason) | StoreError::Config(reason) => {
                 Error::StoreUnavailable {
                     key: key.to_owned(),
-                    store: self.inner.store.name(),
+                    store: self.inner.exec.store.name(),
                     reason,
                 }
             }

@@ -87,11 +87,34 @@ pub struct Outcome<T> {
     value: T,
     how: How,
     fence: Fence,
+    stored: bool,
 }
 
 impl<T> Outcome<T> {
     pub(crate) fn new(value: T, how: How, fence: Fence) -> Self {
-        Outcome { value, how, fence }
+        Outcome {
+            value,
+            how,
+            fence,
+            stored: true,
+        }
+    }
+
+    pub(crate) fn with_stored(mut self, stored: bool) -> Self {
+        self.stored = stored;
+        self
+    }
+
+    /// True when the store holds this value for later replays: a replayed value,
+    /// or an executed one whose `complete` the store confirmed.
+    ///
+    /// False when the body ran but its result is not known to be stored: the
+    /// lease lapsed (a hung body past `max_hold`, a long outage) and another caller
+    /// took the key, so replays return *that* caller's value; or the store did not
+    /// confirm the write. Also false on the degraded path, which stores nothing.
+    /// The `outcome` label of such a call is `not_stored`.
+    pub fn is_stored(&self) -> bool {
+        self.stored
     }
 
     /// True when this call did not run the body's effects itself
@@ -126,6 +149,7 @@ impl<T> Outcome<T> {
             value: f(self.value),
             how: self.how,
             fence: self.fence,
+            stored: self.stored,
         }
     }
 }

@@ -19,6 +19,16 @@ pub enum Concurrency {
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
 /// Default claim life without renewal: 30 seconds.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// The longest duration any setting accepts (ttl, lease, wait, `max_hold`, the
+/// operation timeout, the breaker cooldown): 3,650 days. Every store can represent
+/// `now + MAX_DURATION` (MySQL `DATETIME` ends in year 9999, millisecond and
+/// microsecond fields fit in `i64`), and so can `Instant` on every platform, so
+/// nothing downstream overflows. Longer values are `Error::Config`, not a panic.
+pub const MAX_DURATION: Duration = Duration::from_secs(3650 * 24 * 3600);
+/// The lease must be at least this many operation timeouts: renewal runs every
+/// `lease / 3` and each renewal may take a whole operation timeout, so a shorter
+/// lease could lapse while its body is still running and renewing.
+pub const LEASE_PER_OP_TIMEOUT: u32 = 3;
 
 /// The settings of one guarded function or call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,13 +77,33 @@ impl Policy {
     }
 
     pub(crate) fn max_hold(&self) -> Duration {
-        self.max_hold.unwrap_or(self.lease.saturating_mul(20))
+        self.max_hold
+            .unwrap_or(self.lease.saturating_mul(20))
+            .min(MAX_DURATION)
     }
 
     /// Checks the settings make sense together.
     pub fn validate(&self) -> Result<(), String> {
         if self.ttl.is_zero() || self.lease.is_zero() {
             return Err("ttl and lease must be greater than zero".into());
+        }
+        for (name, d) in [
+            ("ttl", Some(self.ttl)),
+            ("lease", Some(self.lease)),
+            ("wait", self.wait),
+            ("max_hold", self.max_hold),
+        ] {
+            if let Some(d) = d {
+                within_bounds(name, d)?;
+            }
+        }
+        if let Some(h) = self.max_hold
+            && h < self.lease
+        {
+            return Err(format!(
+                "max_hold ({h:?}) must not be shorter than the lease ({:?}): renewal could never happen",
+                self.lease
+            ));
         }
         if self.lease >= self.ttl {
             return Err(format!(
@@ -86,4 +116,31 @@ impl Policy {
         }
         Ok(())
     }
+
+    /// [`validate`](Self::validate), plus the check against the handle's operation
+    /// timeout: the lease must be at least [`LEASE_PER_OP_TIMEOUT`] operation
+    /// timeouts, or renewal cannot keep up with a slow store.
+    pub fn validate_with(&self, op_timeout: Duration) -> Result<(), String> {
+        self.validate()?;
+        if self.lease < op_timeout.saturating_mul(LEASE_PER_OP_TIMEOUT) {
+            return Err(format!(
+                "lease ({:?}) must be at least {LEASE_PER_OP_TIMEOUT} × the handle's op_timeout \
+                 ({op_timeout:?}) so renewal keeps up with a slow store: raise the lease or lower \
+                 op_timeout",
+                self.lease
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Checks one duration against [`MAX_DURATION`].
+pub(crate) fn within_bounds(name: &str, d: Duration) -> Result<(), String> {
+    if d > MAX_DURATION {
+        return Err(format!(
+            "{name} ({d:?}) is longer than the maximum of {} days",
+            MAX_DURATION.as_secs() / 86_400
+        ));
+    }
+    Ok(())
 }

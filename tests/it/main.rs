@@ -4,6 +4,7 @@
 mod support;
 
 mod conformance;
+mod guard_safety;
 mod memory;
 mod observability;
 #[cfg(feature = "redis")]

@@ -1,10 +1,13 @@
 //! The non-macro API: `idem.guard(scene, parts)…run(body)`. It configures a call
 //! and hands it to the engine, which the `#[idempotent]` expansion also calls.
 //!
-//! - [`engine`]: the protocol itself (claim, wait, run with renewal, complete or
-//!   release, backstop, degraded mode);
-//! - [`ops`]: one store operation (breaker, timeout, same-owner retries, metrics),
-//!   local wake-ups of same-process waiters, and the release-on-drop guard.
+//! - [`engine`]: the protocol (claim, wait or reject, run under the lease watchdog);
+//! - [`finish`]: after the body (complete, terminal errors, backstop, release) and
+//!   the degraded path;
+//! - [`replay`]: decoding stored records and the encodings the guard stores.
+//!
+//! The store operations, the lease watchdog and the detached finish are the
+//! execution layer's ([`crate::exec`]); this module only decides what to do.
 
 use std::future::Future;
 use std::time::Duration;
@@ -20,7 +23,8 @@ use crate::outcome::{Fence, Outcome};
 use crate::policy::{Concurrency, Policy};
 
 pub(crate) mod engine;
-mod ops;
+mod finish;
+mod replay;
 
 pub(crate) use engine::Call;
 
@@ -150,14 +154,11 @@ impl Guard<'_> {
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        if let Err(e) = self.policy.validate() {
-            return Err(Error::Config(e).into());
-        }
         let call = Call {
             idem: self.idem,
             key: &self.key,
             policy: &self.policy,
-            technique: "idempotent",
+            technique: crate::observe::Technique::Idempotent,
         };
         call.execute(self.fingerprint, hooks, body).await
     }

@@ -38,6 +38,13 @@ enum Entry {
     },
 }
 
+/// `now + d`, capped at [`MAX_DURATION`](crate::policy::MAX_DURATION) from now:
+/// a store called directly with `Duration::MAX` keeps the record "for ever"
+/// instead of overflowing `Instant` (which panics).
+fn far(now: Instant, d: Duration) -> Instant {
+    now + d.min(crate::policy::MAX_DURATION)
+}
+
 impl Entry {
     fn expires(&self) -> Instant {
         match self {
@@ -153,7 +160,7 @@ impl MemoryStore {
                 owner: req.owner,
                 fence,
                 fingerprint: req.fingerprint,
-                expires: now + req.lease,
+                expires: far(now, req.lease),
             },
         );
         Claim::Claimed { fence }
@@ -179,7 +186,7 @@ impl MemoryStore {
                         owner,
                         payload: payload.to_vec(),
                     },
-                    expires: now + ttl,
+                    expires: far(now, ttl),
                 };
                 Owned::Applied
             }
@@ -210,7 +217,7 @@ impl MemoryStore {
             Some(Entry::Pending {
                 owner: o, expires, ..
             }) if *o == owner && *expires > now => {
-                *expires = now + lease;
+                *expires = far(now, lease);
                 Owned::Applied
             }
             _ => Owned::NotOwner,

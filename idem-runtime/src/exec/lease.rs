@@ -1,0 +1,142 @@
+//! A held claim and the two loops around it: the watchdog that keeps its lease
+//! alive while the body runs, and the wait of a caller that found the key busy.
+//!
+//! Lease timing is counted from when a claim or renewal was *sent*: the store
+//! applies it at some instant after that, so `sent + lease` is the earliest the
+//! lease can lapse. Counting from when the reply *arrived* (as the first version
+//! did) lost up to one operation timeout per renewal: a claim applied at t=0 whose
+//! reply came at 700 ms renewed first at ≈1.03 s with a 1 s lease, and a duplicate
+//! at 1.01 s ran beside it (issue 10, §A1). Renewal every `lease / 3` from the send
+//! instant, with every operation bounded by `op_timeout ≤ lease / 3` (the policy
+//! check), leaves two full attempts before the lease can lapse.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::pin;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::Exec;
+use crate::fence::Fence;
+use crate::observe::Op;
+use crate::store::{Owned, Owner};
+
+/// A claim this caller holds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Held<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) owner: Owner,
+    pub(crate) fence: Fence,
+    /// The claim's life without renewal.
+    pub(crate) lease: Duration,
+    /// When the claim that took the key was sent (its first attempt).
+    pub(crate) sent: Instant,
+}
+
+impl Exec {
+    /// Runs `body` while a watchdog renews `held`'s lease every `lease / 3`, until
+    /// `max_hold` after the claim. The watchdog lives in this future: if the caller
+    /// drops it, renewal stops and the lease lapses, so no other caller can run the
+    /// body while ours may still commit.
+    pub(crate) async fn hold<F: Future>(
+        &self,
+        held: &Held<'_>,
+        max_hold: Duration,
+        body: F,
+    ) -> F::Output {
+        let body = pin!(body);
+        tokio::select! {
+            biased;
+            r = body => r,
+            // Boxed: renewal (timers, a store operation) would otherwise add its
+            // size to the future of every call, replays included.
+            never = Box::pin(self.watchdog(held, max_hold)) => match never {},
+        }
+    }
+
+    /// Renews until `max_hold`, or parks once the lease is lost. Never returns: the
+    /// body's `select!` ends it.
+    async fn watchdog(&self, held: &Held<'_>, max_hold: Duration) -> Infallible {
+        let Held {
+            key, owner, lease, ..
+        } = *held;
+        let every = (lease / 3).max(Duration::from_millis(1));
+        let hold_until = held.sent.checked_add(max_hold);
+        let mut next = held.sent + every;
+        loop {
+            tokio::time::sleep_until(next).await;
+            let sent = Instant::now();
+            if hold_until.is_none_or(|h| sent.checked_add(lease).is_none_or(|end| end > h)) {
+                tracing::warn!(key, "max_hold reached: lease renewal stops and will lapse");
+                return std::future::pending().await;
+            }
+            match self
+                .op(Op::Renew, key, || self.store.renew(key, owner, lease))
+                .await
+            {
+                Ok(Owned::Applied) => {}
+                Ok(Owned::NotOwner) => {
+                    tracing::warn!(
+                        key,
+                        "lease lost while the body runs: only fenced writes are safe now"
+                    );
+                    return std::future::pending().await;
+                }
+                // The lease is still good until the last successful send + lease:
+                // try again a third of a lease after this attempt was sent.
+                Err(e) => tracing::warn!(key, error = %e, "lease renewal failed; retrying"),
+            }
+            next = sent + every;
+        }
+    }
+}
+
+/// The wait of a caller that found the key held by someone else: a local wake-up
+/// when the holder is in this process, otherwise polling with a backoff from 2 to
+/// 50 ms, never past the budget (counted from the start of the call, so a slow
+/// first claim counts against it) nor much past the holder's lease.
+#[derive(Debug)]
+pub(crate) struct Waiter {
+    started: Instant,
+    budget: Duration,
+    backoff: Duration,
+    waited: bool,
+}
+
+impl Waiter {
+    pub(crate) fn new(budget: Duration) -> Self {
+        Waiter {
+            started: Instant::now(),
+            budget,
+            backoff: Duration::from_millis(2),
+            waited: false,
+        }
+    }
+
+    /// How long since the call started.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// True once the caller has waited at least once.
+    pub(crate) fn waited(&self) -> bool {
+        self.waited
+    }
+
+    /// After a busy answer: waits for the holder and returns true, or returns false
+    /// at once when the budget is spent (a zero budget rejects at once).
+    pub(crate) async fn wait(&mut self, exec: &Exec, key: &str, holder_left: Duration) -> bool {
+        let elapsed = self.elapsed();
+        if elapsed >= self.budget {
+            return false;
+        }
+        self.waited = true;
+        let budget = (self.budget - elapsed).min(holder_left.saturating_add(Duration::from_millis(1)));
+        if !exec.wait_local(key, budget).await {
+            tokio::time::sleep(self.backoff.min(budget)).await;
+            self.backoff = (self.backoff * 2).min(Duration::from_millis(50));
+        }
+        true
+    }
+}

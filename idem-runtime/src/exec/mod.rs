@@ -1,0 +1,61 @@
+//! The execution layer: everything between a technique and the store that is not
+//! the technique's own protocol.
+//!
+//! - [`op`](Exec::op): one store operation under the circuit breaker, the
+//!   operation timeout and same-owner retries, timed for the metrics;
+//! - [`lease`]: a held claim kept alive by a watchdog (renewal every `lease / 3`
+//!   counted from when the last claim or renewal was *sent*, up to `max_hold`), and
+//!   the wait-with-backoff loop of a caller that finds the key busy;
+//! - [`finish`]: ending a held claim (complete or release) in a way that survives
+//!   the caller's drop, and releasing a claim whose body never started;
+//! - [`local`]: wake-ups of same-process waiters when a local holder finishes.
+//!
+//! It knows stores, owners and fences, never the `Idem` handle, keys' meaning or
+//! business errors: the guard, and later the lock, token and consumer techniques,
+//! compose these pieces. The handle owns one `Exec` behind an `Arc`, so detached
+//! tasks (a finish that outlives its caller) can hold it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::observe::StoreOpKeys;
+use crate::store::Store;
+
+pub(crate) mod breaker;
+mod finish;
+mod lease;
+mod local;
+mod op;
+
+pub(crate) use breaker::Breaker;
+pub(crate) use finish::{Finish, ReleaseOnDrop};
+pub(crate) use lease::{Held, Waiter};
+pub(crate) use local::Inflight;
+
+/// The store plus the machinery every technique runs its operations through.
+#[derive(Debug)]
+pub(crate) struct Exec {
+    pub(crate) store: Arc<dyn Store>,
+    /// Budget of one operation including its retries.
+    pub(crate) op_timeout: Duration,
+    pub(crate) breaker: Breaker,
+    store_ops: StoreOpKeys,
+    local: local::Local,
+}
+
+impl Exec {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        op_timeout: Duration,
+        breaker: Breaker,
+    ) -> Arc<Self> {
+        let store_ops = StoreOpKeys::new(store.name());
+        Arc::new(Exec {
+            store,
+            op_timeout,
+            breaker,
+            store_ops,
+            local: local::Local::default(),
+        })
+    }
+}

@@ -1,0 +1,209 @@
+//! After the body: store the result (or a terminal error), turn a backstop
+//! violation into the existing result, or release the claim; and the degraded path
+//! that runs the body with the database constraint as the only guard.
+
+use std::future::Future;
+
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::engine::{Call, Step};
+use super::replay::{encode_err, encode_ok};
+use crate::error::Error;
+use crate::exec::{Finish, Held};
+use crate::fence::Fence;
+use crate::hooks::{DetectFn, Hooks, OnConflict};
+use crate::observe::CallOutcome;
+use crate::outcome::{How, Outcome};
+use crate::store::{Owned, Owner};
+
+impl Call<'_> {
+    pub(super) async fn after_body<T, E, C>(
+        &self,
+        held: &Held<'_>,
+        result: Result<T, E>,
+        hooks: Hooks<E, C>,
+    ) -> Step<T, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+    {
+        let (key, version) = (self.key.as_str(), self.policy.version);
+        match result {
+            Ok(value) => {
+                // Encoded before the await: the future holds bytes, not `&T`, so a
+                // guarded future is `Send` without `T: Sync`.
+                let payload = encode_ok(key, version, &value);
+                let stored = self.store_result(held.owner, payload).await;
+                let outcome = if stored {
+                    CallOutcome::Executed
+                } else {
+                    CallOutcome::NotStored
+                };
+                let out = Outcome::new(value, How::Executed, held.fence).with_stored(stored);
+                (outcome, Ok(out))
+            }
+            Err(err) => {
+                if let Some(t) = hooks.terminal
+                    && (t.is_terminal)(&err)
+                {
+                    let payload = encode_err(key, version, &err, &t);
+                    let stored = self.store_result(held.owner, payload).await;
+                    let outcome = if stored {
+                        CallOutcome::Executed
+                    } else {
+                        CallOutcome::NotStored
+                    };
+                    return (outcome, Err(err));
+                }
+                if let Some(constraint) = self.backstop_hit(&err, hooks.detect).await {
+                    // Boxed: the user's lookup future stays out of the common path's size.
+                    return Box::pin(self.after_backstop(
+                        Some(held),
+                        constraint,
+                        hooks.on_conflict,
+                        err,
+                    ))
+                    .await;
+                }
+                self.release(held.owner).await;
+                (CallOutcome::Released, Err(err))
+            }
+        }
+    }
+
+    /// Stores an encoded record; true when the store confirmed it. Survives the
+    /// caller's drop (see `Exec::finish`).
+    async fn store_result(&self, owner: Owner, payload: Result<Vec<u8>, Error>) -> bool {
+        let key = self.key.as_str();
+        let payload = match payload {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(key, error = %e, "result cannot be encoded; the claim will lapse");
+                return false;
+            }
+        };
+        let ttl = self.policy.ttl;
+        let exec = &self.idem.inner.exec;
+        match exec.finish(key, owner, Finish::Complete { payload, ttl }).await {
+            Ok(Owned::Applied) => true,
+            Ok(Owned::NotOwner) => {
+                tracing::warn!(
+                    key,
+                    "result not stored: the lease lapsed and another caller owns the key"
+                );
+                false
+            }
+            Err(e) => {
+                tracing::warn!(key, error = %e, "result not stored; the caller still gets it");
+                false
+            }
+        }
+    }
+
+    async fn release(&self, owner: Owner) {
+        let key = self.key.as_str();
+        let exec = &self.idem.inner.exec;
+        if let Err(e) = exec.finish(key, owner, Finish::Release).await {
+            tracing::warn!(key, error = %e, "release failed; the claim lapses with its lease");
+        }
+    }
+
+    /// Is `err` a violation of this call's backstop constraint? The violation is
+    /// extracted before the first await, so the future does not hold `&E` (a
+    /// guarded future is then `Send` without `E: Sync`).
+    fn backstop_hit<'s, E>(
+        &'s self,
+        err: &E,
+        detect: Option<DetectFn<E>>,
+    ) -> impl Future<Output = Option<String>> + 's {
+        let found = self.policy.backstop.as_deref().and_then(|name| {
+            let v = crate::backstop::find_unique_violation(detect?(err)?)?;
+            Some((name, v))
+        });
+        async move {
+            let (name, v) = found?;
+            self.idem
+                .violation_matches(name, &v)
+                .await
+                .then(|| name.to_owned())
+        }
+    }
+
+    /// The backstop caught a duplicate: load the existing result with
+    /// `on_conflict` (and store it for later replays), or report `Duplicate`.
+    /// `held` is `None` on the degraded path, which holds no claim.
+    async fn after_backstop<T, E, C>(
+        &self,
+        held: Option<&Held<'_>>,
+        constraint: String,
+        on_conflict: C,
+        err: E,
+    ) -> Step<T, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+    {
+        drop(err);
+        let fence = held.map_or(Fence::NONE, |h| h.fence);
+        let Some(lookup) = on_conflict.start() else {
+            if let Some(h) = held {
+                self.release(h.owner).await;
+            }
+            let e = Error::Duplicate {
+                key: self.key.as_str().to_owned(),
+                constraint,
+            };
+            return (CallOutcome::Backstop, Err(e.into()));
+        };
+        match lookup.await {
+            Ok(value) => {
+                let stored = match held {
+                    Some(h) => {
+                        let payload = encode_ok(self.key.as_str(), self.policy.version, &value);
+                        self.store_result(h.owner, payload).await
+                    }
+                    None => false,
+                };
+                let out = Outcome::new(value, How::Backstop, fence).with_stored(stored);
+                (CallOutcome::Backstop, Ok(out))
+            }
+            Err(e) => {
+                if let Some(h) = held {
+                    self.release(h.owner).await;
+                }
+                (CallOutcome::Failed, Err(e))
+            }
+        }
+    }
+
+    /// `degrade = "backstop"`: the store is down, the body runs unguarded and the
+    /// database constraint decides. The fence is `Fence::NONE`.
+    pub(super) async fn degraded<T, E, C, B, Fut>(&self, hooks: Hooks<E, C>, body: B) -> Step<T, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        tracing::warn!(
+            key = self.key.as_str(),
+            "store unavailable: running under the backstop only"
+        );
+        match body(Fence::NONE).await {
+            Ok(v) => {
+                let out = Outcome::new(v, How::Degraded, Fence::NONE).with_stored(false);
+                (CallOutcome::Degraded, Ok(out))
+            }
+            Err(err) => match self.backstop_hit(&err, hooks.detect).await {
+                Some(c) => {
+                    self.after_backstop(None, c, hooks.on_conflict, err)
+                        .await
+                }
+                None => (CallOutcome::Failed, Err(err)),
+            },
+        }
+    }
+}
