@@ -10,7 +10,7 @@ use crate::backstop::{ConstraintCatalog, ConstraintDef, UniqueViolation};
 use crate::breaker::Breaker;
 use crate::error::Error;
 use crate::key::{Key, KeyPart};
-use crate::metrics::{Recorder, Stats, StoreOpKeys};
+use crate::observe::{Recorder, Stats, StoreOpKeys};
 use crate::store::{RecordState, Store, StoreError, Warning};
 
 /// Builds an [`Idem`] handle.

@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use serde::{Serialize, de::DeserializeOwned};
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use super::ops::{ClaimGuard, Inflight};
 use crate::error::Error;
@@ -27,6 +26,7 @@ use crate::fingerprint::Fingerprint;
 use crate::handle::Idem;
 use crate::hooks::{Hooks, OnConflict, Terminal};
 use crate::key::Key;
+use crate::observe::{self, CallOutcome, Instrumented, Op, Technique};
 use crate::outcome::{Fence, How, Outcome};
 use crate::policy::{Concurrency, Policy};
 use crate::record::{self, Kind};
@@ -37,7 +37,7 @@ pub(crate) struct Call<'a> {
     pub(crate) idem: &'a Idem,
     pub(crate) key: &'a Key,
     pub(crate) policy: &'a Policy,
-    pub(crate) technique: &'static str,
+    pub(crate) technique: Technique,
 }
 
 impl Call<'_> {
@@ -54,36 +54,16 @@ impl Call<'_> {
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        let span = tracing::info_span!(
-            "idem",
-            technique = self.technique,
-            scope = self.key.scope(),
-            key = self.key.as_str(),
-            outcome = tracing::field::Empty,
-            fence = tracing::field::Empty,
-        );
-        // No subscriber wants the span: skip entering and leaving it on every poll
-        // (and the `log`-compatibility activity records that would go with it).
-        let (outcome, result) = if span.is_disabled() {
-            self.protocol(fingerprint, hooks, body).await
-        } else {
-            let r = self
-                .protocol(fingerprint, hooks, body)
-                .instrument(span.clone())
-                .await;
-            span.record("outcome", r.0);
-            if let Ok(o) = &r.1 {
-                span.record("fence", o.fence().get());
+        let call = async {
+            let (outcome, value) = self.protocol(fingerprint, hooks, body).await;
+            let fence = value.as_ref().ok().map(Outcome::fence);
+            Instrumented {
+                outcome,
+                fence,
+                value,
             }
-            r
         };
-        self.idem.inner.recorder.record(
-            self.technique,
-            self.key.scope(),
-            self.key.as_str(),
-            outcome,
-        );
-        result
+        observe::instrument(&self.idem.inner.recorder, self.technique, self.key, call).await
     }
 
     async fn protocol<T, E, C, B, Fut>(
@@ -91,7 +71,7 @@ impl Call<'_> {
         fingerprint: Result<Fingerprint, String>,
         hooks: Hooks<E, C>,
         body: B,
-    ) -> (&'static str, Result<Outcome<T>, E>)
+    ) -> (CallOutcome, Result<Outcome<T>, E>)
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
@@ -102,7 +82,7 @@ impl Call<'_> {
         let key = self.key.as_str();
         let fp = match fingerprint {
             Ok(fp) => fp,
-            Err(e) => return ("failed", Err(Error::codec(key, e).into())),
+            Err(e) => return (CallOutcome::Failed, Err(Error::codec(key, e).into())),
         };
         if let Some(b) = &self.policy.backstop {
             self.idem.note_backstop(b);
@@ -127,18 +107,21 @@ impl Call<'_> {
             };
             match self
                 .idem
-                .op("claim", key, || self.idem.inner.store.claim(req))
+                .op(Op::Claim, key, || self.idem.inner.store.claim(req))
                 .await
             {
                 Ok(Claim::Claimed { fence }) => break fence,
                 Ok(Claim::Done(rec)) => {
                     claim_guard.disarm();
                     if rec.fingerprint.conflicts_with(&fp) {
-                        return ("mismatch", Err(mismatch(key, rec.fingerprint, fp).into()));
+                        return (
+                            CallOutcome::Mismatch,
+                            Err(mismatch(key, rec.fingerprint, fp).into()),
+                        );
                     }
                     let how = if waited { How::Waited } else { How::Replayed };
                     return (
-                        how.as_str(),
+                        CallOutcome::from(how),
                         replay(key, self.policy.version, &rec, how, hooks.terminal),
                     );
                 }
@@ -148,13 +131,16 @@ impl Call<'_> {
                 }) => {
                     if fingerprint.conflicts_with(&fp) {
                         claim_guard.disarm();
-                        return ("mismatch", Err(mismatch(key, fingerprint, fp).into()));
+                        return (
+                            CallOutcome::Mismatch,
+                            Err(mismatch(key, fingerprint, fp).into()),
+                        );
                     }
                     let elapsed = started.elapsed();
                     if self.policy.concurrent == Concurrency::Reject || elapsed >= wait_budget {
                         claim_guard.disarm();
                         return (
-                            "in_progress",
+                            CallOutcome::InProgress,
                             Err(Error::InProgress {
                                 key: key.to_owned(),
                                 waited: elapsed,
@@ -185,7 +171,10 @@ impl Call<'_> {
                         // Boxed: a cold path kept out of every call's future.
                         return Box::pin(self.degraded(hooks, body)).await;
                     }
-                    return ("failed", Err(self.idem.store_error(key, e).into()));
+                    return (
+                        CallOutcome::Failed,
+                        Err(self.idem.store_error(key, e).into()),
+                    );
                 }
             }
         };
@@ -202,7 +191,10 @@ impl Call<'_> {
                     record::encode(k, ver, Kind::Ok, v)
                 })
                 .await;
-                ("executed", Ok(Outcome::new(value, How::Executed, fence)))
+                (
+                    CallOutcome::Executed,
+                    Ok(Outcome::new(value, How::Executed, fence)),
+                )
             }
             Err(err) => {
                 if let Some(t) = hooks.terminal
@@ -212,7 +204,7 @@ impl Call<'_> {
                         encode_err(k, ver, e, &t)
                     })
                     .await;
-                    return ("executed", Err(err));
+                    return (CallOutcome::Executed, Err(err));
                 }
                 if let Some(constraint) = self.backstop_hit(&err, hooks.detect).await {
                     // Boxed: the user's lookup future stays out of the common path's size.
@@ -226,7 +218,7 @@ impl Call<'_> {
                     .await;
                 }
                 self.release(owner).await;
-                ("released", Err(err))
+                (CallOutcome::Released, Err(err))
             }
         }
     }
@@ -265,7 +257,7 @@ impl Call<'_> {
             }
             match self
                 .idem
-                .op("renew", key, || {
+                .op(Op::Renew, key, || {
                     self.idem.inner.store.renew(key, owner, lease)
                 })
                 .await
@@ -309,7 +301,7 @@ impl Call<'_> {
         let ttl = self.policy.ttl;
         match self
             .idem
-            .op("complete", key, || {
+            .op(Op::Complete, key, || {
                 self.idem.inner.store.complete(key, owner, &payload, ttl)
             })
             .await
@@ -331,7 +323,9 @@ impl Call<'_> {
         let key = self.key.as_str();
         if let Err(e) = self
             .idem
-            .op("release", key, || self.idem.inner.store.release(key, owner))
+            .op(Op::Release, key, || {
+                self.idem.inner.store.release(key, owner)
+            })
             .await
         {
             tracing::warn!(key, error = %e, "release failed; the claim lapses with its lease");
@@ -366,7 +360,7 @@ impl Call<'_> {
         constraint: String,
         on_conflict: C,
         err: E,
-    ) -> (&'static str, Result<Outcome<T>, E>)
+    ) -> (CallOutcome, Result<Outcome<T>, E>)
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
@@ -380,7 +374,7 @@ impl Call<'_> {
                 self.release(owner).await;
             }
             return (
-                "backstop",
+                CallOutcome::Backstop,
                 Err(Error::Duplicate {
                     key: self.key.as_str().to_owned(),
                     constraint,
@@ -396,13 +390,16 @@ impl Call<'_> {
                     })
                     .await;
                 }
-                ("backstop", Ok(Outcome::new(value, How::Backstop, fence)))
+                (
+                    CallOutcome::Backstop,
+                    Ok(Outcome::new(value, How::Backstop, fence)),
+                )
             }
             Err(e) => {
                 if owner != DEGRADED_OWNER {
                     self.release(owner).await;
                 }
-                ("failed", Err(e))
+                (CallOutcome::Failed, Err(e))
             }
         }
     }
@@ -413,7 +410,7 @@ impl Call<'_> {
         &self,
         hooks: Hooks<E, C>,
         body: B,
-    ) -> (&'static str, Result<Outcome<T>, E>)
+    ) -> (CallOutcome, Result<Outcome<T>, E>)
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
@@ -426,13 +423,16 @@ impl Call<'_> {
             "store unavailable: running under the backstop only"
         );
         match body(Fence::NONE).await {
-            Ok(v) => ("degraded", Ok(Outcome::new(v, How::Degraded, Fence::NONE))),
+            Ok(v) => (
+                CallOutcome::Degraded,
+                Ok(Outcome::new(v, How::Degraded, Fence::NONE)),
+            ),
             Err(err) => match self.backstop_hit(&err, hooks.detect).await {
                 Some(c) => {
                     self.after_backstop(DEGRADED_OWNER, Fence::NONE, c, hooks.on_conflict, err)
                         .await
                 }
-                None => ("failed", Err(err)),
+                None => (CallOutcome::Failed, Err(err)),
             },
         }
     }

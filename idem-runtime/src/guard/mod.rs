@@ -16,6 +16,7 @@ use crate::fingerprint::{Fingerprint, FingerprintBuilder};
 use crate::handle::Idem;
 use crate::hooks::{Hooks, OnConflict};
 use crate::key::{Key, KeyPart};
+use crate::observe::Technique;
 use crate::outcome::{Fence, Outcome};
 use crate::policy::{Concurrency, Policy};
 
@@ -157,7 +158,7 @@ impl Guard<'_> {
             idem: self.idem,
             key: &self.key,
             policy: &self.policy,
-            technique: "idempotent",
+            technique: Technique::Idempotent,
         };
         call.execute(self.fingerprint, hooks, body).await
     }

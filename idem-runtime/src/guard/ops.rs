@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::handle::Idem;
+use crate::observe::Op;
 use crate::store::{BoxFuture, Owner, StoreError};
 
 impl Idem {
@@ -28,12 +29,12 @@ impl Idem {
     /// again (simulation seed 121).
     pub(crate) async fn op<'s, R>(
         &'s self,
-        name: &'static str,
+        op: Op,
         key: &str,
         mut f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
     ) -> Result<R, StoreError> {
         let inner = &self.inner;
-        let held = matches!(name, "renew" | "complete" | "release");
+        let held = op.holds_claim();
         if !held && !inner.breaker.allow() {
             return Err(StoreError::Unavailable("circuit breaker open".into()));
         }
@@ -53,7 +54,7 @@ impl Idem {
             };
             inner
                 .store_keys
-                .record(name, t0.elapsed().as_secs_f64(), r.is_ok());
+                .record(op, t0.elapsed().as_secs_f64(), r.is_ok());
             match r {
                 Ok(v) => {
                     inner.breaker.success();
@@ -65,7 +66,7 @@ impl Idem {
                     let give_up = !held && attempt >= 3;
                     if give_up || Instant::now() + pause >= deadline {
                         inner.breaker.failure();
-                        tracing::debug!(key, op = name, error = %msg, "store unavailable");
+                        tracing::debug!(key, op = op.as_str(), error = %msg, "store unavailable");
                         return Err(StoreError::Unavailable(msg));
                     }
                     tokio::time::sleep(pause).await;
