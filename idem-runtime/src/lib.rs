@@ -3,14 +3,14 @@
 //! re-exports everything here; see its documentation for the guide.
 
 pub mod backstop;
-mod breaker;
 pub mod error;
+pub(crate) mod exec;
 pub mod fingerprint;
 pub mod guard;
 mod handle;
 pub mod hooks;
 pub mod key;
-pub mod metrics;
+pub mod observe;
 pub mod outcome;
 pub mod policy;
 pub mod record;
@@ -26,7 +26,7 @@ pub use guard::Guard;
 pub use handle::{Idem, IdemBuilder, global, install};
 pub use hooks::{Hooks, NoConflict, Terminal};
 pub use key::{Key, KeyPart};
-pub use metrics::Stats;
+pub use observe::{Stats, TopKey};
 pub use outcome::{Fence, How, Outcome};
 pub use policy::{Concurrency, Policy};
 pub use store::Store;

@@ -25,10 +25,13 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// microsecond fields fit in `i64`), and so can `Instant` on every platform, so
 /// nothing downstream overflows. Longer values are `Error::Config`, not a panic.
 pub const MAX_DURATION: Duration = Duration::from_secs(3650 * 24 * 3600);
-/// The lease must be at least this many operation timeouts: renewal runs every
-/// `lease / 3` and each renewal may take a whole operation timeout, so a shorter
-/// lease could lapse while its body is still running and renewing.
-pub const LEASE_PER_OP_TIMEOUT: u32 = 3;
+/// A call's store operations never take longer than `lease / LEASE_PER_OP`:
+/// renewal runs every `lease / 3` and each renewal may take a whole operation
+/// budget, so with a longer budget a lease could lapse while its body is still
+/// running and renewing (a claim applied at t=0 whose reply came at 700 ms, with a
+/// 1 s lease and an 800 ms timeout, let a duplicate run at 1.01 s: issue 10 §A1).
+/// A handle's `op_timeout` longer than that is clamped for the call.
+pub const LEASE_PER_OP: u32 = 3;
 
 /// The settings of one guarded function or call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,20 +120,12 @@ impl Policy {
         Ok(())
     }
 
-    /// [`validate`](Self::validate), plus the check against the handle's operation
-    /// timeout: the lease must be at least [`LEASE_PER_OP_TIMEOUT`] operation
-    /// timeouts, or renewal cannot keep up with a slow store.
-    pub fn validate_with(&self, op_timeout: Duration) -> Result<(), String> {
-        self.validate()?;
-        if self.lease < op_timeout.saturating_mul(LEASE_PER_OP_TIMEOUT) {
-            return Err(format!(
-                "lease ({:?}) must be at least {LEASE_PER_OP_TIMEOUT} × the handle's op_timeout \
-                 ({op_timeout:?}) so renewal keeps up with a slow store: raise the lease or lower \
-                 op_timeout",
-                self.lease
-            ));
-        }
-        Ok(())
+    /// The budget of one store operation of this call: the handle's
+    /// `op_timeout`, clamped to `lease / LEASE_PER_OP` so renewal keeps up.
+    pub fn op_budget(&self, op_timeout: Duration) -> Duration {
+        op_timeout
+            .min(self.lease / LEASE_PER_OP)
+            .max(Duration::from_millis(1))
     }
 }
 

@@ -22,6 +22,7 @@ use crate::fingerprint::Fingerprint;
 use crate::guard::Call;
 use crate::handle::{Idem, global};
 use crate::key::{Key, KeyPart, KeyWriter};
+use crate::observe::Technique;
 use crate::outcome::Fence;
 use crate::policy::Policy;
 
@@ -276,7 +277,7 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
             idem,
             key: &key,
             policy: &policy,
-            technique: "idempotent",
+            technique: Technique::Idempotent,
         };
         let result = call
             .execute(self.fingerprint, self.hooks, move |fence| {

@@ -9,12 +9,15 @@
 //!   ran the body again although the encoded result was in hand (issue 10, §A2).
 //!
 //! Both hand the operation to a detached task only when the caller's future is
-//! dropped mid-way, so the ordinary path costs no spawn.
+//! dropped mid-way or the store did not answer in time, so the ordinary path
+//! costs no spawn.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Exec;
+use tokio::time::Instant;
+
+use super::{Exec, Held};
 use crate::observe::Op;
 use crate::store::{Owned, Owner, StoreError};
 
@@ -28,48 +31,82 @@ pub(crate) enum Finish {
 }
 
 impl Exec {
-    /// Completes or releases a held claim. If the caller's future is dropped while
-    /// the operation is in flight, the same operation is sent again from a detached
-    /// task (it is idempotent per owner), within its own operation budget.
+    /// Completes or releases a held claim within the call's operation budget.
+    ///
+    /// If the store does not confirm it in time, or the caller's future is dropped
+    /// while the operation is in flight, the same operation goes on in a detached
+    /// task (it is idempotent per owner) until the lease would have lapsed anyway:
+    /// a slow but healthy store then still gets the result, so a retry replays it
+    /// instead of running the body again, while the caller waits no longer than one
+    /// operation budget. Once the store answered (applied, or the key is another
+    /// owner's) there is nothing left to do.
     pub(crate) async fn finish(
         self: &Arc<Self>,
-        key: &str,
-        owner: Owner,
+        held: &Held<'_>,
         finish: Finish,
     ) -> Result<Owned, StoreError> {
         let mut pending = Detach {
             exec: self,
-            key,
-            owner,
+            held,
             finish: &finish,
             armed: true,
         };
-        let r = self.finish_now(key, owner, &finish).await;
-        pending.armed = false;
+        let r = self
+            .finish_now(held.key, held.owner, held.budget, &finish)
+            .await;
+        pending.armed = matches!(r, Err(StoreError::Unavailable(_)));
         r
     }
 
-    async fn finish_now(&self, key: &str, owner: Owner, f: &Finish) -> Result<Owned, StoreError> {
+    /// A finish nobody waits for: worth retrying for as long as the claim can
+    /// still be ours (one lease), one operation budget at a time, but not while
+    /// the breaker says the store is down (the claim then lapses with its lease,
+    /// and retries would only add load to a store that is struggling).
+    async fn in_background(
+        &self,
+        key: &str,
+        owner: Owner,
+        lease: Duration,
+        f: &Finish,
+    ) -> Result<Owned, StoreError> {
+        let until = Instant::now().checked_add(lease);
+        loop {
+            let r = self.finish_now(key, owner, self.op_timeout, f).await;
+            let again = matches!(r, Err(StoreError::Unavailable(_)))
+                && until.is_some_and(|u| Instant::now() < u)
+                && !self.breaker.is_open();
+            if !again {
+                return r;
+            }
+        }
+    }
+
+    async fn finish_now(
+        &self,
+        key: &str,
+        owner: Owner,
+        budget: Duration,
+        f: &Finish,
+    ) -> Result<Owned, StoreError> {
         match f {
             Finish::Complete { payload, ttl } => {
-                self.op(Op::Complete, key, || {
+                self.op_in(Op::Complete, key, budget, || {
                     self.store.complete(key, owner, payload, *ttl)
                 })
                 .await
             }
             Finish::Release => {
-                self.op(Op::Release, key, || self.store.release(key, owner))
+                self.op_in(Op::Release, key, budget, || self.store.release(key, owner))
                     .await
             }
         }
     }
 }
 
-/// Re-sends an unfinished `finish` from a detached task when dropped.
+/// Goes on with an unconfirmed `finish` in a detached task when dropped armed.
 struct Detach<'a> {
     exec: &'a Arc<Exec>,
-    key: &'a str,
-    owner: Owner,
+    held: &'a Held<'a>,
     finish: &'a Finish,
     armed: bool,
 }
@@ -83,16 +120,16 @@ impl Drop for Detach<'_> {
         let finish = self.finish.clone();
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(
-                key = self.key,
+                key = self.held.key,
                 "caller dropped outside a runtime: the claim lapses with its lease"
             );
             return;
         };
         let exec = Arc::clone(self.exec);
-        let key = self.key.to_owned();
-        let owner = self.owner;
+        let key = self.held.key.to_owned();
+        let (owner, lease) = (self.held.owner, self.held.lease);
         rt.spawn(async move {
-            if let Err(e) = exec.finish_now(&key, owner, &finish).await {
+            if let Err(e) = exec.in_background(&key, owner, lease, &finish).await {
                 tracing::warn!(key, error = %e, "detached finish failed; the claim lapses with its lease");
             }
         });
@@ -107,15 +144,17 @@ pub(crate) struct ReleaseOnDrop<'a> {
     exec: &'a Arc<Exec>,
     key: &'a str,
     owner: Owner,
+    lease: Duration,
     armed: bool,
 }
 
 impl<'a> ReleaseOnDrop<'a> {
-    pub(crate) fn new(exec: &'a Arc<Exec>, key: &'a str, owner: Owner) -> Self {
+    pub(crate) fn new(exec: &'a Arc<Exec>, key: &'a str, owner: Owner, lease: Duration) -> Self {
         ReleaseOnDrop {
             exec,
             key,
             owner,
+            lease,
             armed: true,
         }
     }
@@ -138,10 +177,13 @@ impl Drop for ReleaseOnDrop<'_> {
         };
         let exec = Arc::clone(self.exec);
         let key = self.key.to_owned();
-        let owner = self.owner;
+        // A claim that may have applied blocks the key for a lease: worth trying to
+        // release for that long (a single attempt lost to a blip left callers
+        // waiting out 30 s leases under load: issue 18).
+        let (owner, lease) = (self.owner, self.lease);
         rt.spawn(async move {
             let _ = exec
-                .op(Op::Release, &key, || exec.store.release(&key, owner))
+                .in_background(&key, owner, lease, &Finish::Release)
                 .await;
         });
     }

@@ -7,8 +7,8 @@
 //! did) lost up to one operation timeout per renewal: a claim applied at t=0 whose
 //! reply came at 700 ms renewed first at ≈1.03 s with a 1 s lease, and a duplicate
 //! at 1.01 s ran beside it (issue 10, §A1). Renewal every `lease / 3` from the send
-//! instant, with every operation bounded by `op_timeout ≤ lease / 3` (the policy
-//! check), leaves two full attempts before the lease can lapse.
+//! instant, with every operation bounded by `lease / 3` (the per-call operation
+//! budget, `Policy::op_budget`), leaves two full attempts before the lease can lapse.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -18,8 +18,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Exec;
-use crate::fence::Fence;
 use crate::observe::Op;
+use crate::outcome::Fence;
 use crate::store::{Owned, Owner};
 
 /// A claim this caller holds.
@@ -32,6 +32,8 @@ pub(crate) struct Held<'a> {
     pub(crate) lease: Duration,
     /// When the claim that took the key was sent (its first attempt).
     pub(crate) sent: Instant,
+    /// The budget of each operation on it (at most a third of the lease).
+    pub(crate) budget: Duration,
 }
 
 impl Exec {
@@ -59,7 +61,11 @@ impl Exec {
     /// body's `select!` ends it.
     async fn watchdog(&self, held: &Held<'_>, max_hold: Duration) -> Infallible {
         let Held {
-            key, owner, lease, ..
+            key,
+            owner,
+            lease,
+            budget,
+            ..
         } = *held;
         let every = (lease / 3).max(Duration::from_millis(1));
         let hold_until = held.sent.checked_add(max_hold);
@@ -72,7 +78,9 @@ impl Exec {
                 return std::future::pending().await;
             }
             match self
-                .op(Op::Renew, key, || self.store.renew(key, owner, lease))
+                .op_in(Op::Renew, key, budget, || {
+                    self.store.renew(key, owner, lease)
+                })
                 .await
             {
                 Ok(Owned::Applied) => {}
@@ -132,7 +140,8 @@ impl Waiter {
             return false;
         }
         self.waited = true;
-        let budget = (self.budget - elapsed).min(holder_left.saturating_add(Duration::from_millis(1)));
+        let budget =
+            (self.budget - elapsed).min(holder_left.saturating_add(Duration::from_millis(1)));
         if !exec.wait_local(key, budget).await {
             tokio::time::sleep(self.backoff.min(budget)).await;
             self.backoff = (self.backoff * 2).min(Duration::from_millis(50));

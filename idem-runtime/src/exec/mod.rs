@@ -33,7 +33,6 @@ pub(crate) use lease::{Held, Waiter};
 pub(crate) use local::Inflight;
 
 /// The store plus the machinery every technique runs its operations through.
-#[derive(Debug)]
 pub(crate) struct Exec {
     pub(crate) store: Arc<dyn Store>,
     /// Budget of one operation including its retries.
@@ -43,12 +42,17 @@ pub(crate) struct Exec {
     local: local::Local,
 }
 
+impl std::fmt::Debug for Exec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exec")
+            .field("store", &self.store.name())
+            .field("op_timeout", &self.op_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Exec {
-    pub(crate) fn new(
-        store: Arc<dyn Store>,
-        op_timeout: Duration,
-        breaker: Breaker,
-    ) -> Arc<Self> {
+    pub(crate) fn new(store: Arc<dyn Store>, op_timeout: Duration, breaker: Breaker) -> Arc<Self> {
         let store_ops = StoreOpKeys::new(store.name());
         Arc::new(Exec {
             store,

@@ -29,6 +29,18 @@ impl Exec {
         &'s self,
         op: Op,
         key: &str,
+        f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
+    ) -> Result<R, StoreError> {
+        self.op_in(op, key, self.op_timeout, f).await
+    }
+
+    /// [`op`](Self::op) within `budget` instead of the handle's `op_timeout` (a
+    /// call whose lease needs shorter operations, see `Policy::op_budget`).
+    pub(crate) async fn op_in<'s, R>(
+        &'s self,
+        op: Op,
+        key: &str,
+        budget: Duration,
         mut f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
     ) -> Result<R, StoreError> {
         let held = op.holds_claim();
@@ -36,7 +48,7 @@ impl Exec {
             return Err(StoreError::Unavailable("circuit breaker open".into()));
         }
         let mut t0 = Instant::now();
-        let deadline = t0 + self.op_timeout;
+        let deadline = t0 + budget;
         let mut attempt = 0u32;
         loop {
             if attempt > 0 {
@@ -45,8 +57,7 @@ impl Exec {
             let r = match tokio::time::timeout_at(deadline, f()).await {
                 Ok(r) => r,
                 Err(_) => Err(StoreError::Unavailable(format!(
-                    "no answer within {:?}",
-                    self.op_timeout
+                    "no answer within {budget:?}"
                 ))),
             };
             self.store_ops

@@ -22,12 +22,12 @@ use tokio::time::Instant;
 use super::replay::{mismatch, replay};
 use crate::error::Error;
 use crate::exec::{Held, Inflight, ReleaseOnDrop, Waiter};
-use crate::fence::Fence;
 use crate::fingerprint::Fingerprint;
 use crate::handle::Idem;
 use crate::hooks::{Hooks, OnConflict};
 use crate::key::Key;
 use crate::observe::{self, CallOutcome, Instrumented, Op, Technique};
+use crate::outcome::Fence;
 use crate::outcome::{How, Outcome};
 use crate::policy::Policy;
 use crate::store::{Claim, ClaimRequest, Owner, StoreError};
@@ -57,20 +57,15 @@ impl Call<'_> {
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        observe::instrument(
-            &self.idem.inner.recorder,
-            self.technique,
-            self.key,
-            async {
-                let (outcome, value) = self.protocol(fingerprint, hooks, body).await;
-                let fence = value.as_ref().ok().map(Outcome::fence);
-                Instrumented {
-                    outcome,
-                    fence,
-                    value,
-                }
-            },
-        )
+        observe::instrument(&self.idem.inner.recorder, self.technique, self.key, async {
+            let (outcome, value) = self.protocol(fingerprint, hooks, body).await;
+            let fence = value.as_ref().ok().map(Outcome::fence);
+            Instrumented {
+                outcome,
+                fence,
+                value,
+            }
+        })
         .await
     }
 
@@ -97,7 +92,8 @@ impl Call<'_> {
             Err(e) => return (CallOutcome::Failed, Err(Error::codec(key, e).into())),
         };
         let owner = Owner::random();
-        let mut unclaimed = ReleaseOnDrop::new(exec, key, owner);
+        let budget = self.policy.op_budget(exec.op_timeout);
+        let mut unclaimed = ReleaseOnDrop::new(exec, key, owner, self.policy.lease);
         let mut waiter = Waiter::new(self.policy.wait_budget());
         let held = loop {
             let req = ClaimRequest {
@@ -109,7 +105,7 @@ impl Call<'_> {
             let sent = Instant::now();
             // Set when the claim is handed to the store (the breaker let it through).
             let mut handed = false;
-            let claim = exec.op(Op::Claim, key, || {
+            let claim = exec.op_in(Op::Claim, key, budget, || {
                 handed = true;
                 exec.store.claim(req)
             });
@@ -121,6 +117,7 @@ impl Call<'_> {
                         fence,
                         lease: self.policy.lease,
                         sent,
+                        budget,
                     };
                 }
                 Ok(Claim::Done(rec)) => {
@@ -179,7 +176,10 @@ impl Call<'_> {
                         // Boxed: a cold path kept out of every call's future.
                         return Box::pin(self.degraded(hooks, body)).await;
                     }
-                    return (CallOutcome::Failed, Err(self.idem.store_error(key, e).into()));
+                    return (
+                        CallOutcome::Failed,
+                        Err(self.idem.store_error(key, e).into()),
+                    );
                 }
             }
         };
@@ -194,12 +194,9 @@ impl Call<'_> {
         self.after_body(&held, result, hooks).await
     }
 
-    /// The checks that need the handle: the policy against the operation timeout,
-    /// and a backstop that can actually be detected.
+    /// The settings, and a backstop that can actually be detected.
     fn check(&self, can_detect: bool) -> Result<(), Error> {
-        self.policy
-            .validate_with(self.idem.inner.exec.op_timeout)
-            .map_err(Error::Config)?;
+        self.policy.validate().map_err(Error::Config)?;
         if let Some(b) = &self.policy.backstop {
             if !can_detect {
                 return Err(Error::Config(format!(

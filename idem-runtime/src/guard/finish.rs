@@ -10,11 +10,11 @@ use super::engine::{Call, Step};
 use super::replay::{encode_err, encode_ok};
 use crate::error::Error;
 use crate::exec::{Finish, Held};
-use crate::fence::Fence;
 use crate::hooks::{DetectFn, Hooks, OnConflict};
 use crate::observe::CallOutcome;
+use crate::outcome::Fence;
 use crate::outcome::{How, Outcome};
-use crate::store::{Owned, Owner};
+use crate::store::Owned;
 
 impl Call<'_> {
     pub(super) async fn after_body<T, E, C>(
@@ -34,7 +34,7 @@ impl Call<'_> {
                 // Encoded before the await: the future holds bytes, not `&T`, so a
                 // guarded future is `Send` without `T: Sync`.
                 let payload = encode_ok(key, version, &value);
-                let stored = self.store_result(held.owner, payload).await;
+                let stored = self.store_result(held, payload).await;
                 let outcome = if stored {
                     CallOutcome::Executed
                 } else {
@@ -48,7 +48,7 @@ impl Call<'_> {
                     && (t.is_terminal)(&err)
                 {
                     let payload = encode_err(key, version, &err, &t);
-                    let stored = self.store_result(held.owner, payload).await;
+                    let stored = self.store_result(held, payload).await;
                     let outcome = if stored {
                         CallOutcome::Executed
                     } else {
@@ -66,7 +66,7 @@ impl Call<'_> {
                     ))
                     .await;
                 }
-                self.release(held.owner).await;
+                self.release(held).await;
                 (CallOutcome::Released, Err(err))
             }
         }
@@ -74,7 +74,7 @@ impl Call<'_> {
 
     /// Stores an encoded record; true when the store confirmed it. Survives the
     /// caller's drop (see `Exec::finish`).
-    async fn store_result(&self, owner: Owner, payload: Result<Vec<u8>, Error>) -> bool {
+    async fn store_result(&self, held: &Held<'_>, payload: Result<Vec<u8>, Error>) -> bool {
         let key = self.key.as_str();
         let payload = match payload {
             Ok(p) => p,
@@ -85,7 +85,7 @@ impl Call<'_> {
         };
         let ttl = self.policy.ttl;
         let exec = &self.idem.inner.exec;
-        match exec.finish(key, owner, Finish::Complete { payload, ttl }).await {
+        match exec.finish(held, Finish::Complete { payload, ttl }).await {
             Ok(Owned::Applied) => true,
             Ok(Owned::NotOwner) => {
                 tracing::warn!(
@@ -101,10 +101,10 @@ impl Call<'_> {
         }
     }
 
-    async fn release(&self, owner: Owner) {
+    async fn release(&self, held: &Held<'_>) {
         let key = self.key.as_str();
         let exec = &self.idem.inner.exec;
-        if let Err(e) = exec.finish(key, owner, Finish::Release).await {
+        if let Err(e) = exec.finish(held, Finish::Release).await {
             tracing::warn!(key, error = %e, "release failed; the claim lapses with its lease");
         }
     }
@@ -149,7 +149,7 @@ impl Call<'_> {
         let fence = held.map_or(Fence::NONE, |h| h.fence);
         let Some(lookup) = on_conflict.start() else {
             if let Some(h) = held {
-                self.release(h.owner).await;
+                self.release(h).await;
             }
             let e = Error::Duplicate {
                 key: self.key.as_str().to_owned(),
@@ -162,7 +162,7 @@ impl Call<'_> {
                 let stored = match held {
                     Some(h) => {
                         let payload = encode_ok(self.key.as_str(), self.policy.version, &value);
-                        self.store_result(h.owner, payload).await
+                        self.store_result(h, payload).await
                     }
                     None => false,
                 };
@@ -171,7 +171,7 @@ impl Call<'_> {
             }
             Err(e) => {
                 if let Some(h) = held {
-                    self.release(h.owner).await;
+                    self.release(h).await;
                 }
                 (CallOutcome::Failed, Err(e))
             }
@@ -198,10 +198,7 @@ impl Call<'_> {
                 (CallOutcome::Degraded, Ok(out))
             }
             Err(err) => match self.backstop_hit(&err, hooks.detect).await {
-                Some(c) => {
-                    self.after_backstop(None, c, hooks.on_conflict, err)
-                        .await
-                }
+                Some(c) => self.after_backstop(None, c, hooks.on_conflict, err).await,
                 None => (CallOutcome::Failed, Err(err)),
             },
         }

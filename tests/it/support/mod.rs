@@ -17,7 +17,7 @@ pub fn unique_ns(prefix: &str) -> String {
 
 /// Counts body executions.
 #[derive(Clone, Default, Debug)]
-pub struct Counter(Arc<AtomicUsize>);
+pub struct Counter(pub Arc<AtomicUsize>);
 
 impl Counter {
     pub fn hit(&self) -> usize {

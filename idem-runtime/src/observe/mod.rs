@@ -1,0 +1,54 @@
+//! Observability: what every guarded call reports, under fixed names.
+//!
+//! Every technique wraps its operation in one `instrument` call, which opens the
+//! `idem` span, records the outcome on it and counts the call, both through the
+//! `metrics` facade (export with any recorder, e.g. Prometheus) and in process, so
+//! [`Idem::stats`](crate::Idem::stats) answers without a metrics backend. The
+//! store-op wrapper times every store call. Labels are typed ([`CallOutcome`],
+//! [`Technique`], [`Op`]): a misspelt one does not compile.
+//!
+//! | name | kind | labels / fields |
+//! |---|---|---|
+//! | `idem` | span, one per guarded call | `technique`, `scope`, `key`, `outcome`, `fence` |
+//! | `idem_calls_total` | counter | `technique`, `scope`, `outcome` |
+//! | `idem_store_seconds` | histogram | `store`, `op` |
+//! | `idem_store_errors_total` | counter | `store`, `op` |
+//!
+//! - `technique`: `idempotent`, `state_machine`, `lock`, `token`, `consume`, `http`.
+//! - `outcome`: `executed`, `replayed`, `waited`, `in_progress`, `mismatch`,
+//!   `backstop`, `degraded`, `failed`, `released`, `not_stored`; for the other
+//!   techniques `applied`, `already_applied`, `invalid_transition`, `lock_busy`,
+//!   `token_invalid`, `duplicate_message`.
+//! - `op`: `claim`, `renew`, `complete`, `release`, `inspect`, `forget`, `purge`,
+//!   `verify`.
+//!
+//! Interception rate = (replayed + waited + backstop + duplicate_message) / calls;
+//! backstop hits = calls with `outcome="backstop"`. The most-repeated keys of each
+//! scope are kept by a Space-Saving top-K: bounded memory, and any key repeated
+//! more than `calls / capacity` times is guaranteed to be listed.
+//!
+//! - [`labels`]: the typed label values;
+//! - `instrument`: the span + counters wrapper;
+//! - `recorder`: per-handle counters and `idem_calls_total` with cached keys;
+//! - `store_ops`: `idem_store_seconds` / `idem_store_errors_total` with cached keys;
+//! - `stats`: [`Stats`] and [`TopKey`], the in-process snapshot;
+//! - `topk`: the Space-Saving summary.
+
+mod instrument;
+pub mod labels;
+mod recorder;
+mod stats;
+mod store_ops;
+#[cfg(test)]
+mod testing;
+mod topk;
+
+pub(crate) use instrument::{Instrumented, instrument};
+pub use labels::{CallOutcome, Op, Technique};
+pub(crate) use recorder::Recorder;
+pub use stats::{Stats, TopKey};
+pub(crate) use store_ops::StoreOpKeys;
+
+/// Metadata of every metric registration: the target is this module.
+static METADATA: metrics::Metadata<'static> =
+    metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));

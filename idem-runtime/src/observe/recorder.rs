@@ -1,0 +1,253 @@
+//! The per-handle call counters behind [`Stats`], and the emission of
+//! `idem_calls_total{technique,scope,outcome}` through the `metrics` facade.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
+
+use super::METADATA;
+use super::labels::{CallOutcome, Technique};
+use super::stats::{Stats, TopKey};
+use super::topk::SpaceSaving;
+
+/// At most this many `idem_calls_total` keys are cached per handle; calls past it
+/// (an unbounded set of scopes) build their key each time, as the macro would.
+const CALL_KEYS_CAPACITY: usize = 1024;
+
+/// In-process counters behind [`Stats`].
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    /// Indexed by [`CallOutcome::index`].
+    by_outcome: [AtomicU64; CallOutcome::ALL.len()],
+    top: Mutex<HashMap<String, SpaceSaving>>,
+    /// `idem_calls_total` keys by scope, then (technique, outcome). Keys, not
+    /// registered handles: a key means the same to every recorder, so a global
+    /// recorder installed after the first calls (or a thread-local one, as in
+    /// `metrics::with_local_recorder`) still sees every call. The `counter!` macro
+    /// built the key per call: an owned `scope` label and a label vector.
+    call_keys: RwLock<CallKeys>,
+}
+
+#[derive(Debug, Default)]
+struct CallKeys {
+    by_scope: HashMap<Box<str>, Vec<(Technique, CallOutcome, metrics::Key)>>,
+    len: usize,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder {
+            by_outcome: std::array::from_fn(|_| AtomicU64::new(0)),
+            top: Mutex::new(HashMap::new()),
+            call_keys: RwLock::new(CallKeys::default()),
+        }
+    }
+}
+
+fn call_key(technique: Technique, scope: &str, outcome: CallOutcome) -> metrics::Key {
+    let labels = vec![
+        metrics::Label::new("technique", technique.as_str()),
+        metrics::Label::new("scope", scope.to_owned()),
+        metrics::Label::new("outcome", outcome.as_str()),
+    ];
+    metrics::Key::from_parts("idem_calls_total", labels)
+}
+
+fn increment(key: &metrics::Key) {
+    metrics::with_recorder(|r| r.register_counter(key, &METADATA).increment(1));
+}
+
+/// Outcomes whose key goes into the top-K: duplicates, intercepted or refused.
+fn is_repeat(outcome: CallOutcome) -> bool {
+    outcome.is_intercepted() || matches!(outcome, CallOutcome::InProgress | CallOutcome::Mismatch)
+}
+
+impl Recorder {
+    /// Counts one call: the in-process counter, `idem_calls_total`, and the key in
+    /// its scope's top-K when the call was a duplicate.
+    pub(crate) fn record(
+        &self,
+        technique: Technique,
+        scope: &str,
+        key: &str,
+        outcome: CallOutcome,
+    ) {
+        self.by_outcome[outcome.index()].fetch_add(1, Ordering::Relaxed);
+        self.count_call(technique, scope, outcome);
+        if is_repeat(outcome) {
+            let mut top = self.top.lock().unwrap_or_else(|p| p.into_inner());
+            match top.get_mut(scope) {
+                Some(ss) => ss.hit(key),
+                None => top.entry(scope.to_owned()).or_default().hit(key),
+            }
+        }
+    }
+
+    /// `idem_calls_total{technique,scope,outcome}` += 1, with the key cached.
+    fn count_call(&self, technique: Technique, scope: &str, outcome: CallOutcome) {
+        {
+            let keys = self.call_keys.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(key) = keys.by_scope.get(scope).and_then(|v| {
+                v.iter()
+                    .find(|(t, o, _)| *t == technique && *o == outcome)
+                    .map(|(_, _, k)| k)
+            }) {
+                increment(key);
+                return;
+            }
+        }
+        let key = call_key(technique, scope, outcome);
+        increment(&key);
+        let mut keys = self.call_keys.write().unwrap_or_else(|p| p.into_inner());
+        if keys.len >= CALL_KEYS_CAPACITY {
+            return;
+        }
+        let entry = keys.by_scope.entry(scope.into()).or_default();
+        if !entry
+            .iter()
+            .any(|(t, o, _)| *t == technique && *o == outcome)
+        {
+            entry.push((technique, outcome, key));
+            keys.len += 1;
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> Stats {
+        let by_outcome: BTreeMap<&'static str, u64> = CallOutcome::ALL
+            .iter()
+            .zip(&self.by_outcome)
+            .map(|(o, c)| (o.as_str(), c.load(Ordering::Relaxed)))
+            .filter(|(_, c)| *c > 0)
+            .collect();
+        let top = self.top.lock().unwrap_or_else(|p| p.into_inner());
+        let mut top_keys: Vec<TopKey> = top
+            .iter()
+            .flat_map(|(scope, ss)| {
+                ss.entries().map(move |(key, count, error)| TopKey {
+                    scope: scope.clone(),
+                    key: key.to_owned(),
+                    count,
+                    error,
+                })
+            })
+            .collect();
+        top_keys.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
+        Stats {
+            by_outcome,
+            top_keys,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::testing::Seen;
+    use crate::observe::topk::TOP_CAPACITY;
+
+    const IDEM: Technique = Technique::Idempotent;
+
+    #[test]
+    fn top_keys_keep_heavy_hitters() {
+        let r = Recorder::default();
+        for i in 0..1000 {
+            r.record(IDEM, "s", &format!("k{i}"), CallOutcome::Replayed);
+            r.record(IDEM, "s", "hot", CallOutcome::Replayed);
+        }
+        let s = r.snapshot();
+        assert_eq!(s.top_keys[0].key, "hot");
+        assert!(s.top_keys.len() <= TOP_CAPACITY);
+        assert_eq!(s.count("replayed"), 2000);
+        assert!((s.interception_rate() - 1.0).abs() < 1e-9);
+    }
+
+    /// Every outcome is counted under its own label, and only duplicates
+    /// (intercepted, in progress, mismatch) reach the top-K.
+    #[test]
+    fn each_outcome_counts_under_its_label() {
+        let r = Recorder::default();
+        for (n, o) in CallOutcome::ALL.iter().enumerate() {
+            for _ in 0..=n {
+                r.record(IDEM, "s", o.as_str(), *o);
+            }
+        }
+        let s = r.snapshot();
+        for (n, o) in CallOutcome::ALL.iter().enumerate() {
+            assert_eq!(s.count(o.as_str()), n as u64 + 1, "{o}");
+        }
+        let mut top: Vec<&str> = s.top_keys.iter().map(|t| t.key.as_str()).collect();
+        top.sort();
+        assert_eq!(
+            top,
+            [
+                "backstop",
+                "duplicate_message",
+                "in_progress",
+                "mismatch",
+                "replayed",
+                "waited"
+            ]
+        );
+    }
+
+    /// `idem_calls_total` keys are cached per (technique, scope, outcome); a recorder
+    /// that appears after the first calls (here a thread-local one) still sees every
+    /// call with its labels, and scopes past the cache's capacity are still counted.
+    #[test]
+    fn call_keys_are_cached_and_seen_by_later_recorders() {
+        use CallOutcome::{Executed, Replayed};
+        let r = Recorder::default();
+        r.record(IDEM, "pay", "k1", Executed);
+        r.record(IDEM, "pay", "k1", Replayed);
+        let seen = Seen::default();
+        metrics::with_local_recorder(&seen, || {
+            r.record(IDEM, "pay", "k1", Replayed);
+            r.record(IDEM, "pay", "k2", Executed);
+            r.record(Technique::Lock, "pay", "k2", Executed);
+            r.record(IDEM, "ship", "k3", Replayed);
+        });
+        let seen = seen.0.into_inner().unwrap();
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        for (i, (t, s, o)) in [
+            ("idempotent", "pay", "replayed"),
+            ("idempotent", "pay", "executed"),
+            ("lock", "pay", "executed"),
+            ("idempotent", "ship", "replayed"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert!(
+                seen[i].contains("idem_calls_total")
+                    && seen[i].contains(&format!("technique = {t}"))
+                    && seen[i].contains(&format!("scope = {s}"))
+                    && seen[i].contains(&format!("outcome = {o}")),
+                "{i}: {seen:?}"
+            );
+        }
+        assert_eq!(r.call_keys.read().unwrap().len, 4, "one key per label set");
+        for i in 0..CALL_KEYS_CAPACITY + 10 {
+            r.record(IDEM, &format!("s{i}"), "k", Executed);
+        }
+        assert_eq!(
+            r.call_keys.read().unwrap().len,
+            CALL_KEYS_CAPACITY,
+            "bounded"
+        );
+        let seen = Seen::default();
+        metrics::with_local_recorder(&seen, || {
+            r.record(IDEM, "s0", "k", Executed);
+            r.record(IDEM, &format!("s{}", CALL_KEYS_CAPACITY + 5), "k", Executed);
+        });
+        let seen = seen.0.into_inner().unwrap();
+        assert!(seen[0].contains("scope = s0"), "{seen:?}");
+        assert!(
+            seen[1].contains(&format!("scope = s{}", CALL_KEYS_CAPACITY + 5)),
+            "past the capacity: {seen:?}"
+        );
+        assert_eq!(
+            r.snapshot().count("executed"),
+            CALL_KEYS_CAPACITY as u64 + 15
+        );
+    }
+}

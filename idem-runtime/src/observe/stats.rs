@@ -1,0 +1,85 @@
+//! What [`Idem::stats`](crate::Idem::stats) returns: the monitoring figures
+//! without a metrics backend (interception rate, backstop hits, top keys).
+
+use std::collections::BTreeMap;
+
+use super::labels::CallOutcome;
+
+/// A key that was intercepted often.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopKey {
+    /// The scope (namespace and scene).
+    pub scope: String,
+    /// The rendered key.
+    pub key: String,
+    /// How often it was intercepted (may overestimate by `error`).
+    pub count: u64,
+    /// The Space-Saving overestimate bound.
+    pub error: u64,
+}
+
+/// A snapshot of the monitoring figures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    /// Calls per outcome label (only labels seen).
+    pub by_outcome: BTreeMap<&'static str, u64>,
+    /// Most-intercepted keys, most first.
+    pub top_keys: Vec<TopKey>,
+}
+
+impl Stats {
+    /// Calls with a given outcome label (`"replayed"`, see [`CallOutcome`]).
+    pub fn count(&self, outcome: &str) -> u64 {
+        self.by_outcome.get(outcome).copied().unwrap_or(0)
+    }
+
+    /// All calls counted.
+    pub fn calls(&self) -> u64 {
+        self.by_outcome.values().sum()
+    }
+
+    /// (replayed + waited + backstop + duplicate_message) / calls.
+    pub fn interception_rate(&self) -> f64 {
+        let calls = self.calls();
+        if calls == 0 {
+            return 0.0;
+        }
+        let intercepted: u64 = CallOutcome::ALL
+            .iter()
+            .filter(|o| o.is_intercepted())
+            .map(|o| self.count(o.as_str()))
+            .sum();
+        intercepted as f64 / calls as f64
+    }
+
+    /// Duplicates caught only by the database constraint: each one is a duplicate
+    /// the fast store missed (lost key, outage, expiry).
+    pub fn backstop_hits(&self) -> u64 {
+        self.count(CallOutcome::Backstop.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_counts_only_intercepted_outcomes() {
+        let mut s = Stats::default();
+        assert_eq!(s.interception_rate(), 0.0, "no calls: no rate");
+        for (o, n) in [
+            ("executed", 4),
+            ("replayed", 2),
+            ("waited", 1),
+            ("backstop", 1),
+            ("duplicate_message", 1),
+            ("in_progress", 1),
+        ] {
+            s.by_outcome.insert(o, n);
+        }
+        assert_eq!(s.calls(), 10);
+        assert!((s.interception_rate() - 0.5).abs() < 1e-9);
+        assert_eq!(s.backstop_hits(), 1);
+        assert_eq!(s.count("mismatch"), 0);
+    }
+}

@@ -1,0 +1,89 @@
+//! Store operation timing: `idem_store_seconds{store,op}` and
+//! `idem_store_errors_total{store,op}`, recorded by the op wrapper around every
+//! store call (stores themselves know no metrics).
+
+use super::METADATA;
+use super::labels::Op;
+
+/// The metric keys of one store, built once: a `metrics::Key` built per operation
+/// (what `histogram!` and `counter!` do) allocates its label vector every time,
+/// recorder or not. Registration still happens per operation, exactly as the
+/// macros do it, so a recorder installed later sees everything.
+#[derive(Debug)]
+pub(crate) struct StoreOpKeys {
+    /// `idem_store_seconds` keys, indexed by [`Op::index`].
+    seconds: Vec<metrics::Key>,
+    /// `idem_store_errors_total` keys, indexed by [`Op::index`].
+    errors: Vec<metrics::Key>,
+}
+
+fn key(name: &'static str, store: &'static str, op: Op) -> metrics::Key {
+    let labels = vec![
+        metrics::Label::new("store", store),
+        metrics::Label::new("op", op.as_str()),
+    ];
+    metrics::Key::from_parts(name, labels)
+}
+
+impl StoreOpKeys {
+    pub(crate) fn new(store: &'static str) -> Self {
+        StoreOpKeys {
+            seconds: Op::ALL
+                .iter()
+                .map(|&op| key("idem_store_seconds", store, op))
+                .collect(),
+            errors: Op::ALL
+                .iter()
+                .map(|&op| key("idem_store_errors_total", store, op))
+                .collect(),
+        }
+    }
+
+    /// Times one store operation; a failed one also counts as an error.
+    pub(crate) fn record(&self, op: Op, secs: f64, ok: bool) {
+        let i = op.index();
+        metrics::with_recorder(|r| {
+            r.register_histogram(&self.seconds[i], &METADATA)
+                .record(secs);
+            if !ok {
+                r.register_counter(&self.errors[i], &METADATA).increment(1);
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::testing::Seen;
+
+    #[test]
+    fn store_op_keys_register_per_operation() {
+        let keys = StoreOpKeys::new("redis");
+        let seen = Seen::default();
+        metrics::with_local_recorder(&seen, || {
+            keys.record(Op::Claim, 0.001, true);
+            keys.record(Op::Complete, 0.001, false);
+            keys.record(Op::Inspect, 0.001, true);
+        });
+        let seen = seen.0.into_inner().unwrap();
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert!(
+            seen[0].contains("idem_store_seconds")
+                && seen[0].contains("op = claim")
+                && seen[0].contains("store = redis"),
+            "{seen:?}"
+        );
+        assert!(seen[1].contains("op = complete"), "{seen:?}");
+        assert!(
+            seen[2].contains("idem_store_errors_total")
+                && seen[2].contains("op = complete")
+                && seen[2].contains("store = redis"),
+            "{seen:?}"
+        );
+        assert!(
+            seen[3].contains("idem_store_seconds") && seen[3].contains("op = inspect"),
+            "{seen:?}"
+        );
+    }
+}
