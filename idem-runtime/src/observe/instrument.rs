@@ -9,8 +9,8 @@ use tracing::Instrument;
 
 use super::labels::{CallOutcome, Technique};
 use super::recorder::Recorder;
+use crate::fence::Fence;
 use crate::key::Key;
-use crate::outcome::Fence;
 
 /// What an instrumented operation yields: its outcome label, the fence of the
 /// claim it ran under (when there was one), and the value handed to the caller.
