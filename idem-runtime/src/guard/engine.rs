@@ -26,7 +26,7 @@ use crate::fingerprint::Fingerprint;
 use crate::handle::Idem;
 use crate::hooks::{Hooks, OnConflict, Terminal};
 use crate::key::Key;
-use crate::observe::{self, CallOutcome, Instrumented, Op, Technique};
+use crate::observe::{self, CallOutcome, Op, Technique};
 use crate::outcome::{Fence, How, Outcome};
 use crate::policy::{Concurrency, Policy};
 use crate::record::{self, Kind};
@@ -41,12 +41,14 @@ pub(crate) struct Call<'a> {
 }
 
 impl Call<'_> {
-    pub(crate) async fn execute<T, E, C, B, Fut>(
+    /// The protocol inside the `idem` span, counted. Not an `async fn`: its
+    /// arguments would be stored in its future beside the protocol's own copy.
+    pub(crate) fn execute<T, E, C, B, Fut>(
         &self,
         fingerprint: Result<Fingerprint, String>,
         hooks: Hooks<E, C>,
         body: B,
-    ) -> Result<Outcome<T>, E>
+    ) -> impl Future<Output = Result<Outcome<T>, E>>
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
@@ -54,16 +56,8 @@ impl Call<'_> {
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        let call = async {
-            let (outcome, value) = self.protocol(fingerprint, hooks, body).await;
-            let fence = value.as_ref().ok().map(Outcome::fence);
-            Instrumented {
-                outcome,
-                fence,
-                value,
-            }
-        };
-        observe::instrument(&self.idem.inner.recorder, self.technique, self.key, call).await
+        let call = move || self.protocol(fingerprint, hooks, body);
+        observe::instrument(&self.idem.inner.recorder, self.technique, self.key, call)
     }
 
     async fn protocol<T, E, C, B, Fut>(
