@@ -159,7 +159,10 @@ mod tests {
         let alone = std::mem::size_of_val(&op());
         let wrapped = instrument(&rec, Technique::Idempotent, &key, op);
         let size = std::mem::size_of_val(&wrapped);
-        assert!(size < alone + 512, "{size} bytes around a {alone}-byte operation");
+        assert!(
+            size < alone + 512,
+            "{size} bytes around a {alone}-byte operation"
+        );
         assert_eq!(futures_block_on(wrapped).unwrap().into_inner(), 7);
     }
 
