@@ -1,10 +1,10 @@
 //! The runtime handle: a store plus the settings every guarded call shares.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
-use crate::backstop::{ConstraintCatalog, ConstraintDef, UniqueViolation};
+use crate::backstop::{Backstops, ConstraintCatalog, UniqueViolation};
 use crate::error::Error;
 use crate::exec::{Breaker, Exec};
 use crate::key::{Key, KeyPart};
@@ -105,9 +105,7 @@ impl IdemBuilder {
                 namespace: self.namespace,
                 recorder: Recorder::default(),
                 scenes: RwLock::new(HashMap::new()),
-                backstops: RwLock::new(Vec::new()),
-                catalog: self.catalog,
-                catalog_cache: Mutex::new(HashMap::new()),
+                backstops: Backstops::new(self.catalog),
             }),
         })
     }
@@ -120,10 +118,8 @@ pub(crate) struct Inner {
     pub(crate) recorder: Recorder,
     /// scene -> the function that first used it (macro calls only).
     scenes: RwLock<HashMap<&'static str, &'static str>>,
-    /// Backstop constraints seen, for `verify()`.
-    backstops: RwLock<Vec<String>>,
-    catalog: Option<Arc<dyn ConstraintCatalog>>,
-    catalog_cache: Mutex<HashMap<String, Option<ConstraintDef>>>,
+    /// Backstop constraints seen (for `verify()`) and the catalog that names them.
+    backstops: Backstops,
 }
 
 /// The runtime handle: cheap to clone, shared by every guarded call.
@@ -233,36 +229,7 @@ impl Idem {
             .verify()
             .await
             .map_err(|e| Error::Verify(format!("store `{}`: {e}", self.store_name())))?;
-        let mut names: Vec<String> = self
-            .inner
-            .backstops
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        names.extend(extra_backstops.iter().map(|s| (*s).to_owned()));
-        names.sort();
-        names.dedup();
-        if !names.is_empty() {
-            let Some(catalog) = &self.inner.catalog else {
-                return Err(Error::Verify(format!(
-                    "backstops {names:?} declared but no constraint catalog configured (IdemBuilder::constraints)"
-                )));
-            };
-            let mut missing = Vec::new();
-            for n in &names {
-                match catalog.unique_constraint(n).await {
-                    Ok(Some(_)) => {}
-                    Ok(None) => missing.push(n.clone()),
-                    Err(e) => return Err(Error::Verify(format!("looking up `{n}`: {e}"))),
-                }
-            }
-            if !missing.is_empty() {
-                return Err(Error::Verify(format!(
-                    "unique constraint(s) not found: {}",
-                    missing.join(", ")
-                )));
-            }
-        }
+        self.inner.backstops.verify(extra_backstops).await?;
         Ok(warnings)
     }
 
@@ -302,74 +269,14 @@ impl Idem {
         check_scene(scene, f, function)
     }
 
+    /// Remembers a call's backstop constraint for `verify()`.
     pub(crate) fn note_backstop(&self, name: &str) {
-        if self
-            .inner
-            .backstops
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .any(|n| n == name)
-        {
-            return;
-        }
-        self.inner
-            .backstops
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(name.to_owned());
+        self.inner.backstops.note(name);
     }
 
     /// Does `v` violate the constraint called `name`?
     pub(crate) async fn violation_matches(&self, name: &str, v: &UniqueViolation) -> bool {
-        if let Some(m) = v.names(name) {
-            return m;
-        }
-        let Some(catalog) = &self.inner.catalog else {
-            // The database did not name the constraint and we cannot look it up:
-            // any unique violation in the body's first insert is taken as the backstop.
-            tracing::debug!(
-                constraint = name,
-                "unnamed unique violation taken as backstop (no catalog)"
-            );
-            return true;
-        };
-        let cached = self
-            .inner
-            .catalog_cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned();
-        let def = match cached {
-            Some(d) => d,
-            None => match catalog.unique_constraint(name).await {
-                Ok(d) => {
-                    self.inner
-                        .catalog_cache
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(name.to_owned(), d.clone());
-                    d
-                }
-                Err(e) => {
-                    tracing::warn!(constraint = name, error = %e, "constraint lookup failed");
-                    return false;
-                }
-            },
-        };
-        match def {
-            Some(d) => {
-                v.table.as_deref().is_none_or(|t| t == d.table) && {
-                    let mut a = v.columns.clone();
-                    let mut b = d.columns.clone();
-                    a.sort();
-                    b.sort();
-                    a == b
-                }
-            }
-            None => false,
-        }
+        self.inner.backstops.matches(name, v).await
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod backstop;
 pub mod error;
 pub(crate) mod exec;
+mod fence;
 pub mod fingerprint;
 pub mod guard;
 mod handle;
@@ -22,12 +23,13 @@ pub mod __private;
 
 pub use backstop::std_error;
 pub use error::{Error, Result};
+pub use fence::Fence;
 pub use guard::Guard;
 pub use handle::{Idem, IdemBuilder, global, install};
 pub use hooks::{Hooks, NoConflict, Terminal};
 pub use key::{Key, KeyPart};
 pub use observe::{Stats, TopKey};
-pub use outcome::{Fence, How, Outcome};
+pub use outcome::{How, Outcome};
 pub use policy::{Concurrency, Policy};
 pub use store::Store;
 pub use store::faulty::{FaultPlan, FaultyStore};

@@ -18,12 +18,11 @@ pub use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};
 pub use crate::policy::Concurrency;
 
 use crate::error::Error;
+use crate::fence::Fence;
 use crate::fingerprint::Fingerprint;
 use crate::guard::Call;
 use crate::handle::{Idem, global};
 use crate::key::{Key, KeyPart, KeyWriter};
-use crate::observe::Technique;
-use crate::outcome::Fence;
 use crate::policy::Policy;
 
 /// The compile-time description of one guarded function.
@@ -277,7 +276,7 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
             idem,
             key: &key,
             policy: &policy,
-            technique: Technique::Idempotent,
+            technique: crate::observe::Technique::Idempotent,
         };
         let result = call
             .execute(self.fingerprint, self.hooks, move |fence| {

@@ -18,8 +18,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Exec;
+use crate::fence::Fence;
 use crate::observe::Op;
-use crate::outcome::Fence;
 use crate::store::{Owned, Owner};
 
 /// A claim this caller holds.

@@ -22,12 +22,12 @@ use tokio::time::Instant;
 use super::replay::{mismatch, replay};
 use crate::error::Error;
 use crate::exec::{Held, Inflight, ReleaseOnDrop, Waiter};
+use crate::fence::Fence;
 use crate::fingerprint::Fingerprint;
 use crate::handle::Idem;
 use crate::hooks::{Hooks, OnConflict};
 use crate::key::Key;
-use crate::observe::{self, CallOutcome, Instrumented, Op, Technique};
-use crate::outcome::Fence;
+use crate::observe::{self, CallOutcome, Op, Technique};
 use crate::outcome::{How, Outcome};
 use crate::policy::Policy;
 use crate::store::{Claim, ClaimRequest, Owner, StoreError};
@@ -44,12 +44,14 @@ pub(crate) struct Call<'a> {
 pub(super) type Step<T, E> = (CallOutcome, Result<Outcome<T>, E>);
 
 impl Call<'_> {
-    pub(crate) async fn execute<T, E, C, B, Fut>(
+    /// The protocol inside the `idem` span, counted. Not an `async fn`: its
+    /// arguments would be stored in its future beside the protocol's own copy.
+    pub(crate) fn execute<T, E, C, B, Fut>(
         &self,
         fingerprint: Result<Fingerprint, String>,
         hooks: Hooks<E, C>,
         body: B,
-    ) -> Result<Outcome<T>, E>
+    ) -> impl Future<Output = Result<Outcome<T>, E>>
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
@@ -57,16 +59,8 @@ impl Call<'_> {
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        observe::instrument(&self.idem.inner.recorder, self.technique, self.key, async {
-            let (outcome, value) = self.protocol(fingerprint, hooks, body).await;
-            let fence = value.as_ref().ok().map(Outcome::fence);
-            Instrumented {
-                outcome,
-                fence,
-                value,
-            }
-        })
-        .await
+        let call = move || self.protocol(fingerprint, hooks, body);
+        observe::instrument(&self.idem.inner.recorder, self.technique, self.key, call)
     }
 
     async fn protocol<T, E, C, B, Fut>(

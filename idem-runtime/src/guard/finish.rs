@@ -10,9 +10,9 @@ use super::engine::{Call, Step};
 use super::replay::{encode_err, encode_ok};
 use crate::error::Error;
 use crate::exec::{Finish, Held};
+use crate::fence::Fence;
 use crate::hooks::{DetectFn, Hooks, OnConflict};
 use crate::observe::CallOutcome;
-use crate::outcome::Fence;
 use crate::outcome::{How, Outcome};
 use crate::store::Owned;
 

@@ -46,7 +46,7 @@ pub enum CallOutcome {
 }
 
 impl CallOutcome {
-    /// Every outcome, in the order of [`CallOutcome::index`].
+    /// Every outcome, in declaration order (the index of per-outcome counters).
     pub const ALL: [CallOutcome; 16] = [
         CallOutcome::Executed,
         CallOutcome::Replayed,
@@ -186,7 +186,7 @@ pub enum Op {
 }
 
 impl Op {
-    /// Every operation, in the order of [`Op::index`].
+    /// Every operation, in declaration order (the index of per-op metric keys).
     pub const ALL: [Op; 8] = [
         Op::Claim,
         Op::Renew,

@@ -34,7 +34,7 @@
 //! - `stats`: [`Stats`] and [`TopKey`], the in-process snapshot;
 //! - `topk`: the Space-Saving summary.
 
-mod instrument;
+pub(crate) mod instrument;
 pub mod labels;
 mod recorder;
 mod stats;
@@ -43,7 +43,7 @@ mod store_ops;
 mod testing;
 mod topk;
 
-pub(crate) use instrument::{Instrumented, instrument};
+pub(crate) use instrument::instrument;
 pub use labels::{CallOutcome, Op, Technique};
 pub(crate) use recorder::Recorder;
 pub use stats::{Stats, TopKey};
