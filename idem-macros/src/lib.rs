@@ -35,6 +35,7 @@ use proc_macro::TokenStream;
 /// | `ttl` | duration (`ms` `s` `m` `h` `d`, e.g. `"1h30m"`) | `"24h"` |
 /// | `lease` | duration, shorter than `ttl` | `"30s"` |
 /// | `wait` | duration | the lease |
+/// | `max_hold` | duration, at least the lease | 20 × the lease |
 /// | `concurrent` | `"wait"` or `"reject"` | `"wait"` |
 /// | `fingerprint` | `[param, ...]` | none |
 /// | `version` | integer | `1` |

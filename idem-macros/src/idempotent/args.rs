@@ -15,6 +15,7 @@ pub(crate) const TABLE: Table = Table {
         "ttl",
         "lease",
         "wait",
+        "max_hold",
         "concurrent",
         "fingerprint",
         "version",
@@ -34,6 +35,7 @@ pub(crate) struct Args {
     pub(crate) ttl: Option<Opt<DurationLit>>,
     pub(crate) lease: Option<Opt<DurationLit>>,
     pub(crate) wait: Option<Opt<DurationLit>>,
+    pub(crate) max_hold: Option<Opt<DurationLit>>,
     pub(crate) concurrent: Option<Opt<LitStr>>,
     pub(crate) fingerprint: Option<Opt<Vec<Ident>>>,
     pub(crate) version: Option<Opt<LitInt>>,
@@ -53,6 +55,7 @@ pub(crate) fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Ar
         "ttl" => arg.set(&mut a.ttl, read::duration),
         "lease" => arg.set(&mut a.lease, read::duration),
         "wait" => arg.set(&mut a.wait, read::duration),
+        "max_hold" => arg.set(&mut a.max_hold, read::duration),
         "concurrent" => arg.set(&mut a.concurrent, read::string),
         "fingerprint" => arg.set(&mut a.fingerprint, read::idents),
         "version" => arg.set(&mut a.version, read::int),
@@ -86,6 +89,7 @@ mod tests {
             ttl = "1h",
             lease = "1s",
             wait = "2s",
+            max_hold = "10m",
             concurrent = "reject",
             fingerprint = [a, b],
             version = 3,
@@ -98,6 +102,7 @@ mod tests {
         ));
         assert_eq!(e, "");
         assert_eq!(a.key.unwrap().value.value(), "k:<a>");
+        assert_eq!(a.max_hold.unwrap().value.lit.value(), "10m");
         assert_eq!(a.fingerprint.unwrap().value.len(), 2);
         assert_eq!(a.version.unwrap().value.base10_digits(), "3");
         assert!(a.terminal.is_some() && a.handle.is_some() && a.krate.is_some());
@@ -110,10 +115,12 @@ mod tests {
             tll = "1h",
             key = "x:<a>",
             version = "2",
-            on_conflict = "f"
+            on_conflict = "f",
+            max_hlod = "1m"
         ));
         assert!(e.contains("unknown option `tll` in `#[idempotent]`"), "{e}");
         assert!(e.contains("did you mean `ttl`?"), "{e}");
+        assert!(e.contains("did you mean `max_hold`?"), "{e}");
         assert!(
             e.contains("duplicate option `key` in `#[idempotent]`"),
             "{e}"

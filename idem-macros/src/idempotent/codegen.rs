@@ -59,6 +59,10 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
         let wait = some(duration(wait));
         fields.extend(quote!(wait: #wait,));
     }
+    if let Some(max_hold) = plan.max_hold {
+        let max_hold = some(duration(max_hold));
+        fields.extend(quote!(max_hold: #max_hold,));
+    }
     if plan.reject {
         fields.extend(quote!(concurrent: #krate::__private::Concurrency::Reject,));
     }

@@ -24,10 +24,11 @@ pub(crate) struct Plan<'a> {
     pub(crate) krate: Option<Path>,
     pub(crate) key: Key,
     /// `None`: the runtime default (24h); likewise `lease` (30s), `wait` (the
-    /// lease) and `version` (1).
+    /// lease), `max_hold` (20 × lease) and `version` (1).
     pub(crate) ttl: Option<Duration>,
     pub(crate) lease: Option<Duration>,
     pub(crate) wait: Option<Duration>,
+    pub(crate) max_hold: Option<Duration>,
     pub(crate) reject: bool,
     pub(crate) version: Option<u32>,
     pub(crate) backstop: Option<LitStr>,
@@ -62,7 +63,12 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         }
         Some(Opt { value, .. }) => key::resolve(value, &params, "key template", errors),
     };
-    let Durations { ttl, lease, wait } = durations(&args, errors);
+    let Durations {
+        ttl,
+        lease,
+        wait,
+        max_hold,
+    } = durations(&args, errors);
 
     // Enumerated strings and numbers.
     let reject = args
@@ -150,6 +156,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         ttl,
         lease,
         wait,
+        max_hold,
         reject,
         version,
         backstop: args.backstop.map(|o| o.value),
@@ -169,6 +176,7 @@ struct Durations {
     ttl: Option<Duration>,
     lease: Option<Duration>,
     wait: Option<Duration>,
+    max_hold: Option<Duration>,
 }
 
 /// Parses the durations and checks them against each other, filling in the
@@ -178,6 +186,7 @@ fn durations(args: &Args, errors: &mut Errors) -> Durations {
     let ttl = get(&args.ttl, errors);
     let lease = get(&args.lease, errors);
     let wait = get(&args.wait, errors);
+    let max_hold = get(&args.max_hold, errors);
     // A malformed value was reported already: compare only what is known.
     let ttl_v = if args.ttl.is_none() {
         Some(defaults::TTL)
@@ -214,7 +223,30 @@ fn durations(args: &Args, errors: &mut Errors) -> Durations {
             (None, None) => {}
         }
     }
-    Durations { ttl, lease, wait }
+    // Renewal stops once `now + lease` would pass `max_hold`, so a bound
+    // shorter than one lease would never renew the claim at all.
+    if let (Some(m), Some(hold), Some(lease_v)) = (&args.max_hold, max_hold, lease_v)
+        && hold < lease_v
+    {
+        let lease_name = match args.lease {
+            Some(_) => "`lease`",
+            None => "the default `lease`",
+        };
+        errors.at(
+            m.value.lit.span(),
+            format!(
+                "`max_hold` ({}) must not be shorter than {lease_name} ({}): renewal stops at `max_hold`, so the claim could never be renewed",
+                show(hold),
+                show(lease_v)
+            ),
+        );
+    }
+    Durations {
+        ttl,
+        lease,
+        wait,
+        max_hold,
+    }
 }
 
 #[cfg(test)]
@@ -233,6 +265,33 @@ mod tests {
         let plan = validate(args, &item, &mut errors);
         assert_eq!(plan.is_some(), errors.is_empty());
         errors.into_compile_errors().to_string()
+    }
+
+    #[test]
+    fn max_hold_must_cover_one_lease() {
+        let e = check(r#"key = "k:<id>", lease = "10s", max_hold = "5s""#);
+        assert!(
+            e.contains("`max_hold` (5s) must not be shorter than `lease` (10s)"),
+            "{e}"
+        );
+        let e = check(r#"key = "k:<id>", max_hold = "20s""#);
+        assert!(
+            e.contains("`max_hold` (20s) must not be shorter than the default `lease` (30s)"),
+            "{e}"
+        );
+        for ok in [
+            r#"key = "k:<id>", lease = "10s", max_hold = "10s""#,
+            r#"key = "k:<id>", max_hold = "5m""#,
+            r#"key = "k:<id>", lease = "1s", max_hold = "2s""#,
+        ] {
+            assert_eq!(check(ok), "", "{ok}");
+        }
+        // A malformed lease is reported once, and nothing is compared with it.
+        let e = check(r#"key = "k:<id>", lease = "5x", max_hold = "1s""#);
+        assert!(
+            e.contains("invalid duration `5x`") && !e.contains("max_hold"),
+            "{e}"
+        );
     }
 
     #[test]
