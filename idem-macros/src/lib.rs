@@ -1,14 +1,13 @@
 //! Attribute macros for `idem`. Use them through the `idem` crate
 //! (`#[idem::idempotent(...)]`); the generated code calls `idem::__private`.
+//!
+//! One thin entry point per macro below; each macro is a folder (`idempotent/`:
+//! option table, validation, codegen) built on the shared kit in `common/`.
+//! Entry points convert to `proc_macro2` streams at once, so unit tests and
+//! the expansion snapshots call the same `expand`.
 
-mod args;
-mod codegen;
-mod duration;
-mod errors;
+mod common;
 mod idempotent;
-mod item;
-mod template;
-mod validate;
 
 #[cfg(test)]
 mod snapshots;
@@ -36,6 +35,7 @@ use proc_macro::TokenStream;
 /// | `ttl` | duration (`ms` `s` `m` `h` `d`, e.g. `"1h30m"`) | `"24h"` |
 /// | `lease` | duration, shorter than `ttl` | `"30s"` |
 /// | `wait` | duration | the lease |
+/// | `max_hold` | duration, at least the lease | 20 × the lease |
 /// | `concurrent` | `"wait"` or `"reject"` | `"wait"` |
 /// | `fingerprint` | `[param, ...]` | none |
 /// | `version` | integer | `1` |

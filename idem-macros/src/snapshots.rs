@@ -1,6 +1,7 @@
 //! Expansion snapshots: each `tests/snapshots/<name>.rs` holds annotated
 //! functions; their expansion, pretty-printed with `prettyplease`, must equal
 //! `<name>.expanded.rs`. `IDEM_BLESS=1 cargo test -p idem-macros` rewrites them.
+//! A new macro adds its name and `expand` to [`MACROS`].
 
 use std::path::{Path, PathBuf};
 
@@ -11,22 +12,27 @@ fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots")
 }
 
-/// Expands every `#[idempotent]`/`#[idem::idempotent]` function in `source`.
+type Expand = fn(TokenStream, TokenStream) -> TokenStream;
+
+/// Every attribute macro, by the last segment of its path (`idem::idempotent`).
+const MACROS: &[(&str, Expand)] = &[("idempotent", crate::idempotent::expand)];
+
+/// Expands every function in `source` that carries one of [`MACROS`].
 fn expand_file(source: &str) -> String {
     let file = syn::parse_file(source).expect("snapshot input parses");
     let mut out = TokenStream::new();
     for item in file.items {
         match item {
             syn::Item::Fn(mut f) => match take_attr(&mut f.attrs) {
-                Some(args) => out.extend(crate::idempotent::expand(args, f.into_token_stream())),
+                Some((expand, args)) => out.extend(expand(args, f.into_token_stream())),
                 None => out.extend(f.into_token_stream()),
             },
             syn::Item::Impl(mut imp) => {
                 for it in &mut imp.items {
                     if let syn::ImplItem::Fn(f) = it
-                        && let Some(args) = take_attr(&mut f.attrs)
+                        && let Some((expand, args)) = take_attr(&mut f.attrs)
                     {
-                        let tokens = crate::idempotent::expand(args, f.to_token_stream());
+                        let tokens = expand(args, f.to_token_stream());
                         *f = syn::parse2(tokens).expect("expanded method parses");
                     }
                 }
@@ -39,17 +45,18 @@ fn expand_file(source: &str) -> String {
     prettyplease::unparse(&expanded)
 }
 
-/// Removes `#[idempotent(..)]` from `attrs` and returns its arguments.
-fn take_attr(attrs: &mut Vec<syn::Attribute>) -> Option<TokenStream> {
-    let i = attrs.iter().position(|a| {
-        a.path()
-            .segments
-            .last()
-            .is_some_and(|s| s.ident == "idempotent")
+/// Removes the first macro attribute from `attrs`; returns its expander and arguments.
+fn take_attr(attrs: &mut Vec<syn::Attribute>) -> Option<(Expand, TokenStream)> {
+    let (i, expand) = attrs.iter().enumerate().find_map(|(i, a)| {
+        let last = a.path().segments.last()?;
+        MACROS
+            .iter()
+            .find(|(name, _)| last.ident == name)
+            .map(|(_, expand)| (i, *expand))
     })?;
     match attrs.remove(i).meta {
-        syn::Meta::List(l) => Some(l.tokens),
-        _ => Some(TokenStream::new()),
+        syn::Meta::List(l) => Some((expand, l.tokens)),
+        _ => Some((expand, TokenStream::new())),
     }
 }
 

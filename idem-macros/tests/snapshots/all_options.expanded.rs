@@ -6,6 +6,7 @@ async fn refund(tenant: &str, refund_id: Uuid) -> Result<Refund, RefundError> {
         scene: "refund",
         ttl: ::core::time::Duration::from_secs(604_800),
         lease: ::core::time::Duration::from_secs(90),
+        max_hold: ::core::option::Option::Some(::core::time::Duration::from_secs(1800)),
         concurrent: ::my_idem::__private::Concurrency::Reject,
         version: 2,
         ..::my_idem::__private::Spec::DEFAULT

@@ -2,6 +2,7 @@
     key = "refund:<tenant>:<refund_id>:v2",
     ttl = "7d",
     lease = "1m30s",
+    max_hold = "30m",
     concurrent = "reject",
     version = 2,
     terminal = RefundError::is_final,

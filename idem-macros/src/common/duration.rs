@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+use syn::LitStr;
+
+use crate::common::errors::Errors;
+
 const UNITS: &str = "`ms`, `s`, `m`, `h` or `d`";
 
 /// Parses a duration; the error is a complete message for the value's span.
@@ -49,6 +53,31 @@ pub(crate) fn parse(text: &str) -> Result<Duration, String> {
         return Err(format!("duration `{text}` must be greater than zero"));
     }
     Ok(Duration::from_millis(total))
+}
+
+/// A duration option as written: the literal (for spans) and its parse. The
+/// options are read first and values judged later, so a malformed duration is
+/// reported by [`DurationLit::get`] beside the other value errors, in order.
+#[derive(Debug)]
+pub(crate) struct DurationLit {
+    pub(crate) lit: LitStr,
+    parsed: Result<Duration, String>,
+}
+
+impl DurationLit {
+    pub(crate) fn new(lit: LitStr) -> Self {
+        let parsed = parse(&lit.value());
+        DurationLit { lit, parsed }
+    }
+
+    /// The duration, or `None` with the problem recorded at the literal.
+    pub(crate) fn get(&self, errors: &mut Errors) -> Option<Duration> {
+        self.parsed
+            .as_ref()
+            .map_err(|m| errors.at(self.lit.span(), m))
+            .ok()
+            .copied()
+    }
 }
 
 /// Renders a duration the way users write it, for messages (`90s` → `1m30s`).

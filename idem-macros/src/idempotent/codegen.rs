@@ -1,15 +1,15 @@
-//! Turns a validated [`Plan`] into the expanded function. The only file that
-//! calls `quote!`. All protocol logic lives in `idem::__private`; the expansion
-//! only describes the call (see `docs/macro.md` for a full example).
+//! Turns a validated [`Plan`] into the expanded function. With the shared
+//! pieces in `common/codegen.rs`, the only place `#[idempotent]` calls `quote!`.
+//! All protocol logic lives in `idem::__private`; the expansion only describes
+//! the call (see `docs/macro.md` for a full example).
 
-use std::time::Duration;
-
-use proc_macro2::{Span, TokenStream};
-use quote::{ToTokens, quote, quote_spanned};
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::item::ItemFn;
-use crate::validate::{KeyPiece, Plan};
+use super::validate::Plan;
+use crate::common::codegen::{self, duration, some};
+use crate::common::item::ItemFn;
 
 /// `#[idempotent(..)] async fn f(..) -> R { body }` →
 /// `async fn f(..) -> R { static SPEC; let key = ..; let call = Guarded::<R>::new(..)..; run::<R, _, _>(call, async { body }).await }`.
@@ -22,9 +22,11 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
         body,
         brace_span,
     } = plan.item;
-    let spec = spec(plan);
-    let key = key(plan);
-    let call = call(plan, body);
+    let krate = codegen::krate(plan.krate.as_ref());
+    let spec = spec(plan, &krate);
+    let key = codegen::key_chain(&krate, quote!(&__IDEM_SPEC), &plan.key.pieces);
+    let key = quote!(let __idem_key = #key;);
+    let call = call(plan, &krate, body);
     let block = quote_spanned! {*brace_span=>
         {
             #(#inner_attrs)*
@@ -40,11 +42,10 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
 }
 
 /// The options → `static __IDEM_SPEC: Spec = Spec { function, template, scene, <options written>, ..Spec::DEFAULT };`
-fn spec(plan: &Plan<'_>) -> TokenStream {
-    let krate = &plan.krate;
+fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
     let function = format!("::{}", plan.item.sig.ident);
-    let template = &plan.template;
-    let scene = &plan.scene;
+    let template = &plan.key.template;
+    let scene = &plan.key.scene;
     let mut fields = TokenStream::new();
     if let Some(ttl) = plan.ttl {
         let ttl = duration(ttl);
@@ -55,8 +56,12 @@ fn spec(plan: &Plan<'_>) -> TokenStream {
         fields.extend(quote!(lease: #lease,));
     }
     if let Some(wait) = plan.wait {
-        let wait = option(Some(duration(wait)));
+        let wait = some(duration(wait));
         fields.extend(quote!(wait: #wait,));
+    }
+    if let Some(max_hold) = plan.max_hold {
+        let max_hold = some(duration(max_hold));
+        fields.extend(quote!(max_hold: #max_hold,));
     }
     if plan.reject {
         fields.extend(quote!(concurrent: #krate::__private::Concurrency::Reject,));
@@ -66,7 +71,7 @@ fn spec(plan: &Plan<'_>) -> TokenStream {
         fields.extend(quote!(version: #version,));
     }
     if let Some(backstop) = &plan.backstop {
-        let backstop = option(Some(backstop.to_token_stream()));
+        let backstop = some(backstop);
         fields.extend(quote!(backstop: #backstop,));
     }
     if plan.degrade {
@@ -83,36 +88,9 @@ fn spec(plan: &Plan<'_>) -> TokenStream {
     }
 }
 
-/// Template pieces → `let __idem_key = KeyBuf::new(&SPEC).lit("a:").arg(&p)...finish();`
-fn key(plan: &Plan<'_>) -> TokenStream {
-    let krate = &plan.krate;
-    let pieces = plan.key.iter().map(|piece| match piece {
-        KeyPiece::Lit(s) => quote!(.lit(#s)),
-        KeyPiece::Arg { ident, fields, at } => {
-            // Placed in the user's signature and resolved like the parameter: a
-            // type that is not a key part is reported at the parameter's type, a
-            // missing field at the parameter. Field names get the macro's own
-            // hygiene so rustc offers no edit of the signature.
-            let at = if fields.is_empty() { *at } else { ident.span() };
-            let mut ident = ident.clone();
-            ident.set_span(ident.span().located_at(at));
-            let fields = fields
-                .iter()
-                .map(|f| field(f, Span::call_site().located_at(at)));
-            quote_spanned!(at=> .arg(&#ident #(.#fields)*))
-        }
-    });
-    quote! {
-        let __idem_key = #krate::__private::KeyBuf::new(&__IDEM_SPEC)
-            #(#pieces)*
-            .finish();
-    }
-}
-
 /// The guarded call: `let __idem_call = Guarded::<R>::new(&SPEC, key)[.hooks..];`
 /// then `run::<R, _, _>(__idem_call, async { fake return; { body } }).await`.
-fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
-    let krate = &plan.krate;
+fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream {
     let ret = plan.ret;
     let mut hooks = TokenStream::new();
     if let Some(h) = &plan.handle {
@@ -140,18 +118,12 @@ fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
     if let Some(path) = &plan.terminal {
         hooks.extend(quote_spanned!(path.span()=> .terminal(#path)));
     }
-    let mut cell = TokenStream::new();
-    let mut take = TokenStream::new();
+    let (mut cell, mut take) = (TokenStream::new(), TokenStream::new());
     if let Some((fence, mutable)) = &plan.fence {
-        let mutable = mutable.then_some(());
-        cell = quote!(let __idem_fence = #krate::__private::FenceCell::new(););
+        (cell, take) = codegen::fence_binding(krate, fence, *mutable);
         hooks.extend(quote!(.fence(&__idem_fence)));
-        // A `mut` parameter is assigned (so its `mut` is used), else shadowed.
-        take = match mutable {
-            Some(_) => quote!(#fence = __idem_fence.take(#fence);),
-            None => quote!(let #fence = __idem_fence.take(#fence);),
-        };
     }
+    let fake_return = codegen::fake_return(ret);
     quote! {
         #cell
         // `Guarded::<ReturnType>` and `run::<ReturnType, ..>` name the user's type,
@@ -160,11 +132,7 @@ fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
         #krate::__private::run::<#ret, _, _>(
             __idem_call,
             async {
-                // Pins the block's output type so `?` and `return` infer from the
-                // signature (tracing and async-trait do the same).
-                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<#ret> {
-                    return __idem_ret;
-                }
+                #fake_return
                 #take
                 // The body in its own block: a `use` inside it cannot change what
                 // the generated paths mean (tracing #3306).
@@ -172,46 +140,5 @@ fn call(plan: &Plan<'_>, body: &TokenStream) -> TokenStream {
             },
         )
         .await
-    }
-}
-
-fn field(name: &str, at: Span) -> TokenStream {
-    match name.parse::<u32>() {
-        Ok(i) => syn::Index { index: i, span: at }.into_token_stream(),
-        Err(_) => syn::Ident::new(name, at).into_token_stream(),
-    }
-}
-
-fn duration(d: Duration) -> TokenStream {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(1000) {
-        let secs = syn::LitInt::new(&grouped(ms / 1000), Span::call_site());
-        quote!(::core::time::Duration::from_secs(#secs))
-    } else {
-        let ms = syn::LitInt::new(&grouped(ms), Span::call_site());
-        quote!(::core::time::Duration::from_millis(#ms))
-    }
-}
-
-/// `86400` → `86_400`, as a reader would write it.
-fn grouped(n: u128) -> String {
-    let digits = n.to_string();
-    if digits.len() <= 4 {
-        return digits;
-    }
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push('_');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn option(v: Option<TokenStream>) -> TokenStream {
-    match v {
-        Some(v) => quote!(::core::option::Option::Some(#v)),
-        None => quote!(::core::option::Option::None),
     }
 }

@@ -1,5 +1,6 @@
-//! Error collection: every problem in one `#[idempotent]` is reported at once
-//! (serde's `Ctxt`), each with its own span, in rustc's style.
+//! Error collection for every macro: each problem in one attribute is reported
+//! at once (serde's `Ctxt`), with its own span, in rustc's style; and the
+//! did-you-mean helpers the messages share.
 
 use proc_macro2::{Span, TokenStream};
 

@@ -1,0 +1,139 @@
+//! The function's parameters as an attribute sees them: the names a key
+//! template or an option may refer to (with did-you-mean on a typo), `self`
+//! receivers (`<self.tenant>`), the one `idem::Fence` parameter, and patterns
+//! without a plain name (which hooks taking every parameter cannot pass on).
+
+use proc_macro2::Span;
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{FnArg, Ident, Pat, Type};
+
+use crate::common::errors::{Errors, one_of, suggestion};
+use crate::common::item::ItemFn;
+
+/// A parameter a template or option can name.
+#[derive(Debug)]
+pub(crate) struct Named {
+    pub(crate) ident: Ident,
+    /// Where rustc should report a problem with its type: the named part of the
+    /// type (`Cmd` in `&Cmd`), since stable proc macros cannot span a whole type.
+    pub(crate) anchor: Span,
+}
+
+/// The parameters of one annotated function.
+#[derive(Debug)]
+pub(crate) struct Params {
+    named: Vec<Named>,
+    /// The `idem::Fence` parameter and whether it was declared `mut`.
+    pub(crate) fence: Option<(Ident, bool)>,
+    /// The first parameter bound by a pattern rather than a plain name.
+    pub(crate) unnamed: Option<Span>,
+}
+
+impl Params {
+    /// Sorts the parameters of `item`; a second `Fence` parameter is recorded.
+    pub(crate) fn of(item: &ItemFn, errors: &mut Errors) -> Params {
+        let mut params = Params {
+            named: Vec::new(),
+            fence: None,
+            unnamed: None,
+        };
+        for arg in &item.sig.inputs {
+            let (ident, mutable, ty, span) = match arg {
+                FnArg::Receiver(r) => (
+                    Some(Ident::from(r.self_token)),
+                    r.mutability.is_some(),
+                    &*r.ty,
+                    r.self_token.span,
+                ),
+                FnArg::Typed(t) => match &*t.pat {
+                    Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() => (
+                        Some(p.ident.clone()),
+                        p.mutability.is_some(),
+                        &*t.ty,
+                        t.span(),
+                    ),
+                    _ => (None, false, &*t.ty, t.span()),
+                },
+            };
+            match ident {
+                Some(id) if is_fence(ty) && id != "self" => {
+                    if let Some((first, _)) = &params.fence {
+                        errors.at(
+                            id.span(),
+                            format!("only one `idem::Fence` parameter is allowed; `{first}` already receives the fence"),
+                        );
+                    } else {
+                        params.fence = Some((id, mutable));
+                    }
+                }
+                Some(ident) => params.named.push(Named {
+                    ident,
+                    anchor: type_anchor(ty),
+                }),
+                None => params.unnamed = params.unnamed.or(Some(span)),
+            }
+        }
+        params
+    }
+
+    /// The named parameter `name` (raw identifiers match their plain text).
+    pub(crate) fn get(&self, name: &str) -> Option<&Named> {
+        self.named.iter().find(|n| n.ident.unraw() == name)
+    }
+
+    /// Is `name` the fence parameter?
+    pub(crate) fn is_fence(&self, name: &str) -> bool {
+        self.fence.as_ref().is_some_and(|(f, _)| f.unraw() == name)
+    }
+
+    /// The named parameters (not the fence), in declaration order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &Ident> {
+        self.named.iter().map(|n| &n.ident)
+    }
+
+    /// "unknown parameter `usr_id` in {what}; did you mean `user_id`?", or the
+    /// list of parameters when none is close.
+    pub(crate) fn unknown(&self, name: &str, what: &str) -> String {
+        let known: Vec<String> = self
+            .named
+            .iter()
+            .map(|n| n.ident.unraw().to_string())
+            .collect();
+        let known: Vec<&str> = known.iter().map(String::as_str).collect();
+        let hint = match suggestion(name, known.iter().copied()) {
+            s if !s.is_empty() => s,
+            _ if known.is_empty() => "; the function has no parameters".to_owned(),
+            _ => format!("; the parameters are {}", one_of(&known)),
+        };
+        format!("unknown parameter `{name}` in {what}{hint}")
+    }
+}
+
+/// Is this type written as a path ending in `Fence` (`idem::Fence`, `Fence`)?
+fn is_fence(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Fence" && s.arguments.is_none()),
+        Type::Group(g) => is_fence(&g.elem),
+        _ => false,
+    }
+}
+
+/// The named part of a type (`Cmd` in `&Cmd`), where its problems are reported.
+fn type_anchor(ty: &Type) -> Span {
+    match ty {
+        Type::Reference(r) => type_anchor(&r.elem),
+        Type::Paren(p) => type_anchor(&p.elem),
+        Type::Group(g) => type_anchor(&g.elem),
+        Type::Path(p) if p.qself.is_none() => p
+            .path
+            .segments
+            .last()
+            .map_or_else(|| ty.span(), |s| s.ident.span()),
+        _ => ty.span(),
+    }
+}

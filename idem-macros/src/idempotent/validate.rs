@@ -1,0 +1,310 @@
+//! Decides whether the arguments make sense for this function and turns them
+//! into a [`Plan`] for `codegen.rs`. Every problem is recorded; nothing stops at
+//! the first one. Messages come out in a fixed order: the signature, the key,
+//! durations, then the other options.
+
+use std::time::Duration;
+
+use proc_macro2::Span;
+use syn::{Expr, Ident, LitStr, Path, Type};
+
+use super::args::{Args, TABLE};
+use crate::common::args::{Opt, choice, crate_path};
+use crate::common::defaults;
+use crate::common::duration::{self, DurationLit};
+use crate::common::errors::Errors;
+use crate::common::item::{self, ItemFn};
+use crate::common::key::{self, Key};
+use crate::common::params::Params;
+
+/// Everything codegen needs, validated.
+pub(crate) struct Plan<'a> {
+    pub(crate) item: &'a ItemFn,
+    /// `crate = "path"`; `None`: `::idem`.
+    pub(crate) krate: Option<Path>,
+    pub(crate) key: Key,
+    /// `None`: the runtime default (24h); likewise `lease` (30s), `wait` (the
+    /// lease), `max_hold` (20 × lease) and `version` (1).
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) lease: Option<Duration>,
+    pub(crate) wait: Option<Duration>,
+    pub(crate) max_hold: Option<Duration>,
+    pub(crate) reject: bool,
+    pub(crate) version: Option<u32>,
+    pub(crate) backstop: Option<LitStr>,
+    pub(crate) degrade: bool,
+    pub(crate) fingerprint: Vec<Ident>,
+    pub(crate) on_conflict: Option<Path>,
+    /// Every named parameter, passed by reference to `on_conflict`.
+    pub(crate) conflict_args: Vec<Ident>,
+    pub(crate) terminal: Option<Path>,
+    pub(crate) handle: Option<Expr>,
+    pub(crate) ret: &'a Type,
+    /// The `idem::Fence` parameter and whether it was declared `mut`.
+    pub(crate) fence: Option<(Ident, bool)>,
+}
+
+/// Checks `args` against `item`; `None` when anything is wrong (see `errors`).
+pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) -> Option<Plan<'a>> {
+    item::require_async(&TABLE, &item.sig, errors);
+    let ret = item::result_type(
+        &item.sig,
+        "`#[idempotent]` functions return `Result<T, E>` with `T: Serialize + DeserializeOwned` and `E: From<idem::Error>`",
+        errors,
+    );
+    let params = Params::of(item, errors);
+    let key = match &args.key {
+        None => {
+            errors.at(
+                Span::call_site(),
+                "missing `key` in `#[idempotent]`; e.g. `#[idempotent(key = \"order-create:<order_id>\")]`",
+            );
+            Key::default()
+        }
+        Some(Opt { value, .. }) => key::resolve(value, &params, "key template", errors),
+    };
+    let Durations {
+        ttl,
+        lease,
+        wait,
+        max_hold,
+    } = durations(&args, errors);
+
+    // Enumerated strings and numbers.
+    let reject = args
+        .concurrent
+        .as_ref()
+        .and_then(|o| choice(&o.value, "concurrent", &["wait", "reject"], errors))
+        == Some("reject");
+    let version = args.version.as_ref().and_then(|Opt { value, .. }| {
+        let parsed = value.base10_parse::<u32>();
+        if parsed.is_err() {
+            errors.at(
+                value.span(),
+                "`version` must be an integer from 0 to 4294967295",
+            );
+        }
+        parsed.ok()
+    });
+    if let (Some(w), true) = (&args.wait, reject) {
+        errors.at(
+            w.name.span(),
+            "`wait` has no effect with `concurrent = \"reject\"`: a rejected duplicate does not wait; remove one of them",
+        );
+    }
+    if let Some(Opt { value, .. }) = &args.backstop {
+        let name = value.value();
+        if name.is_empty() || name.chars().any(char::is_whitespace) {
+            errors.at(
+                value.span(),
+                "`backstop` must name a unique constraint or index, e.g. `\"uk_order_no\"`",
+            );
+        }
+    }
+    let degrade = match &args.degrade {
+        None => false,
+        Some(Opt { name, value }) => {
+            if value.value() != "backstop" {
+                errors.at(
+                    value.span(),
+                    format!(
+                        "invalid value `{}` for `degrade`; the only mode is `\"backstop\"`",
+                        value.value()
+                    ),
+                );
+            } else if args.backstop.is_none() {
+                errors.at(
+                    name.span(),
+                    "`degrade = \"backstop\"` requires `backstop = \"<unique constraint>\"`: \
+                     without a constraint nothing stops duplicates while the store is down",
+                );
+            }
+            true
+        }
+    };
+    let fingerprint = match &args.fingerprint {
+        None => Vec::new(),
+        Some(Opt { name, value }) => {
+            if value.is_empty() {
+                errors.at(name.span(), "`fingerprint` lists no parameters; remove it or name the request payload, e.g. `fingerprint = [cmd]`");
+            }
+            for id in value {
+                if params.get(&id.to_string()).is_none() {
+                    errors.at(id.span(), params.unknown(&id.to_string(), "`fingerprint`"));
+                }
+            }
+            value.clone()
+        }
+    };
+    let krate = crate_path(args.krate.as_ref(), errors);
+    let on_conflict = args.on_conflict.map(|o| o.value);
+    if let (Some(_), Some(span)) = (&on_conflict, params.unnamed) {
+        errors.at(
+            span,
+            "`on_conflict` receives every parameter by reference, so each parameter needs a plain name",
+        );
+    }
+
+    let ret = ret?;
+    if !errors.is_empty() {
+        return None;
+    }
+    Some(Plan {
+        item,
+        krate,
+        key,
+        ttl,
+        lease,
+        wait,
+        max_hold,
+        reject,
+        version,
+        backstop: args.backstop.map(|o| o.value),
+        degrade,
+        fingerprint,
+        on_conflict,
+        conflict_args: params.names().cloned().collect(),
+        terminal: args.terminal.map(|o| o.value),
+        handle: args.handle.map(|o| o.value),
+        ret,
+        fence: params.fence,
+    })
+}
+
+/// The durations as written (`None`: not written, or malformed and recorded).
+struct Durations {
+    ttl: Option<Duration>,
+    lease: Option<Duration>,
+    wait: Option<Duration>,
+    max_hold: Option<Duration>,
+}
+
+/// Parses the durations and checks them against each other, filling in the
+/// runtime defaults (`common/defaults.rs`) for the ones not written.
+fn durations(args: &Args, errors: &mut Errors) -> Durations {
+    let get = |opt: &Option<Opt<DurationLit>>, errors: &mut Errors| opt.as_ref()?.value.get(errors);
+    let ttl = get(&args.ttl, errors);
+    let lease = get(&args.lease, errors);
+    let wait = get(&args.wait, errors);
+    let max_hold = get(&args.max_hold, errors);
+    // A malformed value was reported already: compare only what is known.
+    let ttl_v = if args.ttl.is_none() {
+        Some(defaults::TTL)
+    } else {
+        ttl
+    };
+    let lease_v = if args.lease.is_none() {
+        Some(defaults::LEASE)
+    } else {
+        lease
+    };
+    let show = duration::display;
+
+    if let (Some(ttl_v), Some(lease_v)) = (ttl_v, lease_v)
+        && lease_v >= ttl_v
+    {
+        match (&args.lease, &args.ttl) {
+            (Some(l), _) => errors.at(
+                l.value.lit.span(),
+                format!(
+                    "`lease` ({}) must be shorter than `ttl` ({}): a result must outlive the claim that produced it",
+                    show(lease_v),
+                    show(ttl_v)
+                ),
+            ),
+            (None, Some(t)) => errors.at(
+                t.value.lit.span(),
+                format!(
+                    "`ttl` ({}) must be longer than the default `lease` ({}); set a shorter `lease` as well",
+                    show(ttl_v),
+                    show(lease_v)
+                ),
+            ),
+            (None, None) => {}
+        }
+    }
+    // Renewal stops once `now + lease` would pass `max_hold`, so a bound
+    // shorter than one lease would never renew the claim at all.
+    if let (Some(m), Some(hold), Some(lease_v)) = (&args.max_hold, max_hold, lease_v)
+        && hold < lease_v
+    {
+        let lease_name = match args.lease {
+            Some(_) => "`lease`",
+            None => "the default `lease`",
+        };
+        errors.at(
+            m.value.lit.span(),
+            format!(
+                "`max_hold` ({}) must not be shorter than {lease_name} ({}): renewal stops at `max_hold`, so the claim could never be renewed",
+                show(hold),
+                show(lease_v)
+            ),
+        );
+    }
+    Durations {
+        ttl,
+        lease,
+        wait,
+        max_hold,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proc_macro2::TokenStream;
+
+    /// The messages for `#[idempotent(args)] async fn f(id: u64) -> Result<u64, E>`.
+    fn check(args: &str) -> String {
+        let mut errors = Errors::default();
+        let args = super::super::args::parse(args.parse().unwrap(), &mut errors);
+        let item: TokenStream = "async fn f(id: u64) -> Result<u64, E> { Ok(id) }"
+            .parse()
+            .unwrap();
+        let item: ItemFn = syn::parse2(item).unwrap();
+        let plan = validate(args, &item, &mut errors);
+        assert_eq!(plan.is_some(), errors.is_empty());
+        errors.into_compile_errors().to_string()
+    }
+
+    #[test]
+    fn max_hold_must_cover_one_lease() {
+        let e = check(r#"key = "k:<id>", lease = "10s", max_hold = "5s""#);
+        assert!(
+            e.contains("`max_hold` (5s) must not be shorter than `lease` (10s)"),
+            "{e}"
+        );
+        let e = check(r#"key = "k:<id>", max_hold = "20s""#);
+        assert!(
+            e.contains("`max_hold` (20s) must not be shorter than the default `lease` (30s)"),
+            "{e}"
+        );
+        for ok in [
+            r#"key = "k:<id>", lease = "10s", max_hold = "10s""#,
+            r#"key = "k:<id>", max_hold = "5m""#,
+            r#"key = "k:<id>", lease = "1s", max_hold = "2s""#,
+        ] {
+            assert_eq!(check(ok), "", "{ok}");
+        }
+        // A malformed lease is reported once, and nothing is compared with it.
+        let e = check(r#"key = "k:<id>", lease = "5x", max_hold = "1s""#);
+        assert!(
+            e.contains("invalid duration `5x`") && !e.contains("max_hold"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn ttl_must_outlive_the_lease_default_or_written() {
+        let e = check(r#"key = "k:<id>", ttl = "10s""#);
+        assert!(
+            e.contains("`ttl` (10s) must be longer than the default `lease` (30s)"),
+            "{e}"
+        );
+        let e = check(r#"key = "k:<id>", lease = "2d""#);
+        assert!(
+            e.contains("`lease` (2d) must be shorter than `ttl` (1d)"),
+            "{e}"
+        );
+    }
+}
