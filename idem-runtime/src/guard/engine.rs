@@ -125,9 +125,14 @@ impl Call<'_> {
                 fingerprint: fp,
                 lease: self.policy.lease,
             };
+            // Set when the claim is handed to the store (the breaker let it through).
+            let mut sent = false;
             match self
                 .idem
-                .op("claim", key, || self.idem.inner.store.claim(req))
+                .op("claim", key, || {
+                    sent = true;
+                    self.idem.inner.store.claim(req)
+                })
                 .await
             {
                 Ok(Claim::Claimed { fence }) => break fence,
@@ -170,15 +175,17 @@ impl Call<'_> {
                     }
                 }
                 Err(e) => {
-                    // A claim that got no answer may have applied and would block the
-                    // key for a whole lease: the guard stays armed and releases it in
-                    // the background when this call ends (owner-checked: harmless if it
-                    // never applied). Not when nothing was sent (the breaker refused
-                    // the call), nor once the breaker is open: the store is deemed down,
-                    // a release per failed call would only add to its load, and an
-                    // orphaned claim still lapses with its lease.
-                    if !matches!(e, StoreError::Unavailable(_)) || self.idem.inner.breaker.is_open()
-                    {
+                    // A claim that got no answer may have applied, or may still apply
+                    // (a slow store runs it after our timeout), and would block the key
+                    // for a whole lease from then: the guard stays armed and releases
+                    // it in the background when this call ends (owner-checked: harmless
+                    // if it never applied). Only when nothing was sent (the breaker
+                    // refused the call) is there nothing to release. An open breaker is
+                    // no reason to skip it: the failure that opened it may be this very
+                    // claim, on a store that is slow rather than down, and its orphan
+                    // then held the key a lease past recovery (issue 18, SQLite seed 3).
+                    // Only claims actually sent release, so the breaker still bounds them.
+                    if !sent || !matches!(e, StoreError::Unavailable(_)) {
                         claim_guard.disarm();
                     }
                     if matches!(e, StoreError::Unavailable(_)) && self.policy.degrade {
