@@ -62,3 +62,48 @@ async fn claim_whose_failure_opened_the_breaker_is_released() {
     assert_eq!((second.how(), *second.value()), (How::Executed, 1));
     assert_eq!(runs.get(), 1);
 }
+
+/// The background release of an unanswered claim is itself a store operation,
+/// and on a loaded store it can fail too (issue 18: at load 16 the burst of
+/// `many_keys_concurrent` waited out whole 30 s leases of claims whose one
+/// release attempt had timed out). It retries, as the operations on a held claim
+/// do, so a blip at the wrong moment does not leave the key blocked for a lease.
+#[tokio::test(start_paused = true)]
+async fn background_release_outlasts_a_blip() {
+    let faulty = Arc::new(FaultyStore::new(MemoryStore::new()));
+    let op_timeout = Duration::from_millis(500);
+    let lease = Duration::from_secs(30);
+    let idem = Idem::builder()
+        .shared_store(Arc::clone(&faulty) as Arc<dyn Store>)
+        .namespace("orphan")
+        .op_timeout(op_timeout)
+        .build()
+        .unwrap();
+    let call = || {
+        idem.guard("blip", &[&"k"])
+            .lease(lease)
+            .concurrent(Concurrency::Reject)
+            .run(|_| async { Ok::<_, AppError>(1) })
+    };
+    // The claim applies, its reply comes after the timeout; the release sent when
+    // the call ends meets a store that is down for 100 ms.
+    faulty.set_reply_delay(Some(lease));
+    let first = call().await;
+    assert!(
+        matches!(first, Err(AppError::Idem(Error::StoreUnavailable { .. }))),
+        "{first:?}"
+    );
+    faulty.set_reply_delay(None);
+    faulty.set_unavailable(true);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    faulty.set_unavailable(false);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let key = idem.key("blip", &[&"k"]);
+    assert_eq!(
+        idem.inspect(&key).await.unwrap(),
+        None,
+        "one failed release attempt left the claim to its 30 s lease"
+    );
+    let second = call().await.unwrap();
+    assert_eq!(second.how(), How::Executed);
+}

@@ -195,8 +195,18 @@ impl Drop for ClaimGuard<'_> {
         let store = Arc::clone(&self.idem.inner.store);
         let key = self.key.to_owned();
         let owner = self.owner;
+        // Retried for its whole budget, as the operations on a held claim are: on a
+        // loaded store one attempt can time out too, and the orphan then blocked the
+        // key for a whole lease (issue 18). Owner-checked, so a retry is harmless.
         rt.spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(5), store.release(&key, owner)).await;
+            let release = async {
+                let mut pause = Duration::from_millis(10);
+                while let Err(StoreError::Unavailable(_)) = store.release(&key, owner).await {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(5), release).await;
         });
     }
 }
