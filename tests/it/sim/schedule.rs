@@ -182,6 +182,23 @@ impl Schedule {
     /// apart (two blips in one window are one longer outage: seed 5022874). No
     /// blip may cost a running body its lease or a finished body its result.
     pub(crate) fn calm(&self) -> bool {
+        self.reply_delay.is_none() && self.only_blips()
+    }
+
+    /// True when nothing may cost a live claim its lease: the calm schedules, and
+    /// those whose only other fault is replies delayed after the command applied.
+    /// A late reply changes what the caller knows, never what the store holds, so
+    /// a running body must keep its lease through it: these schedules are where a
+    /// lease timed from a claim's reply rather than its sending (issue 10 A1)
+    /// shows as a second body run. The checks that a body runs once and keeps its
+    /// lease (`no-double-run`, `renewal`) read these; `wait-liveness` keeps to calm
+    /// runs, since a late reply may legitimately use up a waiter's budget.
+    pub(crate) fn lease_safe(&self) -> bool {
+        self.only_blips()
+    }
+
+    /// No fault plan, and no event but spaced blips (see [`Schedule::calm`]).
+    fn only_blips(&self) -> bool {
         let longest = self.longest_blip();
         let max_lease = self
             .keys
@@ -192,7 +209,6 @@ impl Schedule {
         let gap = max_lease.max(self.op_timeout);
         let mut free_from = Duration::ZERO;
         self.plan.is_none()
-            && self.reply_delay.is_none()
             && self.events.iter().all(|(at, e)| match e {
                 Event::Outage(d) if *d < longest && *at >= free_from => {
                     free_from = *at + *d + gap;
