@@ -16,6 +16,7 @@ mod redis_procs;
 #[cfg(feature = "redis")]
 mod redis_store;
 mod sim;
+mod unanswered_claims;
 
 mod macro_backstop;
 mod macro_basic;

@@ -254,3 +254,22 @@ fn normalise(out: &run::RunOutput) -> Vec<String> {
         })
         .collect()
 }
+
+/// Every generated policy is one the guard accepts before and after issue 10 A1:
+/// `lease >= 3 × op_timeout`, in both time profiles.
+#[test]
+fn sim_schedules_keep_lease_at_least_three_op_timeouts() {
+    for p in [schedule::Profile::VIRTUAL, schedule::Profile::REAL_TIME] {
+        for seed in 0..5000 {
+            let s = Schedule::generate_with(seed, BACKSTOPS, &p);
+            for k in &s.keys {
+                assert!(
+                    k.policy.lease >= s.op_timeout * schedule::LEASE_PER_OP_TIMEOUT,
+                    "seed {seed}: lease {:?} < 3 × op timeout {:?}",
+                    k.policy.lease,
+                    s.op_timeout
+                );
+            }
+        }
+    }
+}

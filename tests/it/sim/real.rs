@@ -95,9 +95,12 @@ pub(crate) fn run_real_schedules(
     println!("{name}: {n} real-time schedules in {:?}", t0.elapsed());
     if let Some((_, first)) = failures.first() {
         let seeds: Vec<u64> = failures.iter().map(|f| f.0).collect();
+        // One line per seed (the first invariant it broke), then the first in full.
+        let lines: Vec<&str> = failures.iter().filter_map(|f| f.1.lines().nth(1)).collect();
         panic!(
-            "{name}: {} failing seeds {seeds:?}\n{first}",
-            failures.len()
+            "{name}: {} failing seeds {seeds:?}\n{}\n{first}",
+            failures.len(),
+            lines.join("\n")
         );
     }
 }

@@ -218,3 +218,44 @@ fn sim_regression_complete_outlasts_a_blip() {
         "the body ran again after its result was lost to a blip"
     );
 }
+
+/// Issue 10 A1, found by review: the generator drew delayed replies, but
+/// `calm()` kept every such schedule away from `no-double-run` and `renewal`.
+/// The claim applies at 0 and its reply arrives 758 ms later, within the 800 ms
+/// budget; the 1 s lease was timed from the reply, so the first renewal was due
+/// at ≈1.09 s, after the claim had lapsed, and a duplicate at 1.01 s claimed and
+/// ran its body beside the first. Either the guard refuses the policy (a lease
+/// under three op timeouts, `Error::Config`) and no body runs, or the first body
+/// keeps its lease.
+#[test]
+fn sim_regression_late_claim_reply_keeps_the_lease() {
+    let s = Schedule {
+        // Process 0's reply delays are drawn from this seed: the first one (the
+        // claim's) is 758 ms.
+        seed: 75,
+        keys: vec![key(1000, false, false, false)],
+        procs: 1,
+        op_timeout: ms(800),
+        breaker: (5, ms(1000)),
+        plan: None,
+        reply_delay: Some((100, ms(760))),
+        events: vec![],
+        calls: vec![
+            call(0, 0, BodyKind::Ok, 600),
+            call(1, 1010, BodyKind::Ok, 100),
+        ],
+    };
+    assert!(s.lease_safe() && !s.calm(), "delayed replies, nothing else");
+    let out = run_memory(&s);
+    let refused = out.events.iter().all(|(_, e)| match e {
+        super::history::Ev::BodyStart { .. } => false,
+        super::history::Ev::CallEnd { result, .. } => matches!(
+            result,
+            CallResult::Err(ErrKind::Other(m)) if m.starts_with("invalid idem configuration")
+        ),
+        _ => true,
+    });
+    if !refused && let Err(e) = invariants::check(&s, &out, invariants::Reading::VIRTUAL) {
+        panic!("{e}\n{}", invariants::dump(&s, &out));
+    }
+}

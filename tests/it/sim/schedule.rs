@@ -112,6 +112,7 @@ pub(crate) enum Event {
 /// Time scales of generated schedules, in milliseconds.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Profile {
+    /// Drawn per key, never below [`LEASE_PER_OP_TIMEOUT`] × the op timeout.
     pub(crate) lease: (u64, u64),
     pub(crate) op_timeout: (u64, u64),
     pub(crate) cooldown: (u64, u64),
@@ -137,7 +138,7 @@ impl Profile {
     /// Real stores run in real time: the same shapes, compressed (leases stay >= 1 s).
     pub(crate) const REAL_TIME: Profile = Profile {
         lease: (1000, 1500),
-        op_timeout: (300, 1000),
+        op_timeout: (300, 500),
         cooldown: (100, 500),
         horizon: 2000,
         hang_leases: 2,
@@ -145,6 +146,11 @@ impl Profile {
         outage_max: 1000,
     };
 }
+
+/// The smallest lease per operation timeout a policy may have: renewal every
+/// third of a lease must land before the lease lapses even when each renewal
+/// takes a whole operation timeout (issue 10 A1: the guard refuses less).
+pub(crate) const LEASE_PER_OP_TIMEOUT: u32 = 3;
 
 /// A whole simulated run.
 #[derive(Debug, Clone)]
@@ -176,6 +182,23 @@ impl Schedule {
     /// apart (two blips in one window are one longer outage: seed 5022874). No
     /// blip may cost a running body its lease or a finished body its result.
     pub(crate) fn calm(&self) -> bool {
+        self.reply_delay.is_none() && self.only_blips()
+    }
+
+    /// True when nothing may cost a live claim its lease: the calm schedules, and
+    /// those whose only other fault is replies delayed after the command applied.
+    /// A late reply changes what the caller knows, never what the store holds, so
+    /// a running body must keep its lease through it: these schedules are where a
+    /// lease timed from a claim's reply rather than its sending (issue 10 A1)
+    /// shows as a second body run. The checks that a body runs once and keeps its
+    /// lease (`no-double-run`, `renewal`) read these; `wait-liveness` keeps to calm
+    /// runs, since a late reply may legitimately use up a waiter's budget.
+    pub(crate) fn lease_safe(&self) -> bool {
+        self.only_blips()
+    }
+
+    /// No fault plan, and no event but spaced blips (see [`Schedule::calm`]).
+    fn only_blips(&self) -> bool {
         let longest = self.longest_blip();
         let max_lease = self
             .keys
@@ -186,7 +209,6 @@ impl Schedule {
         let gap = max_lease.max(self.op_timeout);
         let mut free_from = Duration::ZERO;
         self.plan.is_none()
-            && self.reply_delay.is_none()
             && self.events.iter().all(|(at, e)| match e {
                 Event::Outage(d) if *d < longest && *at >= free_from => {
                     free_from = *at + *d + gap;
@@ -222,7 +244,8 @@ impl Schedule {
         let breaker = (r.range(1, 5) as u32, r.ms(p.cooldown.0, p.cooldown.1));
         let keys: Vec<KeySpec> = (0..nkeys)
             .map(|_| {
-                let lease = r.ms(p.lease.0, p.lease.1);
+                let floor = (op_timeout * LEASE_PER_OP_TIMEOUT).as_millis() as u64;
+                let lease = r.ms(p.lease.0.max(floor), p.lease.1.max(floor));
                 let backstop = backstops && r.chance(50);
                 let policy = Policy {
                     ttl: if r.chance(20) {

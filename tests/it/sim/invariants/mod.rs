@@ -7,8 +7,8 @@
 //! | `fence-monotonic` | fences of new claims strictly increase per key, across expiry, `forget` and lost keys; body runs of a key see strictly increasing fences |
 //! | `release-after-start` | the guard never sends `release` for a claim whose body started, unless the body failed |
 //! | `max-hold` | no renewal extends a lease past claim + `max_hold` (+ operation slack) |
-//! | `renewal` | (calm runs: only blips) a live, renewing body never loses its lease before `max_hold` |
-//! | `no-double-run` | (calm runs) a key's body runs again only after the earlier run failed, was cancelled, outlived `max_hold`, or its record expired |
+//! | `renewal` | (lease-safe runs: only blips and delayed replies) a live, renewing body never loses its lease before `max_hold` |
+//! | `no-double-run` | (lease-safe runs) a key's body runs again only after the earlier run failed, was cancelled, outlived `max_hold`, or its record expired |
 //! | `fenced-register` | a fenced write is accepted iff its fence is >= every accepted one: a run that lost its lease cannot overwrite its successor |
 //! | `values` | executed values are the body's own; replayed/waited values equal the value stored by the run that completed, which ran with the same payload; backstop values are the business row |
 //! | `backstop-one-row` | with a backstop, every value any call returned for a key is the one business row's |

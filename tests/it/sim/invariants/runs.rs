@@ -9,7 +9,7 @@ use crate::sim::history::{BodyOut, CallResult, Ev};
 pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
     let (s, out, slack, calls) = (cx.s, cx.out, cx.slack, &cx.calls);
     let releases = |c: usize, o: BodyOut| cx.releases(c, o);
-    // [fence-monotonic] body runs per key, and [no-double-run] in calm runs.
+    // [fence-monotonic] body runs per key, and [no-double-run] in lease-safe runs.
     for k in 0..out.keys.len() {
         let mut runs: Vec<(Duration, u64, usize)> = calls
             .iter()
@@ -38,7 +38,7 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
                 }
             }
         }
-        if !(cx.timing && s.calm()) {
+        if !(cx.timing && s.lease_safe()) {
             continue;
         }
         let spec = &s.keys[k];

@@ -118,7 +118,7 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
                                 ));
                             }
                             *m = (*m).max(fence.get());
-                            if cx.timing && s.calm() {
+                            if cx.timing && s.lease_safe() {
                                 renewal_check(cx, k, t, st.as_ref(), v);
                             }
                             *st = Some(Ent {
