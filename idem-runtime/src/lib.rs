@@ -28,7 +28,7 @@ pub use guard::Guard;
 pub use handle::{Idem, IdemBuilder, global, install};
 pub use hooks::{Hooks, NoConflict, Terminal};
 pub use key::{Key, KeyPart};
-pub use observe::{Stats, TopKey};
+pub use observe::{CallReport, Stats, TopKey, reported};
 pub use outcome::{How, Outcome};
 pub use policy::{Concurrency, Policy};
 pub use store::Store;

@@ -756,10 +756,13 @@ pub async fn backstop_on_conflict_replays(store: Arc<dyn Store>) {
     assert_eq!(out.how(), How::Backstop);
     assert_eq!(*out.value(), find_order(&pool, "no-7").await.unwrap());
     // The looked-up result was stored: the next duplicate is a plain replay.
+    // (A backstop needs detection even on a replay: without it the call is refused.)
     let again = idem
         .guard("order", &[&"no-7"])
         .backstop("uk_order_no")
-        .run(|_| async { Res::Ok(-1i64) })
+        .run_with(Hooks::new().detect(idem::std_error), |_| async {
+            Res::Ok(-1i64)
+        })
         .await
         .unwrap();
     assert_eq!((again.how(), again.value()), (How::Replayed, out.value()));

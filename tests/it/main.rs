@@ -22,6 +22,7 @@ mod macro_backstop;
 mod macro_basic;
 mod macro_concurrency;
 mod macro_fence;
+mod macro_report;
 mod macro_support;
 // The SQL suites run against all three databases at once.
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]

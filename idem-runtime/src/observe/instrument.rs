@@ -68,6 +68,7 @@ where
         (outcome, value)
     };
     recorder.record(technique, key.scope(), key.as_str(), outcome);
+    super::report::note(outcome, value.fence());
     value
 }
 

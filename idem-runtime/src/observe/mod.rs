@@ -31,12 +31,14 @@
 //! - `instrument`: the span + counters wrapper;
 //! - `recorder`: per-handle counters and `idem_calls_total` with cached keys;
 //! - `store_ops`: `idem_store_seconds` / `idem_store_errors_total` with cached keys;
+//! - `report`: [`reported`], how one call went, for its caller (`CallReport`);
 //! - `stats`: [`Stats`] and [`TopKey`], the in-process snapshot;
 //! - `topk`: the Space-Saving summary.
 
 pub(crate) mod instrument;
 pub mod labels;
 mod recorder;
+mod report;
 mod stats;
 mod store_ops;
 #[cfg(test)]
@@ -46,6 +48,7 @@ mod topk;
 pub(crate) use instrument::instrument;
 pub use labels::{CallOutcome, Op, Technique};
 pub(crate) use recorder::Recorder;
+pub use report::{CallReport, reported};
 pub use stats::{Stats, TopKey};
 pub(crate) use store_ops::StoreOpKeys;
 

@@ -261,7 +261,9 @@ impl Schedule {
                     },
                     max_hold: match r.range(0, 9) {
                         0..=2 => None,
-                        3 => Some(r.ms(1, lease.as_millis() as u64)),
+                        // As short as the policy allows (max_hold < lease is refused):
+                        // renewal never happens and the claim lapses with its lease.
+                        3 => Some(r.ms(1, lease.as_millis() as u64).max(lease)),
                         _ => Some(lease + r.ms(0, 3 * lease.as_millis() as u64)),
                     },
                     concurrent: if r.chance(20) {
