@@ -11,6 +11,7 @@ use crate::breaker::Breaker;
 use crate::error::Error;
 use crate::key::{Key, KeyPart};
 use crate::metrics::{Recorder, Stats, StoreOpKeys};
+use crate::scene::SceneRegistry;
 use crate::store::{RecordState, Store, StoreError, Warning};
 
 /// Builds an [`Idem`] handle.
@@ -105,7 +106,7 @@ impl IdemBuilder {
                 breaker: Breaker::new(self.breaker_threshold, self.breaker_cooldown),
                 recorder: Recorder::default(),
                 store_keys,
-                scenes: RwLock::new(HashMap::new()),
+                scenes: SceneRegistry::default(),
                 backstops: RwLock::new(Vec::new()),
                 catalog: self.catalog,
                 catalog_cache: Mutex::new(HashMap::new()),
@@ -122,8 +123,8 @@ pub(crate) struct Inner {
     pub(crate) breaker: Breaker,
     pub(crate) recorder: Recorder,
     pub(crate) store_keys: StoreOpKeys,
-    /// scene -> the function that first used it (macro calls only).
-    scenes: RwLock<HashMap<&'static str, &'static str>>,
+    /// Which function renders keys under which scene.
+    scenes: SceneRegistry,
     /// Backstop constraints seen, for `verify()`.
     backstops: RwLock<Vec<String>>,
     catalog: Option<Arc<dyn ConstraintCatalog>>,
@@ -190,6 +191,8 @@ impl Idem {
     }
 
     /// Renders a key the way `guard(scene, parts)` does, for `inspect`/`forget`.
+    /// The scene is escaped like a part; for a scene without `:` this is also the
+    /// key of an `#[idempotent]` function with template `scene:<p1>:<p2>…`.
     pub fn key(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Key {
         Key::from_parts(&self.inner.namespace, scene, parts)
     }
@@ -288,24 +291,9 @@ impl Idem {
         }
     }
 
-    /// Registers a macro function's scene; two functions may not share one.
-    pub(crate) fn register_scene(
-        &self,
-        scene: &'static str,
-        function: &'static str,
-    ) -> Result<(), Error> {
-        if let Some(f) = self
-            .inner
-            .scenes
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(scene)
-        {
-            return check_scene(scene, f, function);
-        }
-        let mut w = self.inner.scenes.write().unwrap_or_else(|p| p.into_inner());
-        let f = w.entry(scene).or_insert(function);
-        check_scene(scene, f, function)
+    /// The scene registry: functions whose keys could collide are refused.
+    pub(crate) fn scenes(&self) -> &SceneRegistry {
+        &self.inner.scenes
     }
 
     pub(crate) fn note_backstop(&self, name: &str) {
@@ -376,17 +364,5 @@ impl Idem {
             }
             None => false,
         }
-    }
-}
-
-fn check_scene(scene: &str, first: &'static str, second: &'static str) -> Result<(), Error> {
-    if first == second {
-        Ok(())
-    } else {
-        Err(Error::SceneConflict {
-            scene: scene.to_owned(),
-            first: first.to_owned(),
-            second: second.to_owned(),
-        })
     }
 }

@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod outcome;
 pub mod policy;
 pub mod record;
+mod scene;
 pub mod store;
 
 #[doc(hidden)]

@@ -4,6 +4,7 @@
 mod support;
 
 mod conformance;
+mod keys;
 mod memory;
 mod observability;
 #[cfg(feature = "redis")]
