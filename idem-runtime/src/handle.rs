@@ -1,7 +1,6 @@
 //! The runtime handle: a store plus the settings every guarded call shares.
 
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::backstop::{Backstops, ConstraintCatalog, UniqueViolation};
@@ -10,6 +9,7 @@ use crate::exec::{Breaker, Exec};
 use crate::key::{Key, KeyPart};
 use crate::observe::{Op, Recorder, Stats};
 use crate::policy::within_bounds;
+use crate::scene::SceneRegistry;
 use crate::store::{RecordState, Store, StoreError, Warning};
 
 /// Builds an [`Idem`] handle.
@@ -104,7 +104,7 @@ impl IdemBuilder {
                 exec: Exec::new(store, self.op_timeout, breaker),
                 namespace: self.namespace,
                 recorder: Recorder::default(),
-                scenes: RwLock::new(HashMap::new()),
+                scenes: SceneRegistry::default(),
                 backstops: Backstops::new(self.catalog),
             }),
         })
@@ -116,8 +116,8 @@ pub(crate) struct Inner {
     pub(crate) exec: Arc<Exec>,
     pub(crate) namespace: String,
     pub(crate) recorder: Recorder,
-    /// scene -> the function that first used it (macro calls only).
-    scenes: RwLock<HashMap<&'static str, &'static str>>,
+    /// Which function renders keys under which scene.
+    scenes: SceneRegistry,
     /// Backstop constraints seen (for `verify()`) and the catalog that names them.
     backstops: Backstops,
 }
@@ -180,6 +180,8 @@ impl Idem {
     }
 
     /// Renders a key the way `guard(scene, parts)` does, for `inspect`/`forget`.
+    /// The scene is escaped like a part; for a scene without `:` this is also the
+    /// key of an `#[idempotent]` function with template `scene:<p1>:<p2>…`.
     pub fn key(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Key {
         Key::from_parts(&self.inner.namespace, scene, parts)
     }
@@ -249,24 +251,9 @@ impl Idem {
         }
     }
 
-    /// Registers a macro function's scene; two functions may not share one.
-    pub(crate) fn register_scene(
-        &self,
-        scene: &'static str,
-        function: &'static str,
-    ) -> Result<(), Error> {
-        if let Some(f) = self
-            .inner
-            .scenes
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(scene)
-        {
-            return check_scene(scene, f, function);
-        }
-        let mut w = self.inner.scenes.write().unwrap_or_else(|p| p.into_inner());
-        let f = w.entry(scene).or_insert(function);
-        check_scene(scene, f, function)
+    /// The scene registry: functions whose keys could collide are refused.
+    pub(crate) fn scenes(&self) -> &SceneRegistry {
+        &self.inner.scenes
     }
 
     /// Remembers a call's backstop constraint for `verify()`.
@@ -277,17 +264,5 @@ impl Idem {
     /// Does `v` violate the constraint called `name`?
     pub(crate) async fn violation_matches(&self, name: &str, v: &UniqueViolation) -> bool {
         self.inner.backstops.matches(name, v).await
-    }
-}
-
-fn check_scene(scene: &str, first: &'static str, second: &'static str) -> Result<(), Error> {
-    if first == second {
-        Ok(())
-    } else {
-        Err(Error::SceneConflict {
-            scene: scene.to_owned(),
-            first: first.to_owned(),
-            second: second.to_owned(),
-        })
     }
 }

@@ -15,6 +15,7 @@ pub mod observe;
 pub mod outcome;
 pub mod policy;
 pub mod record;
+mod scene;
 pub mod store;
 
 #[doc(hidden)]

@@ -24,11 +24,14 @@ use crate::guard::Call;
 use crate::handle::{Idem, global};
 use crate::key::{Key, KeyPart, KeyWriter};
 use crate::policy::Policy;
+use crate::scene::Owner;
 
 /// The compile-time description of one guarded function.
 #[derive(Debug)]
 pub struct Spec {
-    /// `module_path!()::name`, for diagnostics and the scene registry.
+    /// `module_path!()::name`, for diagnostics. The scene registry identifies
+    /// the function by this static's address: two impls' same-named methods
+    /// share a name.
     pub function: &'static str,
     /// The key template as written.
     pub template: &'static str,
@@ -85,39 +88,27 @@ impl Spec {
     }
 }
 
-/// Renders the key from template pieces; the namespace is added by the handle.
+/// Renders the key from template pieces straight into one buffer
+/// ([`KeyWriter`], shared with `Key::from_parts`); the namespace is put in front
+/// once the handle is known, at `run`.
 #[derive(Debug)]
-pub struct KeyBuf {
-    text: String,
-    scope_len: Option<usize>,
-}
+pub struct KeyBuf(KeyWriter);
 
 impl KeyBuf {
     /// Starts a key for `spec`.
     pub fn new(spec: &'static Spec) -> Self {
-        KeyBuf {
-            text: String::with_capacity(spec.template.len() + 32),
-            scope_len: None,
-        }
+        KeyBuf(KeyWriter::with_capacity(spec.template.len() + 32))
     }
 
     /// Appends literal template text.
     pub fn lit(mut self, s: &'static str) -> Self {
-        self.text.push_str(s);
+        self.0.literal(s);
         self
     }
 
     /// Appends one parameter, escaped.
     pub fn arg<P: KeyPart + ?Sized>(mut self, part: &P) -> Self {
-        if self.scope_len.is_none() {
-            self.scope_len = Some(self.text.trim_end_matches(':').len());
-        }
-        let mut w = KeyWriter::new("");
-        w.literal(&self.text);
-        w.end_scope();
-        w.part(&part);
-        // Reuse the writer's escaping without its hashing: take its text back.
-        self.text = w.into_text();
+        self.0.part(part);
         self
     }
 
@@ -126,13 +117,8 @@ impl KeyBuf {
         self
     }
 
-    fn into_key(self, namespace: &str) -> Key {
-        let mut w = KeyWriter::new(namespace);
-        let scope = self.scope_len.unwrap_or(self.text.len());
-        w.literal(&self.text[..scope]);
-        w.end_scope();
-        w.literal(&self.text[scope..]);
-        w.finish()
+    pub(crate) fn into_key(self, namespace: &str) -> Key {
+        self.0.finish(namespace)
     }
 }
 
@@ -266,7 +252,8 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
                 Err(e) => return R::from_result(Err(e.into())),
             },
         };
-        if let Err(e) = idem.register_scene(self.spec.scene, self.spec.function) {
+        let owner = Owner::of(self.spec, self.spec.function);
+        if let Err(e) = idem.scenes().register(self.spec.scene, owner) {
             return R::from_result(Err(e.into()));
         }
         let key = self.key.into_key(idem.namespace());

@@ -5,6 +5,7 @@ mod support;
 
 mod conformance;
 mod guard_safety;
+mod keys;
 mod memory;
 mod observability;
 #[cfg(feature = "redis")]

@@ -53,17 +53,17 @@ pub struct Guard<'h> {
 }
 
 impl Idem {
-    /// Starts a guarded call keyed by `scene` and the escaped `parts`.
+    /// Starts a guarded call keyed by `scene` and the `parts`, all escaped.
+    /// The scene is registered at `run`: a macro function whose scene equals it
+    /// or starts with it as a `:` segment makes the later of the two fail with
+    /// `Error::SceneConflict`.
     pub fn guard(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Guard<'_> {
-        Guard {
-            idem: self,
-            key: self.key(scene, parts),
-            policy: Policy::default(),
-            fingerprint: Ok(Fingerprint::NONE),
-        }
+        self.guard_key(self.key(scene, parts))
     }
 
-    /// Starts a guarded call with an already rendered key.
+    /// Starts a guarded call with a key rendered by [`Idem::key`] (another
+    /// namespace's key is refused at `run` with `Error::Config`). Same scene
+    /// rules as [`Idem::guard`].
     pub fn guard_key(&self, key: Key) -> Guard<'_> {
         Guard {
             idem: self,
@@ -154,6 +154,13 @@ impl Guard<'_> {
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
+        if let Err(e) = self
+            .idem
+            .scenes()
+            .register_key(&self.key, self.idem.namespace())
+        {
+            return Err(e.into());
+        }
         let call = Call {
             idem: self.idem,
             key: &self.key,

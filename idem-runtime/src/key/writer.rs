@@ -1,0 +1,87 @@
+//! The one key builder: both the macro path (`KeyBuf`) and the non-macro path
+//! (`Key::from_parts`, `Idem::guard`) write through a [`KeyWriter`].
+//!
+//! Template text and escaped parts go straight into one buffer; the namespace,
+//! which the macro expansion only learns from the handle at `run`, is put in
+//! front once in [`KeyWriter::finish`], where an over-long key is also hashed.
+
+use std::borrow::Cow;
+
+use super::escape::{escape_into, is_plain};
+use super::part::{KeyPart, PartWriter};
+use super::{DIGEST_MARK, Key, MAX_KEY_LEN, hex};
+
+/// Incremental key builder: scene, literal template text and escaped parts.
+#[derive(Debug)]
+pub(crate) struct KeyWriter {
+    /// The key without its namespace.
+    text: String,
+    /// End of the scene in `text`, once known.
+    scene_end: Option<usize>,
+}
+
+impl KeyWriter {
+    /// An empty key with room for `capacity` bytes.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        KeyWriter {
+            text: String::with_capacity(capacity),
+            scene_end: None,
+        }
+    }
+
+    /// Appends template text verbatim. The macro validates it at compile time
+    /// (no `%`, braces, whitespace or control characters), so it needs no escaping.
+    pub(crate) fn literal(&mut self, s: &str) {
+        self.text.push_str(s);
+    }
+
+    /// Writes a caller-chosen scene (the non-macro API), escaped like a part so
+    /// that `("a:b", ["c"])` and `("a", ["b", "c"])` stay two keys.
+    pub(crate) fn scene(&mut self, scene: &str) {
+        escape_into(&mut self.text, scene);
+        self.scene_end = Some(self.text.len());
+    }
+
+    /// Appends one escaped part. The first part ends a literal scene: the scene
+    /// is the text before it without trailing `:`.
+    pub(crate) fn part<P: KeyPart + ?Sized>(&mut self, part: &P) {
+        if self.scene_end.is_none() {
+            self.scene_end = Some(self.text.trim_end_matches(':').len());
+        }
+        part.write_part(&mut PartWriter::new(&mut self.text));
+    }
+
+    /// Puts the (escaped) namespace in front and hashes the text after the scene
+    /// if the key would be longer than [`MAX_KEY_LEN`]: `ns:scene:%#<40 hex>`.
+    /// `%#` never occurs in an unhashed key (literals have no `%`, escaping writes
+    /// `%` plus a hex digit, options write `%-`/`%+`), so a short value cannot
+    /// forge a hashed key.
+    pub(crate) fn finish(mut self, namespace: &str) -> Key {
+        let mut scene_end = self.scene_end.unwrap_or(self.text.len());
+        let namespace: Cow<'_, str> = if is_plain(namespace) {
+            Cow::Borrowed(namespace)
+        } else {
+            let mut esc = String::with_capacity(namespace.len() + 8);
+            escape_into(&mut esc, namespace);
+            Cow::Owned(esc)
+        };
+        let ns_len = if namespace.is_empty() {
+            0
+        } else {
+            namespace.len() + 1
+        };
+        if ns_len + self.text.len() > MAX_KEY_LEN {
+            let digest = blake3::hash(&self.text.as_bytes()[scene_end..]);
+            self.text.truncate(scene_end);
+            self.text.push(':');
+            self.text.push_str(DIGEST_MARK);
+            self.text.push_str(&hex(&digest.as_bytes()[..20]));
+        }
+        if ns_len > 0 {
+            self.text.insert(0, ':');
+            self.text.insert_str(0, &namespace);
+            scene_end += ns_len;
+        }
+        Key::new(self.text, ns_len, scene_end)
+    }
+}
