@@ -17,7 +17,7 @@
 
 use std::error::Error as StdError;
 
-use crate::store::{BoxFuture, StoreError};
+pub use crate::store::catalog::{ConstraintCatalog, ConstraintDef};
 
 /// A unique violation found in an error chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,25 +36,6 @@ impl UniqueViolation {
     pub fn names(&self, constraint: &str) -> Option<bool> {
         self.constraint.as_deref().map(|c| c == constraint)
     }
-}
-
-/// The definition of a unique index, as a catalog reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConstraintDef {
-    /// The table the index is on.
-    pub table: String,
-    /// Its columns, in index order.
-    pub columns: Vec<String>,
-}
-
-/// Looks up unique constraints by name in the business database, for `verify()`
-/// and for databases whose errors do not name the constraint (SQLite).
-pub trait ConstraintCatalog: Send + Sync + 'static {
-    /// The unique constraint or index called `name`, if it exists.
-    fn unique_constraint<'a>(
-        &'a self,
-        name: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ConstraintDef>, StoreError>>;
 }
 
 /// Walks an error's `source()` chain and returns the first unique violation.

@@ -85,6 +85,10 @@ pub enum Error {
         store: &'static str,
         /// What failed.
         reason: String,
+        /// The driver's error (a `sqlx::Error`, a `redis::RedisError`, ...), when
+        /// the store kept it: this error's `source()`, for downcasting.
+        #[source]
+        source: Option<crate::store::BoxError>,
     },
     /// A macro used the global handle but `idem::install` was never called.
     #[error(

@@ -274,15 +274,17 @@ impl Idem {
 
     pub(crate) fn store_error(&self, key: &str, e: StoreError) -> Error {
         match e {
-            StoreError::Codec(detail) => Error::Codec {
+            StoreError::Codec(r) => Error::Codec {
                 key: key.to_owned(),
-                detail,
+                detail: r.into_parts().0,
             },
-            StoreError::Unavailable(reason) | StoreError::Config(reason) => {
+            StoreError::Unavailable(r) | StoreError::Config(r) => {
+                let (reason, source) = r.into_parts();
                 Error::StoreUnavailable {
                     key: key.to_owned(),
                     store: self.inner.store.name(),
                     reason,
+                    source,
                 }
             }
         }

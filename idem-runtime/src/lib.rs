@@ -4,6 +4,8 @@
 
 pub mod backstop;
 mod breaker;
+#[cfg(feature = "sql")]
+pub mod db;
 pub mod error;
 pub mod fingerprint;
 pub mod guard;

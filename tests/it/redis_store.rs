@@ -331,6 +331,13 @@ async fn bad_urls_and_prefixes_fail_when_built() {
         .claim(req("k", Owner::random(), Duration::from_secs(1)))
         .await;
     assert!(matches!(r, Err(StoreError::Unavailable(_))), "{r:?}");
+    // The redis-rs error is kept as the source, for callers that inspect it.
+    let e = r.unwrap_err();
+    let source = std::error::Error::source(&e).expect("the driver error as source");
+    assert!(
+        source.downcast_ref::<redis::RedisError>().is_some(),
+        "{source:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

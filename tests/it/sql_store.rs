@@ -220,6 +220,20 @@ async fn unavailable_fails_closed(d: Dialect) {
         matches!(e, idem::store::StoreError::Unavailable(_)),
         "{e:?}"
     );
+    // The sqlx error is the source, on the store's error and through the guard.
+    let source = std::error::Error::source(&e).expect("the driver error as source");
+    assert!(source.downcast_ref::<sqlx::Error>().is_some(), "{source:?}");
+    let r = handle(Arc::new(dead))
+        .guard("pay", &[&2u8])
+        .run(|_| async { Res::Ok(2) })
+        .await;
+    match r {
+        Err(AppErr::Idem(e @ Error::StoreUnavailable { .. })) => {
+            let source = std::error::Error::source(&e).expect("the driver error as source");
+            assert!(source.downcast_ref::<sqlx::Error>().is_some(), "{source:?}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 async fn degraded_backstop_same_database(d: Dialect) {

@@ -46,7 +46,7 @@ impl Idem {
             }
             let r = match tokio::time::timeout_at(deadline, f()).await {
                 Ok(r) => r,
-                Err(_) => Err(StoreError::Unavailable(format!(
+                Err(_) => Err(StoreError::unavailable(format!(
                     "no answer within {:?}",
                     inner.op_timeout
                 ))),
