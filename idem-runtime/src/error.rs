@@ -90,6 +90,19 @@ pub enum Error {
         #[source]
         source: Option<crate::store::BoxError>,
     },
+    /// The store cannot hold this key as rendered: longer than a SQL record's key
+    /// column ([`MAX_KEY_BYTES`](crate::store::sql::MAX_KEY_BYTES)), or a NUL byte
+    /// on PostgreSQL. The caller's input, not an outage: nothing was sent, the body
+    /// did not run, the circuit breaker is untouched, and a retry with the same
+    /// key fails the same way. Shorten the namespace or scene, or keep control
+    /// characters out of them.
+    #[error("idempotency key {key:?} cannot be stored: {reason}")]
+    InvalidKey {
+        /// The rendered key (quoted and escaped in the message).
+        key: String,
+        /// Why the store refused it.
+        reason: String,
+    },
     /// A macro used the global handle but `idem::install` was never called.
     #[error(
         "no idem handle installed: call `idem::install(handle)` at start-up or pass `handle = ...`"
@@ -145,6 +158,7 @@ impl Error {
             | Error::TokenInvalid { key }
             | Error::LockBusy { key }
             | Error::StoreUnavailable { key, .. }
+            | Error::InvalidKey { key, .. }
             | Error::Codec { key, .. }
             | Error::Database { key, .. } => Some(key),
             _ => None,

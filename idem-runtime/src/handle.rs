@@ -278,6 +278,11 @@ impl Idem {
                 key: key.to_owned(),
                 detail: r.into_parts().0,
             },
+            // The caller's input: not the store's fault, and never retryable.
+            StoreError::Input(r) => Error::InvalidKey {
+                key: key.to_owned(),
+                reason: r.into_parts().0,
+            },
             StoreError::Unavailable(r) | StoreError::Config(r) => {
                 let (reason, source) = r.into_parts();
                 Error::StoreUnavailable {

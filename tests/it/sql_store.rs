@@ -62,6 +62,7 @@ crate::sql_support::per_database!(
     keys_are_byte_exact,
     instances_share_the_tables,
     cancelled_claims_leave_no_open_transaction,
+    unstorable_keys_are_invalid_input,
 );
 
 /// One burst at a time: three databases' bursts (up to 3 × 50,000 callers under
@@ -462,7 +463,7 @@ async fn keys_are_byte_exact(d: Dialect) {
         .claim(req(&long, Owner::random(), Duration::from_secs(30)))
         .await
         .unwrap_err();
-    assert!(matches!(e, idem::store::StoreError::Config(_)), "{e:?}");
+    assert!(matches!(e, idem::store::StoreError::Input(_)), "{e:?}");
     let at_limit = "k".repeat(idem::store::sql::MAX_KEY_BYTES);
     fence_of(
         &fx.store
@@ -570,4 +571,137 @@ async fn cancelled_claims_leave_no_open_transaction(d: Dialect) {
         }
     }
     assert!(live > 0, "some claims applied before their callers gave up");
+}
+
+/// A key the records table cannot hold (longer than [`MAX_KEY_BYTES`], or with a
+/// NUL byte on PostgreSQL, whose `TEXT` cannot hold one) is the caller's input
+/// error: a typed `InvalidKey`, the body never runs, and it never counts as a
+/// store failure: ten of them in a row leave the circuit breaker closed, so the
+/// healthy call after them runs.
+///
+/// [`MAX_KEY_BYTES`]: idem::store::sql::MAX_KEY_BYTES
+async fn unstorable_keys_are_invalid_input(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let idem = Idem::builder()
+        .shared_store(fx.dyn_store())
+        .namespace(format!("t-{}", crate::sql_support::suffix()))
+        .op_timeout(Duration::from_secs(5))
+        // A cooldown no test outlives: an open breaker fails the healthy call below
+        // however slowly the bad calls ran.
+        .circuit_breaker(5, Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let mut scenes = vec![("s".repeat(idem::store::sql::MAX_KEY_BYTES + 1), "longer")];
+    if d == Dialect::Postgres {
+        scenes.push(("nul\0scene".to_owned(), "NUL"));
+    }
+    let runs = std::sync::atomic::AtomicUsize::new(0);
+    let mut errors = Vec::new();
+    for (scene, why) in &scenes {
+        let key = idem.key(scene, &[&1u8]);
+        assert!(
+            key.as_str().len() > idem::store::sql::MAX_KEY_BYTES || key.as_str().contains('\0'),
+            "precondition: the rendered key `{key:?}` must be unstorable as is"
+        );
+        for _ in 0..10 {
+            let r = idem
+                .guard(scene, &[&1u8])
+                .run(|_| {
+                    runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    async { Res::Ok(1) }
+                })
+                .await;
+            errors.push((key.as_str().to_owned(), *why, r));
+        }
+    }
+    // The breaker is untouched: a healthy call right after runs its body.
+    let out = idem
+        .guard("healthy", &[&1u8])
+        .run(|_| async { Res::Ok(7) })
+        .await
+        .expect("a healthy call after ten unstorable keys");
+    assert_eq!((out.how(), out.into_inner()), (How::Executed, 7));
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "no body runs for an unstorable key"
+    );
+    for (key, why, r) in errors {
+        match r {
+            Err(AppErr::Idem(Error::InvalidKey { key: k, reason })) => {
+                assert_eq!(k, key);
+                assert!(reason.contains(why), "{reason}");
+            }
+            other => panic!(
+                "expected InvalidKey for a {}-byte key ({why}), got {other:?}",
+                key.len()
+            ),
+        }
+    }
+    assert_eq!(
+        idem.stats().count("executed"),
+        1,
+        "only the healthy call ran"
+    );
+    // The store itself refuses them on every operation that takes a key.
+    let s = &fx.store;
+    let mut keys = vec!["k".repeat(idem::store::sql::MAX_KEY_BYTES + 1)];
+    if d == Dialect::Postgres {
+        keys.push("a\0b".to_owned());
+    }
+    let o = Owner::random();
+    let lease = Duration::from_secs(30);
+    for k in &keys {
+        let input = |r: Result<(), idem::store::StoreError>| {
+            assert!(matches!(r, Err(idem::store::StoreError::Input(_))), "{r:?}")
+        };
+        input(s.claim(req(k, o, lease)).await.map(drop));
+        input(s.complete(k, o, b"I1.....", lease).await.map(drop));
+        input(s.release(k, o).await.map(drop));
+        input(s.renew(k, o, lease).await.map(drop));
+        input(s.inspect(k).await.map(drop));
+        input(s.forget(k).await.map(drop));
+    }
+}
+
+/// The SQL kernel reads real server errors as the store (and the techniques)
+/// need them: a NUL in PostgreSQL text and an over-long MariaDB key are the
+/// caller's input, a missing table is a missing object, not an outage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kernel_classifies_real_server_errors() {
+    use idem_runtime::db::{Failure, classify};
+    let pg = sqlx::PgPool::connect(&crate::sql_support::pg_url())
+        .await
+        .expect("PostgreSQL is required for this test");
+    let e = sqlx::query("SELECT $1::text")
+        .bind("a\0b")
+        .fetch_one(&pg)
+        .await
+        .unwrap_err();
+    assert_eq!(classify(&e), Failure::Input, "{e:?}");
+    let e = sqlx::query("SELECT * FROM idem_never_made_table")
+        .fetch_all(&pg)
+        .await
+        .unwrap_err();
+    assert_eq!(classify(&e), Failure::MissingObject, "{e:?}");
+    let my = sqlx::MySqlPool::connect(&crate::sql_support::mysql_url())
+        .await
+        .expect("MariaDB is required for this test");
+    let t = format!("idem_classify_{}", crate::sql_support::suffix());
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "CREATE TABLE {t} (k VARBINARY(8) PRIMARY KEY)"
+    )))
+    .execute(&my)
+    .await
+    .unwrap();
+    let e = sqlx::query(sqlx::AssertSqlSafe(format!("INSERT INTO {t} VALUES (?)")))
+        .bind("123456789")
+        .execute(&my)
+        .await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE {t}")))
+        .execute(&my)
+        .await
+        .unwrap();
+    let e = e.unwrap_err();
+    assert_eq!(classify(&e), Failure::Input, "{e:?}");
 }

@@ -119,8 +119,8 @@ impl From<&str> for Reason {
     }
 }
 
-/// A store failure. The guard turns it into `Error::StoreUnavailable` or
-/// `Error::Codec` with the key attached.
+/// A store failure. The guard turns it into `Error::StoreUnavailable`,
+/// `Error::Codec` or `Error::InvalidKey` with the key attached.
 ///
 /// Build one with the constructors (`StoreError::unavailable(msg)`) and keep the
 /// driver error with [`with_source`](StoreError::with_source): it is this error's
@@ -136,6 +136,10 @@ pub enum StoreError {
     Codec(Reason),
     /// The store is misconfigured (missing table, bad URL).
     Config(Reason),
+    /// The request cannot be stored as given (a key longer than the store's key
+    /// column, a byte its text type cannot hold): the caller's input, which no
+    /// retry fixes. Nothing was sent; never counted by the circuit breaker.
+    Input(Reason),
 }
 
 impl StoreError {
@@ -154,19 +158,28 @@ impl StoreError {
         StoreError::Config(Reason::new(text))
     }
 
+    /// [`StoreError::Input`] with this text.
+    pub fn input(text: impl Into<String>) -> Self {
+        StoreError::Input(Reason::new(text))
+    }
+
     /// Keeps `e` (the driver's error) as this error's `source()`.
     pub fn with_source(self, e: impl StdError + Send + Sync + 'static) -> Self {
         match self {
             StoreError::Unavailable(r) => StoreError::Unavailable(r.with_source(e)),
             StoreError::Codec(r) => StoreError::Codec(r.with_source(e)),
             StoreError::Config(r) => StoreError::Config(r.with_source(e)),
+            StoreError::Input(r) => StoreError::Input(r.with_source(e)),
         }
     }
 
     /// What went wrong, whatever the kind.
     pub fn reason(&self) -> &Reason {
         match self {
-            StoreError::Unavailable(r) | StoreError::Codec(r) | StoreError::Config(r) => r,
+            StoreError::Unavailable(r)
+            | StoreError::Codec(r)
+            | StoreError::Config(r)
+            | StoreError::Input(r) => r,
         }
     }
 }
@@ -177,6 +190,7 @@ impl fmt::Display for StoreError {
             StoreError::Unavailable(r) => write!(f, "unavailable: {r}"),
             StoreError::Codec(r) => write!(f, "unreadable record: {r}"),
             StoreError::Config(r) => write!(f, "configuration: {r}"),
+            StoreError::Input(r) => write!(f, "invalid input: {r}"),
         }
     }
 }

@@ -14,6 +14,7 @@ pub(crate) fn map_err(e: sqlx::Error) -> StoreError {
             "{} (run `migrate()` or apply `idem::sql::ddl()`)",
             database_message(&e)
         )),
+        Failure::Input => StoreError::input(database_message(&e)),
         _ => StoreError::unavailable(e.to_string()),
     };
     err.with_source(e)

@@ -72,6 +72,13 @@
 //! constructors here (`connect`, `open`) therefore turn it off; when you build the
 //! pool yourself, consider `.test_before_acquire(false)` too.
 //!
+//! # Keys
+//! A key is at most [`MAX_KEY_BYTES`] bytes on every dialect, and on PostgreSQL
+//! it cannot contain a NUL byte (`TEXT` cannot hold one). Such a key is refused
+//! before anything is sent, as [`StoreError::Input`] (`Error::InvalidKey`
+//! through the guard): the caller's input, not an outage, so it never counts
+//! against the circuit breaker.
+//!
 //! # Layout
 //! `store.rs` is the [`SqlStore`] and its `Store` implementation, `connect.rs`
 //! its constructors; `postgres.rs`, `mysql.rs` and `sqlite.rs` hold only each

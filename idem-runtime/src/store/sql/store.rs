@@ -162,7 +162,7 @@ impl Store for SqlStore {
 
     fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
-            check_key(req.key)?;
+            check_key(self.dialect, req.key)?;
             // See `local.rs`: local duplicates of a claim granted here need no round trip.
             if let Some(answer) = self.local.answer(req.key, req.owner) {
                 return Ok(answer);
@@ -195,6 +195,7 @@ impl Store for SqlStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(async move {
+            check_key(self.dialect, key)?;
             let o = owner.to_bytes();
             let args = [
                 Arg::Bytes(payload),
@@ -218,6 +219,7 @@ impl Store for SqlStore {
         owner: Owner,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(async move {
+            check_key(self.dialect, key)?;
             let o = owner.to_bytes();
             self.local.drop_key(key);
             let n = self
@@ -248,6 +250,7 @@ impl Store for SqlStore {
         lease: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(async move {
+            check_key(self.dialect, key)?;
             let o = owner.to_bytes();
             let args = [Arg::Int(micros(lease)), Arg::Text(key), Arg::Bytes(&o)];
             let sent = std::time::Instant::now();
@@ -270,6 +273,7 @@ impl Store for SqlStore {
         key: &'a str,
     ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
         Box::pin(async move {
+            check_key(self.dialect, key)?;
             self.fetch(&self.sql.select_live, &[Arg::Text(key)])
                 .await?
                 .map(RawRow::into_state)
@@ -279,6 +283,7 @@ impl Store for SqlStore {
 
     fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
+            check_key(self.dialect, key)?;
             self.local.drop_key(key);
             let n = self
                 .execute(&self.sql.forget, &[Arg::Text(key)])
