@@ -664,6 +664,43 @@ async fn unstorable_keys_are_invalid_input(d: Dialect) {
     }
 }
 
+/// A fence sequence with `CACHE > 1` hands each connection a block of values,
+/// so fences of concurrent connections interleave and go backwards for a key:
+/// `verify()` refuses it, naming the sequence and the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_fence_sequence_with_cache_fails_verify() {
+    let fx = Fixture::new(Dialect::Postgres).await;
+    assert_eq!(fx.store.verify().await.unwrap(), vec![]);
+    let seq = format!(
+        "{}.{}",
+        fx.names.schema_name().unwrap(),
+        fx.names.fences_name()
+    );
+    fx.exec(&format!("ALTER SEQUENCE {seq} CACHE 20")).await;
+    let e = fx
+        .store
+        .verify()
+        .await
+        .expect_err("a cached fence sequence must fail verify()");
+    let msg = e.to_string();
+    assert!(matches!(e, idem::store::StoreError::Config(_)), "{e:?}");
+    assert!(msg.contains(&seq), "names the sequence: {msg}");
+    assert!(msg.contains("CACHE 20"), "says what is wrong: {msg}");
+    assert!(
+        msg.contains(&format!("ALTER SEQUENCE {seq} CACHE 1")),
+        "says the fix: {msg}"
+    );
+    // Through the handle: a verification error with the same text.
+    let e = handle(fx.dyn_store()).verify(&[]).await.unwrap_err();
+    assert!(
+        matches!(e, Error::Verify(ref m) if m.contains("CACHE 1")),
+        "{e}"
+    );
+    // Fixed as told, it passes again.
+    fx.exec(&format!("ALTER SEQUENCE {seq} CACHE 1")).await;
+    assert_eq!(fx.store.verify().await.unwrap(), vec![]);
+}
+
 /// The SQL kernel reads real server errors as the store (and the techniques)
 /// need them: a NUL in PostgreSQL text and an over-long MariaDB key are the
 /// caller's input, a missing table is a missing object, not an outage.

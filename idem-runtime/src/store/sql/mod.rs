@@ -15,7 +15,10 @@
 //! Fences come from a sequence (PostgreSQL), a table of 64 counters
 //! `max(v + 1, now_µs)` picked by a hash of the key (MySQL/MariaDB), or a one-row
 //! counter `max(v + 1, now_µs)` (SQLite). None of them is touched by `forget` or
-//! `purge_expired`, so a key's fences never go backwards.
+//! `purge_expired`, so a key's fences never go backwards. The PostgreSQL
+//! sequence must keep `CACHE 1` (its default): with a cache, each connection
+//! takes a block of values and fences of concurrent connections interleave out
+//! of order, so [`Store::verify`] refuses a cached sequence, naming the fix.
 //!
 //! Expiry is always computed by the database clock inside the statements
 //! (`now()`, `UTC_TIMESTAMP(6)`, `unixepoch('subsec')`), never by the callers'

@@ -10,7 +10,7 @@ use super::ddl::{Statements, Stmt};
 use super::errors::map_err;
 use super::names::TableNames;
 use super::row::RawRow;
-use crate::db::{micros, retry_conflicts};
+use crate::db::{Dialect, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
 
@@ -65,10 +65,28 @@ pub(super) async fn claim(
     )))
 }
 
-/// Nothing to warn about beyond what the probes check.
+/// Refuses a fence sequence with `CACHE > 1`: each connection then reserves a
+/// block of values, and fences handed out by concurrent connections interleave
+/// out of order, so a key's fence could go backwards. `to_regclass` resolves
+/// the name the way the store's statements do (schema, else `search_path`); a
+/// missing sequence is the probes' business.
 pub(super) async fn warnings(
-    _pool: &PgPool,
-    _names: &TableNames,
+    pool: &PgPool,
+    names: &TableNames,
 ) -> Result<Vec<Warning>, StoreError> {
-    Ok(Vec::new())
+    let seq = names.fences_q(Dialect::Postgres);
+    let cache: Option<i64> = sqlx::query_scalar(
+        "SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = to_regclass($1)",
+    )
+    .bind(&seq)
+    .fetch_optional(pool)
+    .await
+    .map_err(map_err)?;
+    match cache {
+        Some(n) if n > 1 => Err(StoreError::config(format!(
+            "fence sequence `{seq}` has CACHE {n}: each connection reserves a block of {n} fences, \
+             so fences of concurrent connections go backwards; run `ALTER SEQUENCE {seq} CACHE 1`"
+        ))),
+        _ => Ok(Vec::new()),
+    }
 }
