@@ -546,10 +546,29 @@ async fn sqlite_without_wal_is_a_warning() {
 async fn cancelled_claims_leave_no_open_transaction(d: Dialect) {
     let fx = Fixture::new(d).await;
     let store = fx.another_instance().await; // 1 connection (servers) / 4 (SQLite)
+    // The cuts must land before, inside and after a claim's statements, so they
+    // spread over twice the slowest of a few whole claims timed here, on this
+    // connection and at this moment's load (fixed cuts of up to 10 ms all fell
+    // before the first statement on a loaded machine: nothing ever applied).
+    let mut whole = Duration::ZERO;
+    for j in 0..5 {
+        let t0 = std::time::Instant::now();
+        fence_of(
+            &store
+                .claim(req(
+                    &format!("w{j}"),
+                    Owner::random(),
+                    Duration::from_secs(30),
+                ))
+                .await
+                .unwrap(),
+        );
+        whole = whole.max(t0.elapsed());
+    }
     let n = 300u64;
     for i in 0..n {
         let k = format!("c{i}");
-        let cut = Duration::from_micros(100 * (i % 100));
+        let cut = (whole * 2).mul_f64((i % 100) as f64 / 100.0);
         let _ = tokio::time::timeout(
             cut,
             store.claim(req(&k, Owner::random(), Duration::from_secs(30))),
