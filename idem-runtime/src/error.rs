@@ -91,8 +91,8 @@ pub enum Error {
         source: Option<crate::store::BoxError>,
     },
     /// The store cannot hold this key as rendered: longer than a SQL record's key
-    /// column ([`MAX_KEY_BYTES`](crate::store::sql::MAX_KEY_BYTES)), or a NUL byte
-    /// on PostgreSQL. The caller's input, not an outage: nothing was sent, the body
+    /// column (`store::sql::MAX_KEY_BYTES`, 768 bytes), or a NUL byte on
+    /// PostgreSQL. The caller's input, not an outage: nothing was sent, the body
     /// did not run, the circuit breaker is untouched, and a retry with the same
     /// key fails the same way. Shorten the namespace or scene, or keep control
     /// characters out of them.

@@ -16,7 +16,7 @@
 //!   one key, so this is not a corner case.
 //! - [`tx`]: a multi-statement transaction runs detached ([`detached`]) so a
 //!   caller that stops waiting cannot leave a pooled connection inside it.
-//! - [`classify`]: what a `sqlx::Error` means for the caller ([`Failure`]):
+//! - [`classify`](mod@classify): what a `sqlx::Error` means for the caller ([`Failure`]):
 //!   an outage, a missing table, a value the column cannot hold, ...
 //! - [`time`]: durations as the integer microseconds the drivers bind.
 //!
