@@ -85,6 +85,23 @@ pub enum Error {
         store: &'static str,
         /// What failed.
         reason: String,
+        /// The driver's error (a `sqlx::Error`, a `redis::RedisError`, ...), when
+        /// the store kept it: this error's `source()`, for downcasting.
+        #[source]
+        source: Option<crate::store::BoxError>,
+    },
+    /// The store cannot hold this key as rendered: longer than a SQL record's key
+    /// column (`store::sql::MAX_KEY_BYTES`, 768 bytes), or a NUL byte on
+    /// PostgreSQL. The caller's input, not an outage: nothing was sent, the body
+    /// did not run, the circuit breaker is untouched, and a retry with the same
+    /// key fails the same way. Shorten the namespace or scene, or keep control
+    /// characters out of them.
+    #[error("idempotency key {key:?} cannot be stored: {reason}")]
+    InvalidKey {
+        /// The rendered key (quoted and escaped in the message).
+        key: String,
+        /// Why the store refused it.
+        reason: String,
     },
     /// A macro used the global handle but `idem::install` was never called.
     #[error(
@@ -141,6 +158,7 @@ impl Error {
             | Error::TokenInvalid { key }
             | Error::LockBusy { key }
             | Error::StoreUnavailable { key, .. }
+            | Error::InvalidKey { key, .. }
             | Error::Codec { key, .. }
             | Error::Database { key, .. } => Some(key),
             _ => None,

@@ -237,15 +237,22 @@ impl Idem {
 
     pub(crate) fn store_error(&self, key: &str, e: StoreError) -> Error {
         match e {
-            StoreError::Codec(detail) => Error::Codec {
+            StoreError::Codec(r) => Error::Codec {
                 key: key.to_owned(),
-                detail,
+                detail: r.into_parts().0,
             },
-            StoreError::Unavailable(reason) | StoreError::Config(reason) => {
+            // The caller's input: not the store's fault, and never retryable.
+            StoreError::Input(r) => Error::InvalidKey {
+                key: key.to_owned(),
+                reason: r.into_parts().0,
+            },
+            StoreError::Unavailable(r) | StoreError::Config(r) => {
+                let (reason, source) = r.into_parts();
                 Error::StoreUnavailable {
                     key: key.to_owned(),
                     store: self.inner.exec.store.name(),
                     reason,
+                    source,
                 }
             }
         }

@@ -3,6 +3,8 @@
 //! re-exports everything here; see its documentation for the guide.
 
 pub mod backstop;
+#[cfg(feature = "sql")]
+pub mod db;
 pub mod error;
 pub(crate) mod exec;
 mod fence;

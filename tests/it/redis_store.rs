@@ -331,6 +331,13 @@ async fn bad_urls_and_prefixes_fail_when_built() {
         .claim(req("k", Owner::random(), Duration::from_secs(1)))
         .await;
     assert!(matches!(r, Err(StoreError::Unavailable(_))), "{r:?}");
+    // The redis-rs error is kept as the source, for callers that inspect it.
+    let e = r.unwrap_err();
+    let source = std::error::Error::source(&e).expect("the driver error as source");
+    assert!(
+        source.downcast_ref::<redis::RedisError>().is_some(),
+        "{source:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -456,5 +463,31 @@ async fn fences_grow_across_flushall() {
             .unwrap();
         assert_eq!(server.cli(&["FLUSHALL"]).trim(), "OK");
         assert_eq!(store.inspect(key).await.unwrap(), None);
+    }
+}
+
+/// Keys a SQL record could not hold (over its 768-byte `MAX_KEY_BYTES`, a NUL
+/// byte) are ordinary keys to Redis: claimed, completed and read back byte for
+/// byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_key_is_storable() {
+    let prefix = SharedPrefix::new();
+    let store = shared_store(&prefix).await;
+    let long = "k".repeat(900);
+    let lease = Duration::from_secs(30);
+    for key in [long.as_str(), "a\0b", "a\0c"] {
+        let o = Owner::random();
+        claimed(&store, key, o, lease).await;
+        assert_eq!(
+            store.complete(key, o, key.as_bytes(), lease).await.unwrap(),
+            Owned::Applied
+        );
+    }
+    // `a\0b` and `a\0c` are two keys: each holds its own result.
+    for key in [long.as_str(), "a\0b", "a\0c"] {
+        match store.inspect(key).await.unwrap() {
+            Some(RecordState::Done { record, .. }) => assert_eq!(record.payload, key.as_bytes()),
+            other => panic!("{key:?}: {other:?}"),
+        }
     }
 }

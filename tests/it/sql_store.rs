@@ -62,6 +62,7 @@ crate::sql_support::per_database!(
     keys_are_byte_exact,
     instances_share_the_tables,
     cancelled_claims_leave_no_open_transaction,
+    unstorable_keys_are_invalid_input,
 );
 
 /// One burst at a time: three databases' bursts (up to 3 × 50,000 callers under
@@ -220,6 +221,20 @@ async fn unavailable_fails_closed(d: Dialect) {
         matches!(e, idem::store::StoreError::Unavailable(_)),
         "{e:?}"
     );
+    // The sqlx error is the source, on the store's error and through the guard.
+    let source = std::error::Error::source(&e).expect("the driver error as source");
+    assert!(source.downcast_ref::<sqlx::Error>().is_some(), "{source:?}");
+    let r = handle(Arc::new(dead))
+        .guard("pay", &[&2u8])
+        .run(|_| async { Res::Ok(2) })
+        .await;
+    match r {
+        Err(AppErr::Idem(e @ Error::StoreUnavailable { .. })) => {
+            let source = std::error::Error::source(&e).expect("the driver error as source");
+            assert!(source.downcast_ref::<sqlx::Error>().is_some(), "{source:?}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 async fn degraded_backstop_same_database(d: Dialect) {
@@ -448,7 +463,7 @@ async fn keys_are_byte_exact(d: Dialect) {
         .claim(req(&long, Owner::random(), Duration::from_secs(30)))
         .await
         .unwrap_err();
-    assert!(matches!(e, idem::store::StoreError::Config(_)), "{e:?}");
+    assert!(matches!(e, idem::store::StoreError::Input(_)), "{e:?}");
     let at_limit = "k".repeat(idem::store::sql::MAX_KEY_BYTES);
     fence_of(
         &fx.store
@@ -531,10 +546,29 @@ async fn sqlite_without_wal_is_a_warning() {
 async fn cancelled_claims_leave_no_open_transaction(d: Dialect) {
     let fx = Fixture::new(d).await;
     let store = fx.another_instance().await; // 1 connection (servers) / 4 (SQLite)
+    // The cuts must land before, inside and after a claim's statements, so they
+    // spread over twice the slowest of a few whole claims timed here, on this
+    // connection and at this moment's load (fixed cuts of up to 10 ms all fell
+    // before the first statement on a loaded machine: nothing ever applied).
+    let mut whole = Duration::ZERO;
+    for j in 0..5 {
+        let t0 = std::time::Instant::now();
+        fence_of(
+            &store
+                .claim(req(
+                    &format!("w{j}"),
+                    Owner::random(),
+                    Duration::from_secs(30),
+                ))
+                .await
+                .unwrap(),
+        );
+        whole = whole.max(t0.elapsed());
+    }
     let n = 300u64;
     for i in 0..n {
         let k = format!("c{i}");
-        let cut = Duration::from_micros(100 * (i % 100));
+        let cut = (whole * 2).mul_f64((i % 100) as f64 / 100.0);
         let _ = tokio::time::timeout(
             cut,
             store.claim(req(&k, Owner::random(), Duration::from_secs(30))),
@@ -556,4 +590,174 @@ async fn cancelled_claims_leave_no_open_transaction(d: Dialect) {
         }
     }
     assert!(live > 0, "some claims applied before their callers gave up");
+}
+
+/// A key the records table cannot hold (longer than [`MAX_KEY_BYTES`], or with a
+/// NUL byte on PostgreSQL, whose `TEXT` cannot hold one) is the caller's input
+/// error: a typed `InvalidKey`, the body never runs, and it never counts as a
+/// store failure: ten of them in a row leave the circuit breaker closed, so the
+/// healthy call after them runs.
+///
+/// [`MAX_KEY_BYTES`]: idem::store::sql::MAX_KEY_BYTES
+async fn unstorable_keys_are_invalid_input(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let idem = Idem::builder()
+        .shared_store(fx.dyn_store())
+        .namespace(format!("t-{}", crate::sql_support::suffix()))
+        .op_timeout(Duration::from_secs(5))
+        // A cooldown no test outlives: an open breaker fails the healthy call below
+        // however slowly the bad calls ran.
+        .circuit_breaker(5, Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let mut scenes = vec![("s".repeat(idem::store::sql::MAX_KEY_BYTES + 1), "longer")];
+    if d == Dialect::Postgres {
+        scenes.push(("nul\0scene".to_owned(), "NUL"));
+    }
+    let runs = std::sync::atomic::AtomicUsize::new(0);
+    let mut errors = Vec::new();
+    for (scene, why) in &scenes {
+        let key = idem.key(scene, &[&1u8]);
+        assert!(
+            key.as_str().len() > idem::store::sql::MAX_KEY_BYTES || key.as_str().contains('\0'),
+            "precondition: the rendered key `{key:?}` must be unstorable as is"
+        );
+        for _ in 0..10 {
+            let r = idem
+                .guard(scene, &[&1u8])
+                .run(|_| {
+                    runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    async { Res::Ok(1) }
+                })
+                .await;
+            errors.push((key.as_str().to_owned(), *why, r));
+        }
+    }
+    // The breaker is untouched: a healthy call right after runs its body.
+    let out = idem
+        .guard("healthy", &[&1u8])
+        .run(|_| async { Res::Ok(7) })
+        .await
+        .expect("a healthy call after ten unstorable keys");
+    assert_eq!((out.how(), out.into_inner()), (How::Executed, 7));
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "no body runs for an unstorable key"
+    );
+    for (key, why, r) in errors {
+        match r {
+            Err(AppErr::Idem(Error::InvalidKey { key: k, reason })) => {
+                assert_eq!(k, key);
+                assert!(reason.contains(why), "{reason}");
+            }
+            other => panic!(
+                "expected InvalidKey for a {}-byte key ({why}), got {other:?}",
+                key.len()
+            ),
+        }
+    }
+    assert_eq!(
+        idem.stats().count("executed"),
+        1,
+        "only the healthy call ran"
+    );
+    // The store itself refuses them on every operation that takes a key.
+    let s = &fx.store;
+    let mut keys = vec!["k".repeat(idem::store::sql::MAX_KEY_BYTES + 1)];
+    if d == Dialect::Postgres {
+        keys.push("a\0b".to_owned());
+    }
+    let o = Owner::random();
+    let lease = Duration::from_secs(30);
+    for k in &keys {
+        let input = |r: Result<(), idem::store::StoreError>| {
+            assert!(matches!(r, Err(idem::store::StoreError::Input(_))), "{r:?}")
+        };
+        input(s.claim(req(k, o, lease)).await.map(drop));
+        input(s.complete(k, o, b"I1.....", lease).await.map(drop));
+        input(s.release(k, o).await.map(drop));
+        input(s.renew(k, o, lease).await.map(drop));
+        input(s.inspect(k).await.map(drop));
+        input(s.forget(k).await.map(drop));
+    }
+}
+
+/// A fence sequence with `CACHE > 1` hands each connection a block of values,
+/// so fences of concurrent connections interleave and go backwards for a key:
+/// `verify()` refuses it, naming the sequence and the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_fence_sequence_with_cache_fails_verify() {
+    let fx = Fixture::new(Dialect::Postgres).await;
+    assert_eq!(fx.store.verify().await.unwrap(), vec![]);
+    let seq = format!(
+        "{}.{}",
+        fx.names.schema_name().unwrap(),
+        fx.names.fences_name()
+    );
+    fx.exec(&format!("ALTER SEQUENCE {seq} CACHE 20")).await;
+    let e = fx
+        .store
+        .verify()
+        .await
+        .expect_err("a cached fence sequence must fail verify()");
+    let msg = e.to_string();
+    assert!(matches!(e, idem::store::StoreError::Config(_)), "{e:?}");
+    assert!(msg.contains(&seq), "names the sequence: {msg}");
+    assert!(msg.contains("CACHE 20"), "says what is wrong: {msg}");
+    assert!(
+        msg.contains(&format!("ALTER SEQUENCE {seq} CACHE 1")),
+        "says the fix: {msg}"
+    );
+    // Through the handle: a verification error with the same text.
+    let e = handle(fx.dyn_store()).verify(&[]).await.unwrap_err();
+    assert!(
+        matches!(e, Error::Verify(ref m) if m.contains("CACHE 1")),
+        "{e}"
+    );
+    // Fixed as told, it passes again.
+    fx.exec(&format!("ALTER SEQUENCE {seq} CACHE 1")).await;
+    assert_eq!(fx.store.verify().await.unwrap(), vec![]);
+}
+
+/// The SQL kernel reads real server errors as the store (and the techniques)
+/// need them: a NUL in PostgreSQL text and an over-long MariaDB key are the
+/// caller's input, a missing table is a missing object, not an outage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kernel_classifies_real_server_errors() {
+    use idem_runtime::db::{Failure, classify};
+    let pg = sqlx::PgPool::connect(&crate::sql_support::pg_url())
+        .await
+        .expect("PostgreSQL is required for this test");
+    let e = sqlx::query("SELECT $1::text")
+        .bind("a\0b")
+        .fetch_one(&pg)
+        .await
+        .unwrap_err();
+    assert_eq!(classify(&e), Failure::Input, "{e:?}");
+    let e = sqlx::query("SELECT * FROM idem_never_made_table")
+        .fetch_all(&pg)
+        .await
+        .unwrap_err();
+    assert_eq!(classify(&e), Failure::MissingObject, "{e:?}");
+    let my = sqlx::MySqlPool::connect(&crate::sql_support::mysql_url())
+        .await
+        .expect("MariaDB is required for this test");
+    let t = format!("idem_classify_{}", crate::sql_support::suffix());
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "CREATE TABLE {t} (k VARBINARY(8) PRIMARY KEY)"
+    )))
+    .execute(&my)
+    .await
+    .unwrap();
+    let e = sqlx::query(sqlx::AssertSqlSafe(format!("INSERT INTO {t} VALUES (?)")))
+        .bind("123456789")
+        .execute(&my)
+        .await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE {t}")))
+        .execute(&my)
+        .await
+        .unwrap();
+    let e = e.unwrap_err();
+    assert_eq!(classify(&e), Failure::Input, "{e:?}");
 }

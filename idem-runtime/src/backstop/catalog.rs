@@ -1,24 +1,4 @@
-//! The constraint catalog: how unique constraints are looked up by name in the
-//! business database. Implemented by `store::sql::SqlConstraints`; users may
-//! bring their own.
+//! The constraint catalog lives beside the stores (`store::catalog`): stores
+//! implement it and the backstop registry only asks it, so the arrow points down.
 
-use crate::store::{BoxFuture, StoreError};
-
-/// The definition of a unique index, as a catalog reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConstraintDef {
-    /// The table the index is on.
-    pub table: String,
-    /// Its columns, in index order.
-    pub columns: Vec<String>,
-}
-
-/// Looks up unique constraints by name in the business database, for `verify()`
-/// and for databases whose errors do not name the constraint (SQLite).
-pub trait ConstraintCatalog: Send + Sync + 'static {
-    /// The unique constraint or index called `name`, if it exists.
-    fn unique_constraint<'a>(
-        &'a self,
-        name: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ConstraintDef>, StoreError>>;
-}
+pub use crate::store::catalog::{ConstraintCatalog, ConstraintDef};

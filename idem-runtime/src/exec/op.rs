@@ -56,7 +56,7 @@ impl Exec {
             }
             let r = match tokio::time::timeout_at(deadline, f()).await {
                 Ok(r) => r,
-                Err(_) => Err(StoreError::Unavailable(format!(
+                Err(_) => Err(StoreError::unavailable(format!(
                     "no answer within {budget:?}"
                 ))),
             };

@@ -19,6 +19,11 @@ use std::time::Duration;
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
 
+pub use catalog::{ConstraintCatalog, ConstraintDef};
+pub use error::{BoxError, Reason, StoreError};
+
+pub mod catalog;
+mod error;
 pub mod faulty;
 pub mod memory;
 #[cfg(feature = "redis")]
@@ -144,22 +149,6 @@ pub enum RecordState {
         /// Time left before the record expires.
         remaining: Duration,
     },
-}
-
-/// A store failure. The guard turns it into `Error::StoreUnavailable` or
-/// `Error::Codec` with the key attached.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum StoreError {
-    /// No answer, connection refused, timeout, server error: the caller cannot know
-    /// whether the command applied. Safe to retry with the same owner.
-    #[error("unavailable: {0}")]
-    Unavailable(String),
-    /// The key holds something that is not an idem record of this format.
-    #[error("unreadable record: {0}")]
-    Codec(String),
-    /// The store is misconfigured (missing table, bad URL).
-    #[error("configuration: {0}")]
-    Config(String),
 }
 
 /// A warning from [`Store::verify`] (for example, Redis may evict records).

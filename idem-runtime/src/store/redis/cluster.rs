@@ -84,7 +84,7 @@ impl RedisClusterStoreBuilder {
             .min_retry_wait(10)
             .max_retry_wait(200)
             .build()
-            .map_err(|e| StoreError::Config(format!("redis cluster nodes: {e}")))?;
+            .map_err(|e| StoreError::config(format!("redis cluster nodes: {e}")).with_source(e))?;
         let budget = self.connect_timeout * 2 + self.response_timeout * 6;
         let connect = async {
             let mut con = client
@@ -95,7 +95,7 @@ impl RedisClusterStoreBuilder {
             Ok::<_, StoreError>(con)
         };
         let con = tokio::time::timeout(budget, connect).await.map_err(|_| {
-            StoreError::Unavailable(format!("redis cluster: no answer within {budget:?}"))
+            StoreError::unavailable(format!("redis cluster: no answer within {budget:?}"))
         })??;
         Ok(RedisClusterStore { con, layout })
     }

@@ -53,7 +53,7 @@ pub(crate) fn encode_pending(owner: Owner, fence: Fence, fingerprint: Fingerprin
 /// record's payload is that buffer minus the header, without a copy.
 pub(crate) fn decode(mut bytes: Vec<u8>) -> Result<Value, StoreError> {
     if bytes.len() < HEADER {
-        return Err(StoreError::Codec(format!(
+        return Err(StoreError::codec(format!(
             "the Redis value is {} bytes, shorter than an idem record header ({HEADER} bytes): not an idem record of this format",
             bytes.len()
         )));
@@ -69,7 +69,7 @@ pub(crate) fn decode(mut bytes: Vec<u8>) -> Result<Value, StoreError> {
             fence,
             fingerprint,
         }),
-        PENDING => Err(StoreError::Codec(format!(
+        PENDING => Err(StoreError::codec(format!(
             "an in-progress idem record must be {HEADER} bytes, this one is {}",
             bytes.len()
         ))),
@@ -82,7 +82,7 @@ pub(crate) fn decode(mut bytes: Vec<u8>) -> Result<Value, StoreError> {
                 payload: bytes,
             }))
         }
-        other => Err(StoreError::Codec(format!(
+        other => Err(StoreError::codec(format!(
             "unknown record state byte 0x{other:02x}: not an idem record of this format (expected 0x{PENDING:02x} or 0x{DONE:02x})"
         ))),
     }
@@ -106,7 +106,7 @@ impl KeyLayout {
     /// braces: Redis takes the *first* `{...}` as the hash tag.
     pub(crate) fn new(prefix: &str) -> Result<Self, StoreError> {
         if prefix.contains(['{', '}']) {
-            return Err(StoreError::Config(format!(
+            return Err(StoreError::config(format!(
                 "redis key prefix `{prefix}` contains a brace; it would replace idem's hash tag"
             )));
         }

@@ -226,7 +226,8 @@ impl RedisStoreBuilder {
     pub fn build_lazy(self) -> Result<RedisStore, StoreError> {
         let layout = KeyLayout::new(&self.prefix)?;
         let client = redis::Client::open(self.url.as_str())
-            .map_err(|e| StoreError::Config(format!("redis url `{}`: {e}", redact(&self.url))))?;
+            // No source: the parse error may echo the URL, password included.
+            .map_err(|e| StoreError::config(format!("redis url `{}`: {e}", redact(&self.url))))?;
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(StoreError::Config(
                 "RedisStore must be built inside a Tokio runtime".into(),
@@ -239,7 +240,7 @@ impl RedisStoreBuilder {
             .set_min_delay(Duration::from_millis(20))
             .set_max_delay(self.connect_timeout);
         let con = ConnectionManager::new_lazy_with_config(client, config)
-            .map_err(|e| StoreError::Config(e.to_string()))?;
+            .map_err(|e| StoreError::config(e.to_string()).with_source(e))?;
         Ok(RedisStore { con, layout })
     }
 
@@ -253,7 +254,7 @@ impl RedisStoreBuilder {
         tokio::time::timeout(budget, scripts::preload(&mut con))
             .await
             .map_err(|_| {
-                StoreError::Unavailable(format!("redis: no answer within {budget:?}"))
+                StoreError::unavailable(format!("redis: no answer within {budget:?}"))
             })??;
         Ok(store)
     }
@@ -343,7 +344,7 @@ impl Store for RedisStore {
 
 fn check_version(info: &str) -> Result<(), StoreError> {
     match scripts::major_version(info) {
-        Some(v) if v < 5 => Err(StoreError::Config(format!(
+        Some(v) if v < 5 => Err(StoreError::config(format!(
             "Redis {v}.x is too old: idem's scripts need Redis 5 or newer"
         ))),
         _ => Ok(()),

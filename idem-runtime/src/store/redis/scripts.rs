@@ -140,17 +140,17 @@ const FOREIGN: &str = "the key holds a value that is not an idem record of this 
 /// (a hash, a list...), everything else is "no usable answer".
 pub(crate) fn map_err(e: RedisError) -> StoreError {
     if e.code() == Some("WRONGTYPE") || e.to_string().contains("WRONGTYPE") {
-        StoreError::Codec(
-            "the key holds a Redis value that is not a string (WRONGTYPE): not an idem record"
-                .into(),
+        StoreError::codec(
+            "the key holds a Redis value that is not a string (WRONGTYPE): not an idem record",
         )
+        .with_source(e)
     } else {
-        StoreError::Unavailable(e.to_string())
+        StoreError::unavailable(e.to_string()).with_source(e)
     }
 }
 
 fn unexpected(op: &str, r: &Reply) -> StoreError {
-    StoreError::Unavailable(format!("unexpected reply to {op}: {r:?}"))
+    StoreError::unavailable(format!("unexpected reply to {op}: {r:?}"))
 }
 
 fn remaining(pttl: i64) -> Duration {

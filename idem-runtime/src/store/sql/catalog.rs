@@ -2,11 +2,10 @@
 //! business database, for `Idem::verify()` and for SQLite, whose unique-violation
 //! messages name columns, not the index.
 
-use crate::backstop::{ConstraintCatalog, ConstraintDef};
+use super::errors::map_err;
+use super::pool::Pool;
+use crate::store::catalog::{ConstraintCatalog, ConstraintDef};
 use crate::store::{BoxFuture, StoreError};
-
-use super::map_err;
-use super::store::Pool;
 
 /// How a catalog lists an index member that is an expression, not a column.
 pub const EXPRESSION: &str = "(expression)";
@@ -58,7 +57,7 @@ impl SqlConstraints {
     #[cfg(feature = "sqlite")]
     pub fn sqlite(pool: sqlx::SqlitePool) -> Self {
         SqlConstraints {
-            pool: Pool::Sqlite(super::sqlite::Lite::new(pool)),
+            pool: Pool::Sqlite(super::pool::Lite::new(pool)),
         }
     }
 

@@ -7,34 +7,21 @@
 use std::sync::Arc;
 
 use sqlx::Row;
-use sqlx::mysql::{MySql, MySqlPool, MySqlRow};
+use sqlx::mysql::{MySqlPool, MySqlRow};
 
+use super::CLAIM_ROUNDS;
+use super::bind::{Arg, Sent, bind};
 use super::ddl::{Statements, Stmt};
-use super::store::{Arg, Pool, Sent, SqlStore, bind, pool_options};
-use super::{CLAIM_ROUNDS, RawRow, TableNames, detached, map_err, micros, retry_conflicts};
+use super::errors::map_err;
+use super::names::TableNames;
+use super::row::RawRow;
+use crate::db::{detached, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
 
 /// Fence counters. A key always hashes to the same slot, so its fences increase;
 /// several slots keep unrelated keys from queueing on one row lock.
 const FENCE_SLOTS: u16 = 64;
-
-impl SqlStore {
-    /// A MySQL/MariaDB store on `pool` with the default table names.
-    pub fn mysql(pool: MySqlPool) -> Self {
-        Self::from_pool(Pool::MySql(pool), TableNames::default())
-    }
-
-    /// Connects a pool of up to 16 connections (5 s acquire timeout, no ping on
-    /// acquire: see the module docs). Does not create tables.
-    pub async fn connect_mysql(url: &str) -> Result<Self, StoreError> {
-        let pool = pool_options::<MySql>(16)
-            .connect(url)
-            .await
-            .map_err(map_err)?;
-        Ok(Self::mysql(pool))
-    }
-}
 
 driver_calls! {
     pool: MySqlPool,
@@ -124,14 +111,17 @@ pub(super) async fn claim(
         }
         // A live row won: read it on the next round.
     }
-    Err(StoreError::Unavailable(format!(
+    Err(StoreError::unavailable(format!(
         "claim of `{}` kept racing with concurrent changes",
         req.key
     )))
 }
 
 /// Nothing to warn about beyond what the probes check.
-pub(super) async fn warnings(_pool: &MySqlPool) -> Result<Vec<Warning>, StoreError> {
+pub(super) async fn warnings(
+    _pool: &MySqlPool,
+    _names: &TableNames,
+) -> Result<Vec<Warning>, StoreError> {
     Ok(Vec::new())
 }
 

@@ -2,30 +2,17 @@
 //! missing or expired key, else a read of the live row).
 
 use sqlx::Row;
-use sqlx::postgres::{PgPool, PgRow, Postgres};
+use sqlx::postgres::{PgPool, PgRow};
 
+use super::CLAIM_ROUNDS;
+use super::bind::{Arg, Sent, bind};
 use super::ddl::{Statements, Stmt};
-use super::store::{Arg, Pool, Sent, SqlStore, bind, pool_options};
-use super::{CLAIM_ROUNDS, RawRow, TableNames, map_err, micros, retry_conflicts};
+use super::errors::map_err;
+use super::names::TableNames;
+use super::row::RawRow;
+use crate::db::{Dialect, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
-
-impl SqlStore {
-    /// A PostgreSQL store on `pool` with the default table names.
-    pub fn postgres(pool: PgPool) -> Self {
-        Self::from_pool(Pool::Postgres(pool), TableNames::default())
-    }
-
-    /// Connects a pool of up to 16 connections (5 s acquire timeout, no ping on
-    /// acquire: see the module docs). Does not create tables.
-    pub async fn connect_postgres(url: &str) -> Result<Self, StoreError> {
-        let pool = pool_options::<Postgres>(16)
-            .connect(url)
-            .await
-            .map_err(map_err)?;
-        Ok(Self::postgres(pool))
-    }
-}
 
 driver_calls! {
     pool: PgPool,
@@ -58,7 +45,7 @@ pub(super) async fn claim(
         let raw = raw(&row)?;
         if claimed {
             if raw.fence <= 0 {
-                return Err(StoreError::Codec(format!(
+                return Err(StoreError::codec(format!(
                     "sequence gave fence {}",
                     raw.fence
                 )));
@@ -72,12 +59,34 @@ pub(super) async fn claim(
             return raw.into_claim(req.owner);
         }
     }
-    Err(StoreError::Unavailable(format!(
+    Err(StoreError::unavailable(format!(
         "claim of `{}` kept racing with concurrent changes",
         req.key
     )))
 }
-/// Nothing to warn about beyond what the probes check.
-pub(super) async fn warnings(_pool: &PgPool) -> Result<Vec<Warning>, StoreError> {
-    Ok(Vec::new())
+
+/// Refuses a fence sequence with `CACHE > 1`: each connection then reserves a
+/// block of values, and fences handed out by concurrent connections interleave
+/// out of order, so a key's fence could go backwards. `to_regclass` resolves
+/// the name the way the store's statements do (schema, else `search_path`); a
+/// missing sequence is the probes' business.
+pub(super) async fn warnings(
+    pool: &PgPool,
+    names: &TableNames,
+) -> Result<Vec<Warning>, StoreError> {
+    let seq = names.fences_q(Dialect::Postgres);
+    let cache: Option<i64> = sqlx::query_scalar(
+        "SELECT seqcache FROM pg_catalog.pg_sequence WHERE seqrelid = to_regclass($1)",
+    )
+    .bind(&seq)
+    .fetch_optional(pool)
+    .await
+    .map_err(map_err)?;
+    match cache {
+        Some(n) if n > 1 => Err(StoreError::config(format!(
+            "fence sequence `{seq}` has CACHE {n}: each connection reserves a block of {n} fences, \
+             so fences of concurrent connections go backwards; run `ALTER SEQUENCE {seq} CACHE 1`"
+        ))),
+        _ => Ok(Vec::new()),
+    }
 }

@@ -3,76 +3,21 @@
 //! key), preceded by a plain read that lets duplicates and waiters skip the write
 //! lock. WAL mode keeps those reads from blocking behind the writer.
 
-use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use sqlx::Row;
-use sqlx::sqlite::{
-    Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqliteRow, SqliteSynchronous,
-};
+use sqlx::sqlite::SqliteRow;
 
+use super::CLAIM_ROUNDS;
+use super::bind::{Arg, Sent, bind};
 use super::ddl::{Statements, Stmt};
-use super::store::{Arg, Pool, Sent, SqlStore, bind, pool_options};
-use super::{CLAIM_ROUNDS, RawRow, TableNames, detached, map_err, micros, retry_conflicts};
+use super::errors::map_err;
+use super::names::TableNames;
+use super::pool::Lite;
+use super::row::RawRow;
+use crate::db::{detached, micros, retry_conflicts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, Owner, StoreError, Warning};
-
-impl SqlStore {
-    /// A SQLite store on `pool` with the default table names. Open the pool in WAL
-    /// mode with a `busy_timeout` (as [`open`](Self::open) does).
-    pub fn sqlite(pool: SqlitePool) -> Self {
-        Self::from_pool(Pool::Sqlite(Lite::new(pool)), TableNames::default())
-    }
-
-    /// Opens (creating if missing) a SQLite database file: WAL journal,
-    /// `synchronous = NORMAL`, `busy_timeout` 5 s, up to 4 connections, no ping on
-    /// acquire (see the module docs). Does not create tables.
-    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::open_with(SqliteConnectOptions::new().filename(path)).await
-    }
-
-    /// Like [`open`](Self::open), from a `sqlite:` URL.
-    pub async fn connect_sqlite(url: &str) -> Result<Self, StoreError> {
-        let opts: SqliteConnectOptions = url.parse().map_err(map_err)?;
-        Self::open_with(opts).await
-    }
-
-    async fn open_with(opts: SqliteConnectOptions) -> Result<Self, StoreError> {
-        let opts = opts
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(5));
-        let pool = pool_options::<Sqlite>(4)
-            .connect_with(opts)
-            .await
-            .map_err(map_err)?;
-        Ok(Self::sqlite(pool))
-    }
-}
-
-/// A SQLite pool and the lock that makes this process's writers take turns.
-///
-/// SQLite has one writer at a time; a connection that finds the write lock taken
-/// sleeps in the `busy_timeout` handler in steps of up to 100 ms, so letting
-/// several local connections race for it turns a burst of short writes into
-/// seconds of sleeping. Local writers queue here instead; other processes still
-/// meet at the database lock and its `busy_timeout`.
-#[derive(Debug, Clone)]
-pub(crate) struct Lite {
-    pub(crate) pool: SqlitePool,
-    writer: Arc<tokio::sync::Mutex<()>>,
-}
-
-impl Lite {
-    pub(crate) fn new(pool: SqlitePool) -> Self {
-        Lite {
-            pool,
-            writer: Arc::default(),
-        }
-    }
-}
 
 driver_calls! {
     pool: Lite,
@@ -111,7 +56,7 @@ pub(super) async fn claim(
             return answer;
         }
     }
-    Err(StoreError::Unavailable(format!(
+    Err(StoreError::unavailable(format!(
         "claim of `{}` kept racing with its own expiry",
         req.key
     )))
@@ -168,7 +113,7 @@ async fn take(t: Arc<Take>) -> Result<Option<Result<Claim, StoreError>>, sqlx::E
 }
 
 /// A database not in WAL mode makes readers and the writer block each other.
-pub(super) async fn warnings(lite: &Lite) -> Result<Vec<Warning>, StoreError> {
+pub(super) async fn warnings(lite: &Lite, _names: &TableNames) -> Result<Vec<Warning>, StoreError> {
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
         .fetch_one(&lite.pool)
         .await

@@ -1,85 +1,23 @@
 //! [`SqlStore`]: the `Store` implementation shared by the three dialects. Only
 //! the claim (whose best shape differs per database) and the driver calls live in
 //! the dialect modules; every other operation is one statement from `ddl.rs`.
+//! The constructors are in `connect.rs`.
 
 use std::time::Duration;
 
-use sqlx::{Database, Encode, Type};
-
+use super::bind::{Arg, Sent};
 use super::ddl::{Statements, Stmt, statements};
+use super::errors::{map_err, missing};
+use super::key::check_key;
 use super::local::{KeyLocks, LocalClaims};
-use super::{Dialect, RawRow, TableNames, map_err, micros, missing, purge_loop, retry_conflicts};
+use super::names::TableNames;
+use super::pool::Pool;
+use super::purge_loop;
+use super::row::RawRow;
+use crate::db::{Dialect, micros, retry_conflicts};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
-
-/// One bind parameter.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Arg<'a> {
-    Text(&'a str),
-    Bytes(&'a [u8]),
-    Int(i64),
-}
-
-/// Statements this store sent to its database (`BEGIN` and `COMMIT` included),
-/// shared by its clones. Every statement is built by [`bind`], which counts it;
-/// the transactions count their `BEGIN` and `COMMIT` where they send them.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Sent(std::sync::Arc<std::sync::atomic::AtomicU64>);
-
-impl Sent {
-    /// Counts one statement sent (a round trip to the database).
-    pub(crate) fn one(&self) {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    fn get(&self) -> u64 {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-/// The pool settings of the `connect_*`/`open` constructors: at most `max`
-/// connections, 5 s acquire timeout, no ping on acquire (see the module docs).
-pub(crate) fn pool_options<DB: Database>(max: u32) -> sqlx::pool::PoolOptions<DB> {
-    sqlx::pool::PoolOptions::new()
-        .max_connections(max)
-        .acquire_timeout(Duration::from_secs(5))
-        .test_before_acquire(false)
-}
-
-/// Builds a query with its parameters bound, for any of the three drivers, and
-/// counts it as sent: every statement of the store is built here.
-pub(crate) fn bind<'q, DB: Database>(
-    sent: &Sent,
-    stmt: &Stmt,
-    args: &[Arg<'_>],
-) -> sqlx::query::Query<'q, DB, DB::Arguments>
-where
-    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
-    for<'t> &'t [u8]: Encode<'t, DB> + Type<DB>,
-    for<'t> i64: Encode<'t, DB> + Type<DB>,
-{
-    sent.one();
-    let mut q = sqlx::query::<DB>(stmt.q());
-    for a in args {
-        q = match *a {
-            Arg::Text(s) => q.bind(s),
-            Arg::Bytes(b) => q.bind(b),
-            Arg::Int(i) => q.bind(i),
-        };
-    }
-    q
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum Pool {
-    #[cfg(feature = "postgres")]
-    Postgres(sqlx::PgPool),
-    #[cfg(feature = "mysql")]
-    MySql(sqlx::MySqlPool),
-    #[cfg(feature = "sqlite")]
-    Sqlite(super::sqlite::Lite),
-}
 
 /// Runs `$body` with `$p` bound to the dialect's pool and `$m` to its module.
 macro_rules! dispatch {
@@ -133,14 +71,7 @@ pub struct SqlStore {
 
 impl SqlStore {
     pub(crate) fn from_pool(pool: Pool, names: TableNames) -> Self {
-        let dialect = match &pool {
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(_) => Dialect::Postgres,
-            #[cfg(feature = "mysql")]
-            Pool::MySql(_) => Dialect::MySql,
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite(_) => Dialect::Sqlite,
-        };
+        let dialect = pool.dialect();
         SqlStore {
             sql: Statements::new(dialect, &names),
             pool,
@@ -149,36 +80,6 @@ impl SqlStore {
             locks: std::sync::Arc::default(),
             local: std::sync::Arc::default(),
             sent: Sent::default(),
-        }
-    }
-
-    /// Connects by URL scheme: `postgres://`/`postgresql://`, `mysql://`/`mariadb://`
-    /// or `sqlite:` (the file is created if missing; WAL, `busy_timeout` 5 s), with
-    /// the defaults of `connect_postgres`, `connect_mysql` and `open`. Does not
-    /// create tables.
-    pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        let scheme = url.split(':').next().unwrap_or("");
-        match scheme {
-            #[cfg(feature = "postgres")]
-            "postgres" | "postgresql" => Self::connect_postgres(url).await,
-            #[cfg(feature = "mysql")]
-            "mysql" | "mariadb" => {
-                Self::connect_mysql(&url.replacen("mariadb:", "mysql:", 1)).await
-            }
-            #[cfg(feature = "sqlite")]
-            "sqlite" => Self::connect_sqlite(url).await,
-            _ => Err(StoreError::Config(format!(
-                "unsupported database URL scheme `{scheme}` (enabled: {})",
-                [
-                    cfg!(feature = "postgres").then_some("postgres"),
-                    cfg!(feature = "mysql").then_some("mysql"),
-                    cfg!(feature = "sqlite").then_some("sqlite"),
-                ]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(", ")
-            ))),
         }
     }
 
@@ -246,22 +147,6 @@ impl SqlStore {
     }
 }
 
-/// Longest key a record row holds (MySQL's `VARBINARY(768)`; the same bound on
-/// every dialect). Keys from the guard are at most ~200 bytes plus the namespace
-/// and scene; a longer one is refused rather than risking a server configured
-/// without strict mode truncating two keys into one.
-pub const MAX_KEY_BYTES: usize = 768;
-
-fn check_key(key: &str) -> Result<(), StoreError> {
-    if key.len() > MAX_KEY_BYTES {
-        return Err(StoreError::Config(format!(
-            "key of {} bytes is longer than the {MAX_KEY_BYTES} a SQL record holds (shorten the namespace or scene)",
-            key.len()
-        )));
-    }
-    Ok(())
-}
-
 fn owned(rows: u64) -> Owned {
     if rows > 0 {
         Owned::Applied
@@ -272,16 +157,12 @@ fn owned(rows: u64) -> Owned {
 
 impl Store for SqlStore {
     fn name(&self) -> &'static str {
-        match self.dialect {
-            Dialect::Postgres => "postgres",
-            Dialect::MySql => "mysql",
-            Dialect::Sqlite => "sqlite",
-        }
+        self.dialect.name()
     }
 
     fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
         Box::pin(async move {
-            check_key(req.key)?;
+            check_key(self.dialect, req.key)?;
             // See `local.rs`: local duplicates of a claim granted here need no round trip.
             if let Some(answer) = self.local.answer(req.key, req.owner) {
                 return Ok(answer);
@@ -314,6 +195,7 @@ impl Store for SqlStore {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(async move {
+            check_key(self.dialect, key)?;
             let o = owner.to_bytes();
             let args = [
                 Arg::Bytes(payload),
@@ -337,6 +219,7 @@ impl Store for SqlStore {
         owner: Owner,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(async move {
+            check_key(self.dialect, key)?;
             let o = owner.to_bytes();
             self.local.drop_key(key);
             let n = self
@@ -367,6 +250,7 @@ impl Store for SqlStore {
         lease: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(async move {
+            check_key(self.dialect, key)?;
             let o = owner.to_bytes();
             let args = [Arg::Int(micros(lease)), Arg::Text(key), Arg::Bytes(&o)];
             let sent = std::time::Instant::now();
@@ -389,6 +273,7 @@ impl Store for SqlStore {
         key: &'a str,
     ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
         Box::pin(async move {
+            check_key(self.dialect, key)?;
             self.fetch(&self.sql.select_live, &[Arg::Text(key)])
                 .await?
                 .map(RawRow::into_state)
@@ -398,6 +283,7 @@ impl Store for SqlStore {
 
     fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
+            check_key(self.dialect, key)?;
             self.local.drop_key(key);
             let n = self
                 .execute(&self.sql.forget, &[Arg::Text(key)])
@@ -418,7 +304,7 @@ impl Store for SqlStore {
                     .await
                     .map_err(|e| missing(name, e))?;
             }
-            dispatch!(&self.pool, |p, m| m::warnings(p).await)
+            dispatch!(&self.pool, |p, m| m::warnings(p, &self.names).await)
         })
     }
 }

@@ -1,0 +1,68 @@
+//! The driver calls every dialect module needs, generated per dialect because
+//! they differ only in the pool and row types (sqlx's executor traits would
+//! need a bound per call site; a macro keeps each dialect module short).
+
+/// The driver calls of one dialect module, which differ only in the pool and
+/// row types: `execute`, `exists`, `fetch` and `raw` (a row as [`RawRow`]).
+/// `$pool` reaches the sqlx pool from the dialect's pool value `$p`; `$turn`
+/// (from `$w`, the same value) is held while a write runs: SQLite's writer turn.
+/// The expanding module imports `Row`, `Arg`, `Sent`, `bind`, `Stmt`, `RawRow`,
+/// `map_err` and `StoreError`.
+macro_rules! driver_calls {
+    (
+        pool: $Pool:ty,
+        row: $Row:ty,
+        state: $State:ty,
+        sqlx_pool: |$p:ident| $pool:expr,
+        write_turn: |$w:ident| $turn:expr $(,)?
+    ) => {
+        pub(super) async fn execute(
+            $p: &$Pool,
+            sent: &Sent,
+            stmt: &Stmt,
+            args: &[Arg<'_>],
+        ) -> Result<u64, sqlx::Error> {
+            let _turn = {
+                let $w = $p;
+                $turn
+            };
+            Ok(bind(sent, stmt, args).execute($pool).await?.rows_affected())
+        }
+
+        pub(super) async fn exists(
+            $p: &$Pool,
+            sent: &Sent,
+            stmt: &Stmt,
+            args: &[Arg<'_>],
+        ) -> Result<bool, sqlx::Error> {
+            Ok(bind(sent, stmt, args)
+                .fetch_optional($pool)
+                .await?
+                .is_some())
+        }
+
+        pub(super) async fn fetch(
+            $p: &$Pool,
+            sent: &Sent,
+            stmt: &Stmt,
+            args: &[Arg<'_>],
+        ) -> Result<Option<RawRow>, StoreError> {
+            let row = bind(sent, stmt, args)
+                .fetch_optional($pool)
+                .await
+                .map_err(map_err)?;
+            row.as_ref().map(raw).transpose()
+        }
+
+        fn raw(row: &$Row) -> Result<RawRow, StoreError> {
+            Ok(RawRow {
+                state: i64::from(row.try_get::<$State, _>("state").map_err(map_err)?),
+                owner: row.try_get("owner").map_err(map_err)?,
+                fence: row.try_get("fence").map_err(map_err)?,
+                fingerprint: row.try_get("fingerprint").map_err(map_err)?,
+                payload: row.try_get("payload").map_err(map_err)?,
+                remaining_us: row.try_get("remaining_us").map_err(map_err)?,
+            })
+        }
+    };
+}

@@ -1,0 +1,123 @@
+//! [`TableNames`]: where idem's records and fences live. The names are spliced
+//! into every statement, so each one passes the SQL kernel's identifier check
+//! ([`crate::db::check_ident`]: plain, not a reserved word) when it is set.
+
+use crate::db::{Dialect, check_ident};
+use crate::store::StoreError;
+
+/// The names of idem's tables. Identifiers are checked (`[A-Za-z_][A-Za-z0-9_]*`,
+/// at most 63 bytes, not a reserved word of PostgreSQL, MySQL/MariaDB or SQLite)
+/// because they are spliced into SQL text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableNames {
+    schema: Option<String>,
+    records: String,
+    fences: String,
+}
+
+impl Default for TableNames {
+    fn default() -> Self {
+        TableNames {
+            schema: None,
+            records: "idem_records".into(),
+            fences: "idem_fences".into(),
+        }
+    }
+}
+
+/// `StoreError::Config` naming the identifier and what is wrong with it.
+fn ident(s: &str) -> Result<(), StoreError> {
+    check_ident(s).map_err(|e| StoreError::config(e.to_string()))
+}
+
+impl TableNames {
+    /// Records in `records`, fences in `<records>_fences`.
+    pub fn new(records: &str) -> Result<Self, StoreError> {
+        ident(records)?;
+        let fences = format!("{records}_fences");
+        ident(&fences)?;
+        Ok(TableNames {
+            schema: None,
+            records: records.to_owned(),
+            fences,
+        })
+    }
+
+    /// Overrides the fence table (MySQL/SQLite) or sequence (PostgreSQL) name.
+    pub fn fences(mut self, fences: &str) -> Result<Self, StoreError> {
+        ident(fences)?;
+        self.fences = fences.to_owned();
+        Ok(self)
+    }
+
+    /// Puts both objects in a PostgreSQL schema (ignored by the other dialects,
+    /// where the connection's database decides).
+    pub fn schema(mut self, schema: &str) -> Result<Self, StoreError> {
+        ident(schema)?;
+        self.schema = Some(schema.to_owned());
+        Ok(self)
+    }
+
+    /// The records table name (unqualified).
+    pub fn records_name(&self) -> &str {
+        &self.records
+    }
+
+    /// The fences table or sequence name (unqualified).
+    pub fn fences_name(&self) -> &str {
+        &self.fences
+    }
+
+    /// The schema, if any.
+    pub fn schema_name(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
+    fn qualify(&self, dialect: Dialect, name: &str) -> String {
+        match (&self.schema, dialect) {
+            (Some(s), Dialect::Postgres) => format!("{s}.{name}"),
+            _ => name.to_owned(),
+        }
+    }
+
+    pub(crate) fn records(&self, d: Dialect) -> String {
+        self.qualify(d, &self.records)
+    }
+
+    pub(crate) fn fences_q(&self, d: Dialect) -> String {
+        self.qualify(d, &self.fences)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_checked() {
+        assert!(TableNames::new("idem_records").is_ok());
+        assert!(TableNames::new("x; DROP TABLE y").is_err());
+        assert!(TableNames::new("1abc").is_err());
+        assert!(TableNames::new("").is_err());
+        assert!(TableNames::default().schema("a.b").is_err());
+        assert!(TableNames::new(&"a".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn reserved_words_are_refused() {
+        for bad in [
+            TableNames::new("order"),
+            TableNames::new("SELECT"),
+            TableNames::default().schema("user"),
+            TableNames::default().fences("table"),
+        ] {
+            match bad {
+                Err(StoreError::Config(m)) => assert!(m.contains("reserved word"), "{m}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        // A reserved word inside a longer name is fine.
+        assert!(TableNames::new("orders").is_ok());
+        assert!(TableNames::default().schema("user_data").is_ok());
+    }
+}
