@@ -1,10 +1,33 @@
 //! # idem — idempotent service operations
 //!
 //! A request executed once or a hundred times leaves the same business result.
-//! See the README for the guide; this crate re-exports the macros and the runtime.
+//! See the README for the guide; this crate re-exports the macros and the runtime,
+//! item by item, so what is public here is a decision, not an accident.
 
 pub use idem_macros::idempotent;
-pub use idem_runtime::*;
+
+// The handle and the guarded call.
+pub use idem_runtime::{Guard, Idem, IdemBuilder, global, install};
+// What a call returns, and how it went.
+pub use idem_runtime::{CallReport, Fence, How, Outcome, reported};
+// Settings, hooks and keys.
+pub use idem_runtime::{Concurrency, Hooks, Key, KeyPart, NoConflict, Policy, Terminal};
+// Errors.
+pub use idem_runtime::{Error, Result, std_error};
+// Stores and monitoring figures.
+pub use idem_runtime::{FaultPlan, FaultyStore, MemoryStore, Stats, Store, TopKey};
+
+// The modules, for the less common names (`idem::store::redis::RedisStore`,
+// `idem::observe::CallOutcome`, `idem::backstop::find_unique_violation`, ...).
+/// The caller's SQL database: dialects, identifiers, conflict retries.
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use idem_runtime::db;
+/// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use idem_runtime::sql;
+pub use idem_runtime::{
+    backstop, error, fingerprint, guard, hooks, key, observe, outcome, policy, store,
+};
 
 #[doc(hidden)]
 pub use idem_runtime::__private;

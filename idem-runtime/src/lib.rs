@@ -16,12 +16,12 @@ pub mod key;
 pub mod observe;
 pub mod outcome;
 pub mod policy;
-pub mod record;
+pub(crate) mod record;
 mod scene;
 pub mod store;
 
 #[doc(hidden)]
-#[path = "private.rs"]
+#[path = "private/mod.rs"]
 pub mod __private;
 
 pub use backstop::std_error;

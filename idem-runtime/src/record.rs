@@ -13,7 +13,7 @@ const HEADER: usize = 2 + 4 + 1;
 
 /// Whether a stored payload is a success or a terminal error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// The body's `Ok` value.
     Ok,
     /// A business error the function declared terminal (replayed as `Err`).
@@ -21,7 +21,7 @@ pub enum Kind {
 }
 
 /// Encodes a value with its version tag.
-pub fn encode<V: Serialize + ?Sized>(
+pub(crate) fn encode<V: Serialize + ?Sized>(
     key: &str,
     version: u32,
     kind: Kind,
@@ -39,7 +39,7 @@ pub fn encode<V: Serialize + ?Sized>(
 }
 
 /// Wraps JSON that is already encoded.
-pub fn encode_json(version: u32, kind: Kind, json: &[u8]) -> Vec<u8> {
+pub(crate) fn encode_json(version: u32, kind: Kind, json: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER + json.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&version.to_le_bytes());
@@ -52,7 +52,11 @@ pub fn encode_json(version: u32, kind: Kind, json: &[u8]) -> Vec<u8> {
 }
 
 /// Reads the header: the kind and the JSON body, after checking format and version.
-pub fn open<'a>(key: &str, version: u32, bytes: &'a [u8]) -> Result<(Kind, &'a [u8]), Error> {
+pub(crate) fn open<'a>(
+    key: &str,
+    version: u32,
+    bytes: &'a [u8],
+) -> Result<(Kind, &'a [u8]), Error> {
     if bytes.len() < HEADER || &bytes[..2] != MAGIC {
         return Err(Error::codec(key, "not an idem record (unknown format)"));
     }
@@ -72,7 +76,7 @@ pub fn open<'a>(key: &str, version: u32, bytes: &'a [u8]) -> Result<(Kind, &'a [
 }
 
 /// Decodes a JSON body into the caller's type.
-pub fn decode<V: DeserializeOwned>(key: &str, json: &[u8]) -> Result<V, Error> {
+pub(crate) fn decode<V: DeserializeOwned>(key: &str, json: &[u8]) -> Result<V, Error> {
     serde_json::from_slice(json).map_err(|e| Error::codec(key, e))
 }
 

@@ -4,6 +4,7 @@
 mod support;
 
 mod conformance;
+mod conformance_limits;
 mod guard_safety;
 mod keys;
 mod memory;

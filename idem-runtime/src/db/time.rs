@@ -5,16 +5,22 @@
 
 use std::time::Duration;
 
-/// Whole microseconds of `d` as an `i64`; a duration beyond `i64` microseconds
-/// (about 292,000 years) becomes `i64::MAX / 2`, never a negative number.
+/// Whole microseconds of `d` as an `i64`, capped at
+/// [`MAX_DURATION`](crate::policy::MAX_DURATION) (3,650 days): every database
+/// can add that to its clock (MySQL `DATETIME` ends in year 9999, a PostgreSQL
+/// interval of `i64::MAX / 2` µs overflows), so a store called directly with
+/// `Duration::MAX` keeps the record for ten years instead of failing the
+/// statement and counting it against the breaker.
 ///
 /// ```
 /// use std::time::Duration;
 /// use idem_runtime::db::micros;
+/// use idem_runtime::policy::MAX_DURATION;
 /// assert_eq!(micros(Duration::from_millis(1500)), 1_500_000);
-/// assert_eq!(micros(Duration::MAX), i64::MAX / 2);
+/// assert_eq!(micros(Duration::MAX), MAX_DURATION.as_micros() as i64);
 /// ```
 pub fn micros(d: Duration) -> i64 {
+    let d = d.min(crate::policy::MAX_DURATION);
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX / 2)
 }
 

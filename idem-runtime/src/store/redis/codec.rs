@@ -128,6 +128,9 @@ impl KeyLayout {
 
 /// Milliseconds for `PX`, at least 1 (Redis rejects 0).
 pub(crate) fn millis(d: Duration) -> u64 {
+    // Capped at MAX_DURATION: Redis refuses an expiry beyond `i64` milliseconds
+    // from now ("invalid expire time"), which would count as an outage.
+    let d = d.min(crate::policy::MAX_DURATION);
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 

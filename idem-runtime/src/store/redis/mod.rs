@@ -140,6 +140,7 @@ pub use cluster::{RedisClusterStore, RedisClusterStoreBuilder};
 /// The Lua sources of the claim and complete scripts, so the overhead benchmark
 /// can send the very same scripts by hand. Not part of the API.
 #[doc(hidden)]
+#[cfg(feature = "bench")]
 pub mod __bench {
     /// The claim script (`KEYS[1]` record; `ARGV` owner, fingerprint, lease ms).
     pub const CLAIM: &str = super::scripts::CLAIM;

@@ -15,6 +15,7 @@ use super::pool::Pool;
 use super::purge_loop;
 use super::row::RawRow;
 use crate::db::{Dialect, micros, retry_conflicts};
+use crate::policy::MAX_DURATION;
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
@@ -102,6 +103,7 @@ impl SqlStore {
     /// complete]`, so the overhead benchmark's hand-written baseline sends the very
     /// same SQL. Not part of the API.
     #[doc(hidden)]
+    #[cfg(feature = "bench")]
     pub fn __bench_statements(&self) -> [std::sync::Arc<str>; 4] {
         [
             self.sql.select_live.text(),
@@ -179,8 +181,13 @@ impl Store for SqlStore {
             let claim = dispatch!(&self.pool, |p, m| m::claim(p, &self.sql, &self.sent, req)
                 .await)?;
             if let Claim::Claimed { fence } = claim {
-                self.local
-                    .hold(req.key, req.owner, fence, req.fingerprint, sent + req.lease);
+                self.local.hold(
+                    req.key,
+                    req.owner,
+                    fence,
+                    req.fingerprint,
+                    sent + req.lease.min(MAX_DURATION),
+                );
             }
             one_at_a_time.remember(sent, &claim);
             Ok(claim)
@@ -257,7 +264,8 @@ impl Store for SqlStore {
             let n = self.execute(&self.sql.renew, &args).await;
             match n {
                 Ok(n) if n > 0 => {
-                    self.local.extend(key, owner, sent + lease);
+                    self.local
+                        .extend(key, owner, sent + lease.min(MAX_DURATION));
                     Ok(Owned::Applied)
                 }
                 other => {

@@ -1,0 +1,163 @@
+//! `Guarded` and `run`: the one call an `#[idempotent]` expansion makes. It
+//! hands the body to the same engine as the non-macro builder.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::bounds::{IsResult, Returns, TerminalError};
+use super::{FenceCell, KeyBuf, Spec};
+use crate::fingerprint::{Fingerprint, FingerprintBuilder};
+use crate::guard::Call;
+use crate::handle::{Idem, global};
+use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};
+use crate::scene::Owner;
+
+/// One guarded call as generated code builds it, typed by the function's
+/// declared return type `R` (`Result<T, E>` or an alias of it).
+pub struct Guarded<'h, R: IsResult, C = NoConflict> {
+    spec: &'static Spec,
+    key: KeyBuf,
+    handle: Option<&'h Idem>,
+    fingerprint: Result<Fingerprint, String>,
+    hooks: Hooks<R::Err, C>,
+    fence: Option<&'h FenceCell>,
+}
+
+impl<R: IsResult, C> std::fmt::Debug for Guarded<'_, R, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guarded")
+            .field("function", &self.spec.function)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'h, R: IsResult> Guarded<'h, R, NoConflict> {
+    /// Starts the call.
+    pub fn new(spec: &'static Spec, key: KeyBuf) -> Self {
+        Guarded {
+            spec,
+            key,
+            handle: None,
+            fingerprint: Ok(Fingerprint::NONE),
+            hooks: Hooks::new(),
+            fence: None,
+        }
+    }
+}
+
+impl<'h, R: IsResult, C> Guarded<'h, R, C> {
+    /// Uses this handle instead of the installed global.
+    pub fn handle(mut self, idem: &'h Idem) -> Self {
+        self.handle = Some(idem);
+        self
+    }
+
+    /// The request fingerprint.
+    pub fn fingerprint(mut self, fp: &FingerprintBuilder) -> Self {
+        self.fingerprint = fp.finish();
+        self
+    }
+
+    /// The request fingerprint, built in place so the hasher is not kept alive
+    /// across the body's awaits.
+    pub fn fingerprint_with(mut self, add: impl FnOnce(&mut FingerprintBuilder)) -> Self {
+        let mut fp = FingerprintBuilder::new();
+        add(&mut fp);
+        self.fingerprint = fp.finish();
+        self
+    }
+
+    /// Where a backstop violation is searched for in `E`.
+    pub fn detect(mut self, detect: DetectFn<R::Err>) -> Self {
+        self.hooks = self.hooks.detect(detect);
+        self
+    }
+
+    /// Terminal errors (stored and replayed).
+    pub fn terminal(mut self, is_terminal: fn(&R::Err) -> bool) -> Self
+    where
+        R::Err: TerminalError,
+    {
+        self.hooks = self.hooks.terminal(Terminal::new(is_terminal));
+        self
+    }
+
+    /// The lookup run after a backstop violation.
+    pub fn on_conflict<C2>(self, on_conflict: C2) -> Guarded<'h, R, C2> {
+        Guarded {
+            spec: self.spec,
+            key: self.key,
+            handle: self.handle,
+            fingerprint: self.fingerprint,
+            hooks: self.hooks.on_conflict(on_conflict),
+            fence: self.fence,
+        }
+    }
+
+    /// The cell the body reads its `idem::Fence` parameter from.
+    pub fn fence(mut self, cell: &'h FenceCell) -> Self {
+        self.fence = Some(cell);
+        self
+    }
+
+    /// Runs the body under the guard and returns what the function returns.
+    ///
+    /// The one `Returns` bound is checked against the type the macro names in
+    /// `Guarded::<R>::new` (the user's return type), so a result that cannot be
+    /// stored is one error there.
+    pub async fn run<Fut>(self, body: Fut) -> R
+    where
+        R: Returns,
+        C: OnConflict<R::Ok, R::Err>,
+        Fut: Future<Output = R> + Send,
+    {
+        let idem = match self.handle {
+            Some(h) => h,
+            None => match global() {
+                Ok(h) => h,
+                Err(e) => return R::from_result(Err(e.into())),
+            },
+        };
+        let owner = Owner::of(self.spec, self.spec.function);
+        if let Err(e) = idem.scenes().register(self.spec.scene, owner) {
+            return R::from_result(Err(e.into()));
+        }
+        let key = self.key.into_key(idem.namespace());
+        let policy = self.spec.policy();
+        let cell = self.fence;
+        let call = Call {
+            idem,
+            key: &key,
+            policy: &policy,
+            technique: crate::observe::Technique::Idempotent,
+        };
+        let result = call
+            .execute(self.fingerprint, self.hooks, move |fence| {
+                if let Some(c) = cell {
+                    c.set(fence);
+                }
+                async move { body.await.into_result() }
+            })
+            .await
+            .map(crate::outcome::Outcome::into_inner);
+        R::from_result(result)
+    }
+}
+
+/// Runs a guarded call. A free function so the declared return type is named in
+/// its turbofish (`run::<ReturnType, _, _>`): rustc reports an unsatisfied
+/// `Returns` bound there, i.e. once, on the user's return type (cached 0043a).
+/// The future is boxed because an `async fn`'s opaque type would repeat the
+/// bound check (and the error) at the call site; one allocation per call.
+pub fn run<'a, R, C, Fut>(
+    guarded: Guarded<'a, R, C>,
+    body: Fut,
+) -> Pin<Box<dyn Future<Output = R> + Send + 'a>>
+where
+    R: Returns + 'a,
+    C: OnConflict<R::Ok, R::Err> + 'a,
+    Fut: Future<Output = R> + Send + 'a,
+{
+    Box::pin(guarded.run(body))
+}

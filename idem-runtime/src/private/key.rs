@@ -1,0 +1,39 @@
+//! `KeyBuf`: the key chain of an expansion (`.lit(..).arg(..)`), written by the
+//! same `KeyWriter` as `Key::from_parts`.
+
+use super::Spec;
+use crate::key::{Key, KeyPart, KeyWriter};
+
+/// Renders the key from template pieces straight into one buffer
+/// ([`KeyWriter`], shared with `Key::from_parts`); the namespace is put in front
+/// once the handle is known, at `run`.
+#[derive(Debug)]
+pub struct KeyBuf(KeyWriter);
+
+impl KeyBuf {
+    /// Starts a key for `spec`.
+    pub fn new(spec: &'static Spec) -> Self {
+        KeyBuf(KeyWriter::with_capacity(spec.template.len() + 32))
+    }
+
+    /// Appends literal template text.
+    pub fn lit(mut self, s: &'static str) -> Self {
+        self.0.literal(s);
+        self
+    }
+
+    /// Appends one parameter, escaped.
+    pub fn arg<P: KeyPart + ?Sized>(mut self, part: &P) -> Self {
+        self.0.part(part);
+        self
+    }
+
+    /// Ends the key.
+    pub fn finish(self) -> KeyBuf {
+        self
+    }
+
+    pub(crate) fn into_key(self, namespace: &str) -> Key {
+        self.0.finish(namespace)
+    }
+}

@@ -1,0 +1,32 @@
+//! The only surface generated code touches. Not public API: names here may change
+//! in any release, and the macros are updated with them.
+//!
+//! An `#[idempotent]` function expands to a static [`Spec`], a [`KeyBuf`] chain
+//! rendering the key from the parameters, and one [`Guarded`] call that hands the
+//! body to the same engine as the non-macro builder. One file per concern; the
+//! macros of later issues add theirs beside `idempotent.rs`.
+//!
+//! - `spec`: [`Spec`], the static description of a function;
+//! - `key`: [`KeyBuf`], the key chain;
+//! - `fence`: [`FenceCell`], the body's `idem::Fence` parameter;
+//! - `idempotent`: [`Guarded`] and [`run`];
+//! - `bounds`: the traits checked once at the user's return type;
+//! - `detect`: backstop detection by autoref specialisation.
+
+mod bounds;
+mod detect;
+mod fence;
+mod idempotent;
+mod key;
+mod spec;
+
+pub use crate::fingerprint::FingerprintBuilder;
+pub use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};
+pub use crate::policy::Concurrency;
+
+pub use bounds::{IdemErrorInto, IsResult, Returns, Storable, TerminalError};
+pub use detect::{ErrProbe, ViaAsRef, ViaNothing, ViaStdError, detect};
+pub use fence::FenceCell;
+pub use idempotent::{Guarded, run};
+pub use key::KeyBuf;
+pub use spec::Spec;
