@@ -610,9 +610,17 @@ async fn unstorable_keys_are_invalid_input(d: Dialect) {
         .circuit_breaker(5, Duration::from_secs(3600))
         .build()
         .unwrap();
-    let mut scenes = vec![("s".repeat(idem::store::sql::MAX_KEY_BYTES + 1), "longer")];
+    let scenes = vec![("s".repeat(idem::store::sql::MAX_KEY_BYTES + 1), "longer")];
     if d == Dialect::Postgres {
-        scenes.push(("nul\0scene".to_owned(), "NUL"));
+        // A NUL in a scene used to reach PostgreSQL (text cannot hold it) and trip
+        // the breaker; scenes are now escaped like parts, so it renders `%00` and
+        // is stored. (The store's own NUL check stays for keys built elsewhere.)
+        let out = idem
+            .guard("nul\0scene", &[&1u8])
+            .run(|_| async { Res::Ok(3) })
+            .await
+            .unwrap();
+        assert_eq!((out.how(), out.into_inner()), (How::Executed, 3));
     }
     let runs = std::sync::atomic::AtomicUsize::new(0);
     let mut errors = Vec::new();
@@ -659,8 +667,8 @@ async fn unstorable_keys_are_invalid_input(d: Dialect) {
     }
     assert_eq!(
         idem.stats().count("executed"),
-        1,
-        "only the healthy call ran"
+        if d == Dialect::Postgres { 2 } else { 1 },
+        "only the healthy calls ran (and the escaped NUL scene on PostgreSQL)"
     );
     // The store itself refuses them on every operation that takes a key.
     let s = &fx.store;
