@@ -21,46 +21,28 @@ impl Seq<'_> {
     }
 }
 
-impl ser::SerializeSeq for Seq<'_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.close()
-    }
+/// The four element-by-element serde traits differ only in their names: one
+/// body for all of them.
+macro_rules! seq_impls {
+    ($($tr:ident :: $method:ident),*) => {$(
+        impl ser::$tr for Seq<'_> {
+            type Ok = ();
+            type Error = EncodeError;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), EncodeError> {
+                self.close()
+            }
+        }
+    )*};
 }
-impl ser::SerializeTuple for Seq<'_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.close()
-    }
-}
-impl ser::SerializeTupleStruct for Seq<'_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.close()
-    }
-}
-impl ser::SerializeTupleVariant for Seq<'_> {
-    type Ok = ();
-    type Error = EncodeError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), EncodeError> {
-        self.close()
-    }
-}
+seq_impls!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// Maps and structs: entries encoded into a scratch buffer, then written
 /// sorted by key bytes between MAP and END (plus `extra_ends` × END).

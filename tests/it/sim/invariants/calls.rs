@@ -281,8 +281,9 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
             Some((_, CallResult::Err(ErrKind::Rejected(_)), _)) => ks.terminal,
             // A real store may be slow under load: a probe that timed out honestly
             // is not a stuck process (a wedged breaker fails at once).
+            // (The call's budget: the op timeout, clamped to a third of its lease.)
             Some((_, CallResult::Err(ErrKind::StoreUnavailable), elapsed)) => {
-                !cx.timing && *elapsed >= s.op_timeout
+                !cx.timing && *elapsed >= ks.policy.op_budget(s.op_timeout)
             }
             _ => false,
         };
