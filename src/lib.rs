@@ -4,10 +4,12 @@
 //! See the README for the guide; this crate re-exports the macros and the runtime,
 //! item by item, so what is public here is a decision, not an accident.
 
-pub use idem_macros::idempotent;
+pub use idem_macros::{distributed_lock, idempotent};
 
 // The handle and the guarded call.
 pub use idem_runtime::{Guard, Idem, IdemBuilder, global, install};
+// The distributed lock.
+pub use idem_runtime::{Lock, LockGrant, LockPolicy};
 // What a call returns, and how it went.
 pub use idem_runtime::{CallReport, Fence, How, Outcome, reported};
 // Settings, hooks and keys.
@@ -26,7 +28,7 @@ pub use idem_runtime::db;
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use idem_runtime::sql;
 pub use idem_runtime::{
-    backstop, error, fingerprint, guard, hooks, key, observe, outcome, policy, store,
+    backstop, error, fingerprint, guard, hooks, key, lock, observe, outcome, policy, store,
 };
 
 #[doc(hidden)]

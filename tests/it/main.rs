@@ -7,6 +7,9 @@ mod conformance;
 mod conformance_limits;
 mod guard_safety;
 mod keys;
+mod lock;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod lock_fenced;
 mod memory;
 mod observability;
 #[cfg(feature = "redis")]
