@@ -10,6 +10,8 @@ pub use idem_macros::{distributed_lock, idempotent};
 pub use idem_runtime::{Guard, Idem, IdemBuilder, global, install};
 // The distributed lock.
 pub use idem_runtime::{Lock, LockGrant, LockPolicy};
+// One-time tokens.
+pub use idem_runtime::{Consume, Token, Tokens};
 // What a call returns, and how it went.
 pub use idem_runtime::{CallReport, Fence, How, Outcome, reported};
 // Settings, hooks and keys.
@@ -28,7 +30,7 @@ pub use idem_runtime::db;
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use idem_runtime::sql;
 pub use idem_runtime::{
-    backstop, error, fingerprint, guard, hooks, key, lock, observe, outcome, policy, store,
+    backstop, error, fingerprint, guard, hooks, key, lock, observe, outcome, policy, store, token,
 };
 
 #[doc(hidden)]

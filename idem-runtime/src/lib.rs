@@ -20,6 +20,7 @@ pub mod policy;
 pub(crate) mod record;
 mod scene;
 pub mod store;
+pub mod token;
 
 #[doc(hidden)]
 #[path = "private/mod.rs"]
@@ -42,3 +43,4 @@ pub use store::memory::MemoryStore;
 /// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`).
 #[cfg(feature = "sql")]
 pub use store::sql;
+pub use token::{Consume, Token, Tokens};

@@ -56,7 +56,11 @@ pub async fn no_overlap(store: Arc<dyn Store>) {
     for t in tasks {
         t.await.unwrap();
     }
-    assert_eq!(max_inside.load(Ordering::SeqCst), 1, "two holders overlapped");
+    assert_eq!(
+        max_inside.load(Ordering::SeqCst),
+        1,
+        "two holders overlapped"
+    );
     let fences = fences.lock().unwrap().clone();
     assert_eq!(fences.len(), 1000);
     assert!(
@@ -259,12 +263,22 @@ mod memory {
     crate::lock::lock_suite!(std::sync::Arc::new(idem::MemoryStore::new()));
 }
 
-#[cfg(feature = "redis")]
+#[cfg(all(
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite"
+))]
 mod redis {
     crate::lock::lock_suite!(crate::lock_fenced::shared_redis().await);
 }
 
-#[cfg(feature = "redis")]
+#[cfg(all(
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite"
+))]
 mod redis_cluster {
     crate::lock::lock_suite!(crate::lock_fenced::cluster().await);
 }

@@ -80,11 +80,13 @@ pub async fn stale_holder_is_fenced_off(store: Arc<dyn Store>) {
     let lease = Duration::from_secs(1);
     let mut trials = Vec::new();
     for i in 0..100i64 {
-        sqlx::query(sqlx::AssertSqlSafe(format!("INSERT INTO {table} VALUES ($1, '', 0)")))
-            .bind(i)
-            .execute(&pool)
-            .await
-            .unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO {table} VALUES ($1, '', 0)"
+        )))
+        .bind(i)
+        .execute(&pool)
+        .await
+        .unwrap();
         let a_store = Arc::new(FaultyStore::new(store.clone()));
         let a = handle_in(a_store.clone(), &ns);
         let b = handle_in(store.clone(), &ns);
@@ -133,11 +135,13 @@ pub async fn stale_holder_is_fenced_off(store: Arc<dyn Store>) {
                 w
             };
             let ((a_valid, a_write), b_write) = tokio::join!(a_task, b_task);
-            let holder: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT holder FROM {table} WHERE id = $1")))
-                .bind(i)
-                .fetch_one(&pool)
-                .await
-                .unwrap();
+            let holder: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT holder FROM {table} WHERE id = $1"
+            )))
+            .bind(i)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
             Trial {
                 a_valid,
                 a_write,

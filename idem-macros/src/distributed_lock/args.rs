@@ -47,7 +47,13 @@ mod tests {
     fn reads_options_and_suggests_names() {
         let mut errors = Errors::default();
         let a = parse(
-            quote!(key = "lock:o:<id>", lease = "3s", wait = "500ms", max_hold = "60s", handle = &H),
+            quote!(
+                key = "lock:o:<id>",
+                lease = "3s",
+                wait = "500ms",
+                max_hold = "60s",
+                handle = &H
+            ),
             &mut errors,
         );
         assert!(errors.is_empty());
@@ -56,6 +62,9 @@ mod tests {
         let mut errors = Errors::default();
         parse(quote!(key = "lock:o:<id>", ttl = "1h"), &mut errors);
         let e = errors.into_compile_errors().to_string();
-        assert!(e.contains("unknown option `ttl` in `#[distributed_lock]`"), "{e}");
+        assert!(
+            e.contains("unknown option `ttl` in `#[distributed_lock]`"),
+            "{e}"
+        );
     }
 }

@@ -114,16 +114,24 @@ mod tests {
     #[test]
     fn max_hold_must_exceed_the_lease() {
         let e = check(r#"key = "lock:k:<id>", lease = "3s", max_hold = "3s""#);
-        assert!(e.contains("`max_hold` (3s) must be longer than `lease` (3s)"), "{e}");
+        assert!(
+            e.contains("`max_hold` (3s) must be longer than `lease` (3s)"),
+            "{e}"
+        );
         let e = check(r#"key = "lock:k:<id>", max_hold = "10s""#);
         assert!(e.contains("the default `lease` (30s)"), "{e}");
-        assert_eq!(check(r#"key = "lock:k:<id>", lease = "3s", max_hold = "60s""#), "");
+        assert_eq!(
+            check(r#"key = "lock:k:<id>", lease = "3s", max_hold = "60s""#),
+            ""
+        );
     }
 
     #[test]
     fn key_needs_a_placeholder_and_known_parameters() {
         assert!(check(r#"key = "lock:k""#).contains("has no placeholder"));
         assert!(check(r#"key = "lock:k:<idd>""#).contains("did you mean `id`?"));
-        assert!(check(r#"key = "lock:k:<id>", lease = "0s""#).contains("must be greater than zero"));
+        assert!(
+            check(r#"key = "lock:k:<id>", lease = "0s""#).contains("must be greater than zero")
+        );
     }
 }

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use super::Exec;
 use crate::fence::Fence;
 use crate::observe::Op;
-use crate::store::{Owned, Owner};
+use crate::store::{BoxFuture, Owned, Owner, StoreError};
 
 /// A claim this caller holds.
 #[derive(Debug, Clone, Copy)]
@@ -59,23 +59,38 @@ impl Exec {
         live: Option<&Liveness>,
         body: F,
     ) -> F::Output {
+        self.hold_with(held, max_hold, live, None, body).await
+    }
+
+    /// [`hold_tracked`](Self::hold_tracked) renewing through `renew` (its op
+    /// label and call) instead of the record store's `renew`: a one-time token
+    /// lives in the token store.
+    pub(crate) async fn hold_with<'s, F: Future>(
+        &'s self,
+        held: &Held<'_>,
+        max_hold: Duration,
+        live: Option<&Liveness>,
+        renew: Option<(Op, Renew<'s>)>,
+        body: F,
+    ) -> F::Output {
         let body = pin!(body);
         tokio::select! {
             biased;
             r = body => r,
             // Boxed: renewal (timers, a store operation) would otherwise add its
             // size to the future of every call, replays included.
-            never = Box::pin(self.watchdog(held, max_hold, live)) => match never {},
+            never = Box::pin(self.watchdog(held, max_hold, live, renew)) => match never {},
         }
     }
 
     /// Renews until `max_hold`, or parks once the lease is lost. Never returns: the
     /// body's `select!` ends it.
-    async fn watchdog(
-        &self,
+    async fn watchdog<'s>(
+        &'s self,
         held: &Held<'_>,
         max_hold: Duration,
         live: Option<&Liveness>,
+        renew: Option<(Op, Renew<'s>)>,
     ) -> Infallible {
         let Held {
             key,
@@ -94,12 +109,16 @@ impl Exec {
                 tracing::warn!(key, "max_hold reached: lease renewal stops and will lapse");
                 return std::future::pending().await;
             }
-            match self
-                .op_in(Op::Renew, key, budget, || {
-                    self.store.renew(key, owner, lease)
-                })
-                .await
-            {
+            let renewed = match renew {
+                None => {
+                    self.op_in(Op::Renew, key, budget, || {
+                        self.store.renew(key, owner, lease)
+                    })
+                    .await
+                }
+                Some((op, f)) => self.op_in(op, key, budget, f).await,
+            };
+            match renewed {
                 Ok(Owned::Applied) => {
                     if let Some(l) = live {
                         l.renewed(sent + lease);
@@ -123,6 +142,10 @@ impl Exec {
         }
     }
 }
+
+/// A renewal other than the record store's (see [`Exec::hold_with`]).
+pub(crate) type Renew<'a> =
+    &'a (dyn Fn() -> BoxFuture<'a, Result<Owned, StoreError>> + Send + Sync);
 
 /// Whether a held lease still holds, as far as this process can tell: until the
 /// last confirmed claim or renewal's *send* instant plus the lease (the store

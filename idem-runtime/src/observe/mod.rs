@@ -20,7 +20,8 @@
 //!   techniques `applied`, `already_applied`, `invalid_transition`, `lock_busy`,
 //!   `token_invalid`, `duplicate_message`.
 //! - `op`: `claim`, `renew`, `complete`, `release`, `inspect`, `forget`, `purge`,
-//!   `verify`.
+//!   `verify`; one-time tokens: `token_issue`, `token_take`, `token_renew`,
+//!   `token_consume`, `token_return`.
 //!
 //! Interception rate = (replayed + waited + backstop + duplicate_message) / calls;
 //! backstop hits = calls with `outcome="backstop"`. The most-repeated keys of each

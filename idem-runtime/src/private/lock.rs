@@ -145,7 +145,10 @@ impl<'h, R: IsResult> Locked<'h, R> {
 
 /// Runs a locked call; the declared return type is named in its turbofish so an
 /// unsatisfied bound is one error there. Boxed for the same reason as `run`.
-pub fn lock<'a, R, Fut>(locked: Locked<'a, R>, body: Fut) -> Pin<Box<dyn Future<Output = R> + Send + 'a>>
+pub fn lock<'a, R, Fut>(
+    locked: Locked<'a, R>,
+    body: Fut,
+) -> Pin<Box<dyn Future<Output = R> + Send + 'a>>
 where
     R: LockReturns + 'a,
     Fut: Future<Output = R> + Send + 'a,

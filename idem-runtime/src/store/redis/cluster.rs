@@ -133,12 +133,18 @@ impl RedisClusterStore {
     }
 }
 
+super::token_scripts::token_store!(RedisClusterStore);
+
 impl Store for RedisClusterStore {
     fn name(&self) -> &'static str {
         "redis-cluster"
     }
 
     super::record_ops!();
+
+    fn tokens(&self) -> Option<&dyn crate::store::token::TokenStore> {
+        Some(self)
+    }
 
     /// Reads `maxmemory-policy` on every master.
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
