@@ -12,6 +12,8 @@ pub use idem_runtime::{Guard, Idem, IdemBuilder, global, install};
 pub use idem_runtime::{Lock, LockGrant, LockPolicy};
 // One-time tokens.
 pub use idem_runtime::{Consume, Token, Tokens};
+// The state check-and-set.
+pub use idem_runtime::{StateCas, StateKey};
 // What a call returns, and how it went.
 pub use idem_runtime::{CallReport, Fence, How, Outcome, reported};
 // Settings, hooks and keys.
@@ -30,7 +32,8 @@ pub use idem_runtime::db;
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use idem_runtime::sql;
 pub use idem_runtime::{
-    backstop, error, fingerprint, guard, hooks, key, lock, observe, outcome, policy, store, token,
+    backstop, error, fingerprint, guard, hooks, key, lock, observe, outcome, policy, state_cas,
+    store, token,
 };
 
 #[doc(hidden)]

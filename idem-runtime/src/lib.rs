@@ -19,6 +19,7 @@ pub mod outcome;
 pub mod policy;
 pub(crate) mod record;
 mod scene;
+pub mod state_cas;
 pub mod store;
 pub mod token;
 
@@ -37,6 +38,7 @@ pub use lock::{Lock, LockGrant, LockPolicy};
 pub use observe::{CallReport, Stats, TopKey, reported};
 pub use outcome::{How, Outcome};
 pub use policy::{Concurrency, Policy};
+pub use state_cas::{StateCas, StateKey};
 pub use store::Store;
 pub use store::faulty::{FaultPlan, FaultyStore};
 pub use store::memory::MemoryStore;

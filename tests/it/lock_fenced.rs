@@ -12,7 +12,8 @@ use idem::store::Store;
 use idem::{Error, FaultyStore, Idem};
 
 /// A Redis store on the shared server under a fresh prefix (lock keys are
-/// released by their holders, so nothing stays behind).
+/// released by their holders; the token and state tests' keys expire within a
+/// minute).
 #[cfg(feature = "redis")]
 pub async fn shared_redis() -> Arc<dyn Store> {
     let prefix = format!("idemtest:{}:", uuid::Uuid::new_v4().simple());

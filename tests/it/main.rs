@@ -21,6 +21,7 @@ mod redis_procs;
 #[cfg(feature = "redis")]
 mod redis_store;
 mod sim;
+mod state_cas;
 mod token;
 mod unanswered_claims;
 

@@ -140,6 +140,8 @@ pub enum Technique {
     Consume,
     /// The HTTP `Idempotency-Key` layer.
     Http,
+    /// `Idem::state_cas`, the Redis state check-and-set.
+    StateCas,
 }
 
 impl Technique {
@@ -152,6 +154,7 @@ impl Technique {
             Technique::Token => "token",
             Technique::Consume => "consume",
             Technique::Http => "http",
+            Technique::StateCas => "state_cas",
         }
     }
 }
@@ -193,11 +196,13 @@ pub enum Op {
     TokenConsume,
     /// Give a taken token back after its body failed (consuming → issued).
     TokenReturn,
+    /// Move a key's state from an expected value to a new one.
+    StateCas,
 }
 
 impl Op {
     /// Every operation, in declaration order (the index of per-op metric keys).
-    pub const ALL: [Op; 13] = [
+    pub const ALL: [Op; 14] = [
         Op::Claim,
         Op::Renew,
         Op::Complete,
@@ -211,6 +216,7 @@ impl Op {
         Op::TokenRenew,
         Op::TokenConsume,
         Op::TokenReturn,
+        Op::StateCas,
     ];
 
     /// The label value.
@@ -229,6 +235,7 @@ impl Op {
             Op::TokenRenew => "token_renew",
             Op::TokenConsume => "token_consume",
             Op::TokenReturn => "token_return",
+            Op::StateCas => "state_cas",
         }
     }
 
@@ -327,6 +334,7 @@ mod tests {
             Technique::Token,
             Technique::Consume,
             Technique::Http,
+            Technique::StateCas,
         ]
         .map(Technique::as_str);
         assert_eq!(
@@ -337,7 +345,8 @@ mod tests {
                 "lock",
                 "token",
                 "consume",
-                "http"
+                "http",
+                "state_cas"
             ]
         );
         let ops = Op::ALL.map(Op::as_str);
@@ -356,7 +365,8 @@ mod tests {
                 "token_take",
                 "token_renew",
                 "token_consume",
-                "token_return"
+                "token_return",
+                "state_cas"
             ]
         );
         for (i, op) in Op::ALL.iter().enumerate() {

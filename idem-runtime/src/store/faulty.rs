@@ -320,4 +320,9 @@ impl<S: Store> Store for FaultyStore<S> {
     fn tokens(&self) -> Option<&dyn super::token::TokenStore> {
         self.inner.tokens()
     }
+
+    /// The inner store's state check-and-set, without faults.
+    fn states(&self) -> Option<&dyn super::state::StateStore> {
+        self.inner.states()
+    }
 }

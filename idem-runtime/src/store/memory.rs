@@ -60,6 +60,7 @@ pub struct MemoryStore {
     hasher: RandomState,
     last_fence: AtomicU64,
     tokens: super::token::memory::MemoryTokens,
+    states: super::state::MemoryStates,
 }
 
 impl Default for MemoryStore {
@@ -76,6 +77,7 @@ impl MemoryStore {
             hasher: RandomState::new(),
             last_fence: AtomicU64::new(0),
             tokens: Default::default(),
+            states: Default::default(),
         }
     }
 
@@ -329,5 +331,9 @@ impl Store for MemoryStore {
 
     fn tokens(&self) -> Option<&dyn super::token::TokenStore> {
         Some(&self.tokens)
+    }
+
+    fn states(&self) -> Option<&dyn super::state::StateStore> {
+        Some(&self.states)
     }
 }

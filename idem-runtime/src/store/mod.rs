@@ -30,6 +30,7 @@ pub mod memory;
 pub mod redis;
 #[cfg(feature = "sql")]
 pub mod sql;
+pub mod state;
 pub mod token;
 
 /// A boxed, sendable future: the store trait stays object-safe (`Arc<dyn Store>`).
@@ -214,6 +215,12 @@ pub trait Store: Send + Sync + 'static {
     fn tokens(&self) -> Option<&dyn token::TokenStore> {
         None
     }
+
+    /// The state check-and-set, if this backend offers it (memory, Redis,
+    /// Redis Cluster).
+    fn states(&self) -> Option<&dyn state::StateStore> {
+        None
+    }
 }
 
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
@@ -264,6 +271,9 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     }
     fn tokens(&self) -> Option<&dyn token::TokenStore> {
         (**self).tokens()
+    }
+    fn states(&self) -> Option<&dyn state::StateStore> {
+        (**self).states()
     }
 }
 

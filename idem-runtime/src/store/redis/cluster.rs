@@ -134,6 +134,7 @@ impl RedisClusterStore {
 }
 
 super::token_scripts::token_store!(RedisClusterStore);
+super::state_scripts::state_store!(RedisClusterStore);
 
 impl Store for RedisClusterStore {
     fn name(&self) -> &'static str {
@@ -143,6 +144,10 @@ impl Store for RedisClusterStore {
     super::record_ops!();
 
     fn tokens(&self) -> Option<&dyn crate::store::token::TokenStore> {
+        Some(self)
+    }
+
+    fn states(&self) -> Option<&dyn crate::store::state::StateStore> {
         Some(self)
     }
 

@@ -59,6 +59,7 @@
 mod cluster;
 mod codec;
 mod scripts;
+mod state_scripts;
 mod token_scripts;
 
 use std::time::Duration;
@@ -300,6 +301,7 @@ impl RedisStore {
 }
 
 token_scripts::token_store!(RedisStore);
+state_scripts::state_store!(RedisStore);
 
 impl Store for RedisStore {
     fn name(&self) -> &'static str {
@@ -309,6 +311,10 @@ impl Store for RedisStore {
     record_ops!();
 
     fn tokens(&self) -> Option<&dyn crate::store::token::TokenStore> {
+        Some(self)
+    }
+
+    fn states(&self) -> Option<&dyn crate::store::state::StateStore> {
         Some(self)
     }
 
