@@ -44,6 +44,7 @@ use proc_macro::TokenStream;
 /// | `on_conflict` | path to `async fn(&p1, &p2, ..) -> Result<T, E>` | none |
 /// | `degrade` | `"backstop"` (requires `backstop`) | off |
 /// | `terminal` | path to `fn(&E) -> bool` | none |
+/// | `token` | `"<param>"`: a one-time token issued for scope `token:<scene>`, consumed when the body succeeds | none |
 /// | `handle` | expression of type `&idem::Idem` | the installed global |
 /// | `crate` | `"path"` to the `idem` crate | `"::idem"` |
 ///

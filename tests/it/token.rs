@@ -244,3 +244,65 @@ async fn sql_store_has_no_tokens() {
     let r = idem.tokens().issue(FORM, Duration::from_secs(60)).await;
     assert!(matches!(r, Err(Error::Config(_))), "{r:?}");
 }
+
+// ---- #[idempotent(token = "<t>")] ----
+
+#[idem::idempotent(key = "tok-order:<req_id>", lease = "2s", token = "<form_token>", handle = idem)]
+async fn submit(
+    idem: &idem::Idem,
+    req_id: u32,
+    form_token: &str,
+    runs: &Counter,
+) -> Result<u32, AppError> {
+    runs.hit();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    Ok(req_id * 10)
+}
+
+/// The macro option: 20 concurrent submissions with one token and distinct
+/// request ids run once (the others find the token consumed); a repeat of the
+/// winning request replays without the token; a forged token never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn macro_token_option() {
+    let idem = Arc::new(handle(Arc::new(idem::MemoryStore::new()), "token-macro"));
+    let token = idem
+        .tokens()
+        .issue("token:tok-order", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .into_string();
+    let runs = Counter::default();
+    let barrier = Arc::new(tokio::sync::Barrier::new(20));
+    let mut tasks = Vec::new();
+    for i in 0..20u32 {
+        let (idem, token, runs, barrier) =
+            (idem.clone(), token.clone(), runs.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            (i, submit(&idem, i, &token, &runs).await)
+        }));
+    }
+    let mut winner = None;
+    for t in tasks {
+        match t.await.unwrap() {
+            (i, Ok(v)) => {
+                assert_eq!(v, i * 10);
+                assert!(winner.replace(i).is_none(), "two submissions ran");
+            }
+            (_, Err(AppError::Idem(Error::TokenInvalid { .. }))) => {}
+            (_, Err(e)) => panic!("{e:?}"),
+        }
+    }
+    let winner = winner.expect("one submission ran");
+    assert_eq!(runs.get(), 1);
+    assert_eq!(
+        submit(&idem, winner, &token, &runs).await.unwrap(),
+        winner * 10
+    );
+    let forged = "B".repeat(43);
+    assert!(matches!(
+        submit(&idem, 99, &forged, &runs).await,
+        Err(AppError::Idem(Error::TokenInvalid { .. }))
+    ));
+    assert_eq!(runs.get(), 1);
+}

@@ -118,6 +118,11 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
     if let Some(path) = &plan.terminal {
         hooks.extend(quote_spanned!(path.span()=> .terminal(#path)));
     }
+    if let Some(piece) = &plan.token {
+        // `AsRef<str>`: a `String`, `&str` or token newtype carries the token.
+        let (at, path) = codegen::arg_path(piece);
+        hooks.extend(quote_spanned!(at=> .token(::core::convert::AsRef::<str>::as_ref(&#path))));
+    }
     let (mut cell, mut take) = (TokenStream::new(), TokenStream::new());
     if let Some((fence, mutable)) = &plan.fence {
         (cell, take) = codegen::fence_binding(krate, fence, *mutable);
