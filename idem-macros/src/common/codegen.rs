@@ -27,10 +27,11 @@ pub(crate) fn krate(path: Option<&Path>) -> TokenStream {
     }
 }
 
-/// Template pieces → `KeyBuf::new(spec).lit("a:").arg(&p)...finish()`.
+/// Template pieces → `KeyBuf::<start>.lit("a:").arg(&p)...finish()`, where
+/// `start` is the constructor call (`new(&SPEC)`, `for_lock(&LOCK)`).
 pub(crate) fn key_chain(
     krate: &TokenStream,
-    spec: TokenStream,
+    start: TokenStream,
     pieces: &[KeyPiece],
 ) -> TokenStream {
     let pieces = pieces.iter().map(|piece| match piece {
@@ -41,7 +42,7 @@ pub(crate) fn key_chain(
         }
     });
     quote! {
-        #krate::__private::KeyBuf::new(#spec)
+        #krate::__private::KeyBuf::#start
             #(#pieces)*
             .finish()
     }

@@ -22,7 +22,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     } = plan.item;
     let krate = codegen::krate(plan.krate.as_ref());
     let spec = spec(plan, &krate);
-    let key = codegen::key_chain(&krate, quote!(&__IDEM_LOCK), &plan.key.pieces);
+    let key = codegen::key_chain(&krate, quote!(for_lock(&__IDEM_LOCK)), &plan.key.pieces);
     let ret = plan.ret;
     let mut hooks = TokenStream::new();
     if let Some(h) = &plan.handle {
@@ -77,13 +77,19 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
         let max_hold = some(duration(max_hold));
         fields.extend(quote!(max_hold: #max_hold,));
     }
+    // With every option written, `..DEFAULT` would be a needless update (clippy).
+    let rest = if plan.lease.is_some() && plan.wait.is_some() && plan.max_hold.is_some() {
+        TokenStream::new()
+    } else {
+        quote!(..#krate::__private::LockSpec::DEFAULT)
+    };
     quote! {
         static __IDEM_LOCK: #krate::__private::LockSpec = #krate::__private::LockSpec {
             function: ::core::concat!(::core::module_path!(), #function),
             template: #template,
             scene: #scene,
             #fields
-            ..#krate::__private::LockSpec::DEFAULT
+            #rest
         };
     }
 }

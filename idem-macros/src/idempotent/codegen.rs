@@ -24,7 +24,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     } = plan.item;
     let krate = codegen::krate(plan.krate.as_ref());
     let spec = spec(plan, &krate);
-    let key = codegen::key_chain(&krate, quote!(&__IDEM_SPEC), &plan.key.pieces);
+    let key = codegen::key_chain(&krate, quote!(new(&__IDEM_SPEC)), &plan.key.pieces);
     let key = quote!(let __idem_key = #key;);
     let call = call(plan, &krate, body);
     let block = quote_spanned! {*brace_span=>

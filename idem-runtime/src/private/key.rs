@@ -10,22 +10,15 @@ use crate::key::{Key, KeyPart, KeyWriter};
 #[derive(Debug)]
 pub struct KeyBuf(KeyWriter);
 
-/// A static description that carries a key template (each macro's spec).
-pub trait Template: Sync {
-    /// The template as written.
-    fn template(&self) -> &'static str;
-}
-
-impl Template for Spec {
-    fn template(&self) -> &'static str {
-        self.template
-    }
-}
-
 impl KeyBuf {
     /// Starts a key for `spec`.
-    pub fn new<S: Template + ?Sized>(spec: &'static S) -> Self {
-        KeyBuf(KeyWriter::with_capacity(spec.template().len() + 32))
+    pub fn new(spec: &'static Spec) -> Self {
+        KeyBuf(KeyWriter::with_capacity(spec.template.len() + 32))
+    }
+
+    /// Starts a key for a `#[distributed_lock]` function.
+    pub fn for_lock(spec: &'static super::LockSpec) -> Self {
+        KeyBuf(KeyWriter::with_capacity(spec.template.len() + 32))
     }
 
     /// Appends literal template text.

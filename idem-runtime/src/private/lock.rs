@@ -48,12 +48,6 @@ impl LockSpec {
     }
 }
 
-impl super::key::Template for LockSpec {
-    fn template(&self) -> &'static str {
-        self.template
-    }
-}
-
 /// What a `#[distributed_lock]` function may return: `Result<T, E>` whose error
 /// can carry an `idem::Error` (`LockBusy`, `StoreUnavailable`, ...).
 #[diagnostic::on_unimplemented(

@@ -30,6 +30,6 @@ pub use bounds::{IdemErrorInto, IsResult, Returns, Storable, TerminalError};
 pub use detect::{ErrProbe, ViaAsRef, ViaNothing, ViaStdError, detect};
 pub use fence::FenceCell;
 pub use idempotent::{Guarded, run};
-pub use key::{KeyBuf, Template};
+pub use key::KeyBuf;
 pub use lock::{LockReturns, LockSpec, Locked, lock};
 pub use spec::Spec;
