@@ -174,6 +174,46 @@ pub async fn dropped_holder_frees_the_lock(store: Arc<dyn Store>) {
     assert_eq!(counted.counts().ops, ops, "renewals went on after the drop");
 }
 
+/// `max_hold` bounds renewal: a hung body (lease 1 s, max_hold 1.5 s) loses the
+/// lock after its last renewal's lease, a contender takes it over, and the hung
+/// holder's grant reports it.
+pub async fn max_hold_stops_renewal(store: Arc<dyn Store>) {
+    let idem = Arc::new(handle(store, "lock-maxhold"));
+    let lease = Duration::from_secs(1);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let hung = {
+        let idem = idem.clone();
+        tokio::spawn(async move {
+            idem.lock("lock:maxhold", &[&"k"])
+                .lease(lease)
+                .max_hold(Duration::from_millis(1500))
+                .run(|grant| async move {
+                    let _ = tx.send(());
+                    tokio::time::sleep(Duration::from_secs(4)).await;
+                    Ok::<_, Error>(grant.is_valid())
+                })
+                .await
+        })
+    };
+    rx.await.unwrap();
+    let t0 = Instant::now();
+    let other = idem
+        .lock("lock:maxhold", &[&"k"])
+        .lease(lease)
+        .wait(Duration::from_secs(4))
+        .run(|grant| async move { Ok::<_, Error>(grant.fence()) })
+        .await
+        .expect("taken over once renewal stopped");
+    // Renewal stops before `max_hold` would be passed by one more lease: the lock
+    // lapses 1 to 2 leases after the claim (plus 1 s slack).
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert!(other.is_valid());
+    assert!(
+        !hung.await.unwrap().unwrap(),
+        "the hung holder's grant must be invalid"
+    );
+}
+
 // ---- #[idem::distributed_lock] ----
 
 #[idem::distributed_lock(key = "lock:macro:<account>", lease = "1s", wait = "10s", max_hold = "30s", handle = idem)]
@@ -250,6 +290,10 @@ macro_rules! lock_suite {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn dropped_holder_frees_the_lock() {
             crate::lock::dropped_holder_frees_the_lock($store).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn max_hold_stops_renewal() {
+            crate::lock::max_hold_stops_renewal($store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn macro_lock() {

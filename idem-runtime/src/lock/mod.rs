@@ -4,7 +4,7 @@
 //! A lock is a claim that is never completed: it is taken with the store's
 //! owner-checked `claim` (one script on Redis, where the key, its fence and the
 //! lock are one value in one slot), kept alive by the execution layer's watchdog
-//! ([`Exec::hold_tracked`](crate::exec::Exec): renewal every `lease / 3` counted
+//! (`Exec::hold_tracked` in `exec/`: renewal every `lease / 3` counted
 //! from the send instant, up to `max_hold`), and given up with the owner-checked
 //! `release` (one script). So the lock works on every store the guard does
 //! (memory, Redis, Redis Cluster, the SQL stores, where it is a lease row in the
