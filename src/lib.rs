@@ -4,10 +4,16 @@
 //! See the README for the guide; this crate re-exports the macros and the runtime,
 //! item by item, so what is public here is a decision, not an accident.
 
-pub use idem_macros::idempotent;
+pub use idem_macros::{distributed_lock, idempotent};
 
 // The handle and the guarded call.
 pub use idem_runtime::{Guard, Idem, IdemBuilder, global, install};
+// The distributed lock.
+pub use idem_runtime::{Lock, LockGrant, LockPolicy};
+// One-time tokens.
+pub use idem_runtime::{Consume, Token, Tokens};
+// The state check-and-set.
+pub use idem_runtime::{StateCas, StateKey};
 // What a call returns, and how it went.
 pub use idem_runtime::{CallReport, Fence, How, Outcome, reported};
 // Settings, hooks and keys.
@@ -26,7 +32,8 @@ pub use idem_runtime::db;
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use idem_runtime::sql;
 pub use idem_runtime::{
-    backstop, error, fingerprint, guard, hooks, key, observe, outcome, policy, store,
+    backstop, error, fingerprint, guard, hooks, key, lock, observe, outcome, policy, state_cas,
+    store, token,
 };
 
 #[doc(hidden)]

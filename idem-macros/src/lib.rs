@@ -7,6 +7,7 @@
 //! the expansion snapshots call the same `expand`.
 
 mod common;
+mod distributed_lock;
 mod idempotent;
 
 #[cfg(test)]
@@ -43,6 +44,7 @@ use proc_macro::TokenStream;
 /// | `on_conflict` | path to `async fn(&p1, &p2, ..) -> Result<T, E>` | none |
 /// | `degrade` | `"backstop"` (requires `backstop`) | off |
 /// | `terminal` | path to `fn(&E) -> bool` | none |
+/// | `token` | `"<param>"`: a one-time token issued for scope `token:<scene>`, consumed when the body succeeds | none |
 /// | `handle` | expression of type `&idem::Idem` | the installed global |
 /// | `crate` | `"path"` to the `idem` crate | `"::idem"` |
 ///
@@ -51,4 +53,33 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
     idempotent::expand(args.into(), item.into()).into()
+}
+
+/// Runs an `async fn` returning `Result<T, E>` under a distributed lock: one
+/// holder at a time per rendered key, across processes (on the installed store).
+///
+/// ```text
+/// #[idem::distributed_lock(key = "lock:deduct:order:<order_no>", lease = "3s",
+///                          wait = "500ms", max_hold = "60s")]
+/// async fn deduct(db: &PgPool, order_no: &str, fence: idem::Fence) -> Result<(), AppError> { .. }
+/// ```
+///
+/// `E: From<idem::Error> + Send`: a lock still busy after `wait` is
+/// `idem::Error::LockBusy`. A watchdog renews the lease every third of it while
+/// the body runs (up to `max_hold`); the lock is released when the body ends or
+/// its future is dropped. A parameter of type `idem::Fence` receives this
+/// acquisition's fence (callers pass `Fence::NONE`): write it with the rows the
+/// lock protects (`idem::lock::FencedUpdate`).
+///
+/// | option | value | default |
+/// |---|---|---|
+/// | `key` | `"scene:<param>:<param.field>"` | required |
+/// | `lease` | duration (`ms` `s` `m` `h` `d`) | `"30s"` |
+/// | `wait` | duration (`"0s"` is not allowed; a short one tries about once) | the lease |
+/// | `max_hold` | duration, longer than the lease | 20 × the lease |
+/// | `handle` | expression of type `&idem::Idem` | the installed global |
+/// | `crate` | `"path"` to the `idem` crate | `"::idem"` |
+#[proc_macro_attribute]
+pub fn distributed_lock(args: TokenStream, item: TokenStream) -> TokenStream {
+    distributed_lock::expand(args.into(), item.into()).into()
 }

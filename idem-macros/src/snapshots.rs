@@ -15,7 +15,10 @@ fn dir() -> PathBuf {
 type Expand = fn(TokenStream, TokenStream) -> TokenStream;
 
 /// Every attribute macro, by the last segment of its path (`idem::idempotent`).
-const MACROS: &[(&str, Expand)] = &[("idempotent", crate::idempotent::expand)];
+const MACROS: &[(&str, Expand)] = &[
+    ("idempotent", crate::idempotent::expand),
+    ("distributed_lock", crate::distributed_lock::expand),
+];
 
 /// Expands every function in `source` that carries one of [`MACROS`].
 fn expand_file(source: &str) -> String {

@@ -13,12 +13,15 @@ pub mod guard;
 mod handle;
 pub mod hooks;
 pub mod key;
+pub mod lock;
 pub mod observe;
 pub mod outcome;
 pub mod policy;
 pub(crate) mod record;
 mod scene;
+pub mod state_cas;
 pub mod store;
+pub mod token;
 
 #[doc(hidden)]
 #[path = "private/mod.rs"]
@@ -31,12 +34,15 @@ pub use guard::Guard;
 pub use handle::{Idem, IdemBuilder, global, install};
 pub use hooks::{Hooks, NoConflict, Terminal};
 pub use key::{Key, KeyPart};
+pub use lock::{Lock, LockGrant, LockPolicy};
 pub use observe::{CallReport, Stats, TopKey, reported};
 pub use outcome::{How, Outcome};
 pub use policy::{Concurrency, Policy};
+pub use state_cas::{StateCas, StateKey};
 pub use store::Store;
 pub use store::faulty::{FaultPlan, FaultyStore};
 pub use store::memory::MemoryStore;
 /// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`).
 #[cfg(feature = "sql")]
 pub use store::sql;
+pub use token::{Consume, Token, Tokens};

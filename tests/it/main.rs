@@ -7,6 +7,9 @@ mod conformance;
 mod conformance_limits;
 mod guard_safety;
 mod keys;
+mod lock;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod lock_fenced;
 mod memory;
 mod observability;
 #[cfg(feature = "redis")]
@@ -18,6 +21,8 @@ mod redis_procs;
 #[cfg(feature = "redis")]
 mod redis_store;
 mod sim;
+mod state_cas;
+mod token;
 mod unanswered_claims;
 
 mod macro_backstop;

@@ -27,33 +27,42 @@ pub(crate) fn krate(path: Option<&Path>) -> TokenStream {
     }
 }
 
-/// Template pieces → `KeyBuf::new(spec).lit("a:").arg(&p)...finish()`.
+/// Template pieces → `KeyBuf::<start>.lit("a:").arg(&p)...finish()`, where
+/// `start` is the constructor call (`new(&SPEC)`, `for_lock(&LOCK)`).
 pub(crate) fn key_chain(
     krate: &TokenStream,
-    spec: TokenStream,
+    start: TokenStream,
     pieces: &[KeyPiece],
 ) -> TokenStream {
     let pieces = pieces.iter().map(|piece| match piece {
         KeyPiece::Lit(s) => quote!(.lit(#s)),
-        KeyPiece::Arg { ident, fields, at } => {
-            // Placed in the user's signature and resolved like the parameter: a
-            // type that is not a key part is reported at the parameter's type, a
-            // missing field at the parameter. Field names get the macro's own
-            // hygiene so rustc offers no edit of the signature.
-            let at = if fields.is_empty() { *at } else { ident.span() };
-            let mut ident = ident.clone();
-            ident.set_span(ident.span().located_at(at));
-            let fields = fields
-                .iter()
-                .map(|f| field(f, Span::call_site().located_at(at)));
-            quote_spanned!(at=> .arg(&#ident #(.#fields)*))
+        KeyPiece::Arg { .. } => {
+            let (at, path) = arg_path(piece);
+            quote_spanned!(at=> .arg(&#path))
         }
     });
     quote! {
-        #krate::__private::KeyBuf::new(#spec)
+        #krate::__private::KeyBuf::#start
             #(#pieces)*
             .finish()
     }
+}
+
+/// A parameter piece → (its span, `param.field.field`), placed in the user's
+/// signature and resolved like the parameter: a type that does not fit is
+/// reported at the parameter's type, a missing field at the parameter. Field
+/// names get the macro's own hygiene so rustc offers no edit of the signature.
+pub(crate) fn arg_path(piece: &KeyPiece) -> (Span, TokenStream) {
+    let KeyPiece::Arg { ident, fields, at } = piece else {
+        return (Span::call_site(), TokenStream::new());
+    };
+    let at = if fields.is_empty() { *at } else { ident.span() };
+    let mut ident = ident.clone();
+    ident.set_span(ident.span().located_at(at));
+    let fields = fields
+        .iter()
+        .map(|f| field(f, Span::call_site().located_at(at)));
+    (at, quote_spanned!(at=> #ident #(.#fields)*))
 }
 
 /// `R` → `if let Some(__idem_ret) = None::<R> { return __idem_ret; }`: pins the

@@ -23,6 +23,7 @@ pub(crate) const TABLE: Table = Table {
         "on_conflict",
         "degrade",
         "terminal",
+        "token",
         "handle",
         "crate",
     ],
@@ -43,6 +44,7 @@ pub(crate) struct Args {
     pub(crate) on_conflict: Option<Opt<Path>>,
     pub(crate) degrade: Option<Opt<LitStr>>,
     pub(crate) terminal: Option<Opt<Path>>,
+    pub(crate) token: Option<Opt<LitStr>>,
     pub(crate) handle: Option<Opt<Expr>>,
     pub(crate) krate: Option<Opt<LitStr>>,
 }
@@ -63,6 +65,7 @@ pub(crate) fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Ar
         "on_conflict" => arg.set(&mut a.on_conflict, read::path),
         "degrade" => arg.set(&mut a.degrade, read::string),
         "terminal" => arg.set(&mut a.terminal, read::path),
+        "token" => arg.set(&mut a.token, read::string),
         "handle" => arg.set(&mut a.handle, read::expr),
         "crate" => arg.set(&mut a.krate, read::string),
         _ => arg.unknown(),

@@ -24,7 +24,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     } = plan.item;
     let krate = codegen::krate(plan.krate.as_ref());
     let spec = spec(plan, &krate);
-    let key = codegen::key_chain(&krate, quote!(&__IDEM_SPEC), &plan.key.pieces);
+    let key = codegen::key_chain(&krate, quote!(new(&__IDEM_SPEC)), &plan.key.pieces);
     let key = quote!(let __idem_key = #key;);
     let call = call(plan, &krate, body);
     let block = quote_spanned! {*brace_span=>
@@ -117,6 +117,11 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
     }
     if let Some(path) = &plan.terminal {
         hooks.extend(quote_spanned!(path.span()=> .terminal(#path)));
+    }
+    if let Some(piece) = &plan.token {
+        // `AsRef<str>`: a `String`, `&str` or token newtype carries the token.
+        let (at, path) = codegen::arg_path(piece);
+        hooks.extend(quote_spanned!(at=> .token(::core::convert::AsRef::<str>::as_ref(&#path))));
     }
     let (mut cell, mut take) = (TokenStream::new(), TokenStream::new());
     if let Some((fence, mutable)) = &plan.fence {

@@ -5,6 +5,7 @@
 
 mod args;
 mod codegen;
+mod token;
 mod validate;
 
 use proc_macro2::TokenStream;

@@ -14,7 +14,7 @@ use crate::common::defaults;
 use crate::common::duration::{self, DurationLit};
 use crate::common::errors::Errors;
 use crate::common::item::{self, ItemFn};
-use crate::common::key::{self, Key};
+use crate::common::key::{self, Key, KeyPiece};
 use crate::common::params::Params;
 
 /// Everything codegen needs, validated.
@@ -42,6 +42,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) ret: &'a Type,
     /// The `idem::Fence` parameter and whether it was declared `mut`.
     pub(crate) fence: Option<(Ident, bool)>,
+    /// `token = "<param>"`: where the one-time token comes from.
+    pub(crate) token: Option<KeyPiece>,
 }
 
 /// Checks `args` against `item`; `None` when anything is wrong (see `errors`).
@@ -136,6 +138,10 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
             value.clone()
         }
     };
+    let token = args
+        .token
+        .as_ref()
+        .and_then(|o| super::token::resolve(&o.value, &params, errors));
     let krate = crate_path(args.krate.as_ref(), errors);
     let on_conflict = args.on_conflict.map(|o| o.value);
     if let (Some(_), Some(span)) = (&on_conflict, params.unnamed) {
@@ -168,6 +174,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         handle: args.handle.map(|o| o.value),
         ret,
         fence: params.fence,
+        token,
     })
 }
 

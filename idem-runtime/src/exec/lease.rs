@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use super::Exec;
 use crate::fence::Fence;
 use crate::observe::Op;
-use crate::store::{Owned, Owner};
+use crate::store::{BoxFuture, Owned, Owner, StoreError};
 
 /// A claim this caller holds.
 #[derive(Debug, Clone, Copy)]
@@ -47,19 +47,51 @@ impl Exec {
         max_hold: Duration,
         body: F,
     ) -> F::Output {
+        self.hold_tracked(held, max_hold, None, body).await
+    }
+
+    /// [`hold`](Self::hold), reporting each renewal to `live` so the body can ask
+    /// whether its lease still holds (the distributed lock's `is_valid()`).
+    pub(crate) async fn hold_tracked<F: Future>(
+        &self,
+        held: &Held<'_>,
+        max_hold: Duration,
+        live: Option<&Liveness>,
+        body: F,
+    ) -> F::Output {
+        self.hold_with(held, max_hold, live, None, body).await
+    }
+
+    /// [`hold_tracked`](Self::hold_tracked) renewing through `renew` (its op
+    /// label and call) instead of the record store's `renew`: a one-time token
+    /// lives in the token store.
+    pub(crate) async fn hold_with<'s, F: Future>(
+        &'s self,
+        held: &Held<'_>,
+        max_hold: Duration,
+        live: Option<&Liveness>,
+        renew: Option<(Op, Renew<'s>)>,
+        body: F,
+    ) -> F::Output {
         let body = pin!(body);
         tokio::select! {
             biased;
             r = body => r,
             // Boxed: renewal (timers, a store operation) would otherwise add its
             // size to the future of every call, replays included.
-            never = Box::pin(self.watchdog(held, max_hold)) => match never {},
+            never = Box::pin(self.watchdog(held, max_hold, live, renew)) => match never {},
         }
     }
 
     /// Renews until `max_hold`, or parks once the lease is lost. Never returns: the
     /// body's `select!` ends it.
-    async fn watchdog(&self, held: &Held<'_>, max_hold: Duration) -> Infallible {
+    async fn watchdog<'s>(
+        &'s self,
+        held: &Held<'_>,
+        max_hold: Duration,
+        live: Option<&Liveness>,
+        renew: Option<(Op, Renew<'s>)>,
+    ) -> Infallible {
         let Held {
             key,
             owner,
@@ -77,14 +109,25 @@ impl Exec {
                 tracing::warn!(key, "max_hold reached: lease renewal stops and will lapse");
                 return std::future::pending().await;
             }
-            match self
-                .op_in(Op::Renew, key, budget, || {
-                    self.store.renew(key, owner, lease)
-                })
-                .await
-            {
-                Ok(Owned::Applied) => {}
+            let renewed = match renew {
+                None => {
+                    self.op_in(Op::Renew, key, budget, || {
+                        self.store.renew(key, owner, lease)
+                    })
+                    .await
+                }
+                Some((op, f)) => self.op_in(op, key, budget, f).await,
+            };
+            match renewed {
+                Ok(Owned::Applied) => {
+                    if let Some(l) = live {
+                        l.renewed(sent + lease);
+                    }
+                }
                 Ok(Owned::NotOwner) => {
+                    if let Some(l) = live {
+                        l.lost();
+                    }
                     tracing::warn!(
                         key,
                         "lease lost while the body runs: only fenced writes are safe now"
@@ -97,6 +140,54 @@ impl Exec {
             }
             next = sent + every;
         }
+    }
+}
+
+/// A renewal other than the record store's (see [`Exec::hold_with`]).
+pub(crate) type Renew<'a> =
+    &'a (dyn Fn() -> BoxFuture<'a, Result<Owned, StoreError>> + Send + Sync);
+
+/// Whether a held lease still holds, as far as this process can tell: until the
+/// last confirmed claim or renewal's *send* instant plus the lease (the store
+/// applied it no earlier), and never again once the store said another owner has
+/// the key. A failed renewal does not extend it, so a holder cut off from its
+/// store sees `false` as soon as its lease may have lapsed. Shared between the
+/// watchdog (which writes it) and the body (which reads it).
+#[derive(Debug)]
+pub(crate) struct Liveness(std::sync::Mutex<(Instant, bool)>);
+
+impl Liveness {
+    /// A lease whose claim was sent at `sent`.
+    pub(crate) fn new(sent: Instant, lease: Duration) -> Self {
+        Liveness(std::sync::Mutex::new((sent + lease, false)))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, (Instant, bool)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A renewal sent at `until - lease` was confirmed. If the lease may have
+    /// lapsed before the confirmation arrived, the body has already been told (or
+    /// could have been) that it lost the lock: it stays lost, so `holds` never
+    /// turns true again.
+    fn renewed(&self, until: Instant) {
+        let mut s = self.state();
+        if Instant::now() >= s.0 {
+            s.1 = true;
+        } else {
+            s.0 = s.0.max(until);
+        }
+    }
+
+    /// Marks the lease as taken over: it never holds again.
+    pub(crate) fn lost(&self) {
+        self.state().1 = true;
+    }
+
+    /// True while the lease certainly holds.
+    pub(crate) fn holds(&self) -> bool {
+        let s = self.state();
+        !s.1 && Instant::now() < s.0
     }
 }
 

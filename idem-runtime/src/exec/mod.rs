@@ -29,7 +29,7 @@ mod op;
 
 pub(crate) use breaker::Breaker;
 pub(crate) use finish::{Finish, ReleaseOnDrop};
-pub(crate) use lease::{Held, Waiter};
+pub(crate) use lease::{Held, Liveness, Waiter};
 pub(crate) use local::Inflight;
 
 /// The store plus the machinery every technique runs its operations through.

@@ -140,6 +140,8 @@ pub enum Technique {
     Consume,
     /// The HTTP `Idempotency-Key` layer.
     Http,
+    /// `Idem::state_cas`, the Redis state check-and-set.
+    StateCas,
 }
 
 impl Technique {
@@ -152,6 +154,7 @@ impl Technique {
             Technique::Token => "token",
             Technique::Consume => "consume",
             Technique::Http => "http",
+            Technique::StateCas => "state_cas",
         }
     }
 }
@@ -183,11 +186,23 @@ pub enum Op {
     Purge,
     /// The start-up check.
     Verify,
+    /// Store a new one-time token.
+    TokenIssue,
+    /// Take a one-time token for a body (issued → consuming).
+    TokenTake,
+    /// Extend a taken token's lease.
+    TokenRenew,
+    /// Delete a taken token after its body succeeded.
+    TokenConsume,
+    /// Give a taken token back after its body failed (consuming → issued).
+    TokenReturn,
+    /// Move a key's state from an expected value to a new one.
+    StateCas,
 }
 
 impl Op {
     /// Every operation, in declaration order (the index of per-op metric keys).
-    pub const ALL: [Op; 8] = [
+    pub const ALL: [Op; 14] = [
         Op::Claim,
         Op::Renew,
         Op::Complete,
@@ -196,6 +211,12 @@ impl Op {
         Op::Forget,
         Op::Purge,
         Op::Verify,
+        Op::TokenIssue,
+        Op::TokenTake,
+        Op::TokenRenew,
+        Op::TokenConsume,
+        Op::TokenReturn,
+        Op::StateCas,
     ];
 
     /// The label value.
@@ -209,6 +230,12 @@ impl Op {
             Op::Forget => "forget",
             Op::Purge => "purge",
             Op::Verify => "verify",
+            Op::TokenIssue => "token_issue",
+            Op::TokenTake => "token_take",
+            Op::TokenRenew => "token_renew",
+            Op::TokenConsume => "token_consume",
+            Op::TokenReturn => "token_return",
+            Op::StateCas => "state_cas",
         }
     }
 
@@ -217,7 +244,15 @@ impl Op {
     /// abandoning them would cost a running body its lease, or a finished body its
     /// stored result, and a duplicate would run the body again.
     pub const fn holds_claim(self) -> bool {
-        matches!(self, Op::Renew | Op::Complete | Op::Release)
+        matches!(
+            self,
+            Op::Renew
+                | Op::Complete
+                | Op::Release
+                | Op::TokenRenew
+                | Op::TokenConsume
+                | Op::TokenReturn
+        )
     }
 
     /// The position in [`Op::ALL`]: an index into per-operation metric keys.
@@ -299,6 +334,7 @@ mod tests {
             Technique::Token,
             Technique::Consume,
             Technique::Http,
+            Technique::StateCas,
         ]
         .map(Technique::as_str);
         assert_eq!(
@@ -309,20 +345,44 @@ mod tests {
                 "lock",
                 "token",
                 "consume",
-                "http"
+                "http",
+                "state_cas"
             ]
         );
         let ops = Op::ALL.map(Op::as_str);
         assert_eq!(
             ops,
             [
-                "claim", "renew", "complete", "release", "inspect", "forget", "purge", "verify"
+                "claim",
+                "renew",
+                "complete",
+                "release",
+                "inspect",
+                "forget",
+                "purge",
+                "verify",
+                "token_issue",
+                "token_take",
+                "token_renew",
+                "token_consume",
+                "token_return",
+                "state_cas"
             ]
         );
         for (i, op) in Op::ALL.iter().enumerate() {
             assert_eq!(op.index(), i, "{op}");
         }
         let held: Vec<Op> = Op::ALL.into_iter().filter(|o| o.holds_claim()).collect();
-        assert_eq!(held, [Op::Renew, Op::Complete, Op::Release]);
+        assert_eq!(
+            held,
+            [
+                Op::Renew,
+                Op::Complete,
+                Op::Release,
+                Op::TokenRenew,
+                Op::TokenConsume,
+                Op::TokenReturn
+            ]
+        );
     }
 }

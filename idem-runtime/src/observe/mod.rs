@@ -14,13 +14,15 @@
 //! | `idem_store_seconds` | histogram | `store`, `op` |
 //! | `idem_store_errors_total` | counter | `store`, `op` |
 //!
-//! - `technique`: `idempotent`, `state_machine`, `lock`, `token`, `consume`, `http`.
+//! - `technique`: `idempotent`, `state_machine`, `lock`, `token`, `consume`, `http`,
+//!   `state_cas`.
 //! - `outcome`: `executed`, `replayed`, `waited`, `in_progress`, `mismatch`,
 //!   `backstop`, `degraded`, `failed`, `released`, `not_stored`; for the other
 //!   techniques `applied`, `already_applied`, `invalid_transition`, `lock_busy`,
 //!   `token_invalid`, `duplicate_message`.
 //! - `op`: `claim`, `renew`, `complete`, `release`, `inspect`, `forget`, `purge`,
-//!   `verify`.
+//!   `verify`; one-time tokens: `token_issue`, `token_take`, `token_renew`,
+//!   `token_consume`, `token_return`; state check-and-set: `state_cas`.
 //!
 //! Interception rate = (replayed + waited + backstop + duplicate_message) / calls;
 //! backstop hits = calls with `outcome="backstop"`. The most-repeated keys of each

@@ -21,6 +21,7 @@ pub struct Guarded<'h, R: IsResult, C = NoConflict> {
     fingerprint: Result<Fingerprint, String>,
     hooks: Hooks<R::Err, C>,
     fence: Option<&'h FenceCell>,
+    token: Option<String>,
 }
 
 impl<R: IsResult, C> std::fmt::Debug for Guarded<'_, R, C> {
@@ -42,6 +43,7 @@ impl<'h, R: IsResult> Guarded<'h, R, NoConflict> {
             fingerprint: Ok(Fingerprint::NONE),
             hooks: Hooks::new(),
             fence: None,
+            token: None,
         }
     }
 }
@@ -92,12 +94,20 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
             fingerprint: self.fingerprint,
             hooks: self.hooks.on_conflict(on_conflict),
             fence: self.fence,
+            token: self.token,
         }
     }
 
     /// The cell the body reads its `idem::Fence` parameter from.
     pub fn fence(mut self, cell: &'h FenceCell) -> Self {
         self.fence = Some(cell);
+        self
+    }
+
+    /// `token = "<param>"`: the body runs only after consuming this one-time
+    /// token (scope `token:<scene>`); a failed body gives it back.
+    pub fn token(mut self, token: &str) -> Self {
+        self.token = Some(token.to_owned());
         self
     }
 
@@ -132,12 +142,29 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
             policy: &policy,
             technique: crate::observe::Technique::Idempotent,
         };
+        // The token is consumed inside the guarded body: a repeat of a finished
+        // call replays its result without needing the (consumed) token again.
+        let token = self
+            .token
+            .map(|t| (format!("token:{}", self.spec.scene), t));
+        let lease = policy.lease;
         let result = call
             .execute(self.fingerprint, self.hooks, move |fence| {
                 if let Some(c) = cell {
                     c.set(fence);
                 }
-                async move { body.await.into_result() }
+                async move {
+                    match token {
+                        None => body.await.into_result(),
+                        Some((scope, token)) => {
+                            idem.tokens()
+                                .consume(&scope, &token)
+                                .lease(lease)
+                                .run(|_| async move { body.await.into_result() })
+                                .await
+                        }
+                    }
+                }
             })
             .await
             .map(crate::outcome::Outcome::into_inner);

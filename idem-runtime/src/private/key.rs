@@ -16,6 +16,11 @@ impl KeyBuf {
         KeyBuf(KeyWriter::with_capacity(spec.template.len() + 32))
     }
 
+    /// Starts a key for a `#[distributed_lock]` function.
+    pub fn for_lock(spec: &'static super::LockSpec) -> Self {
+        KeyBuf(KeyWriter::with_capacity(spec.template.len() + 32))
+    }
+
     /// Appends literal template text.
     pub fn lit(mut self, s: &'static str) -> Self {
         self.0.literal(s);

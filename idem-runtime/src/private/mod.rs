@@ -10,6 +10,7 @@
 //! - `key`: [`KeyBuf`], the key chain;
 //! - `fence`: [`FenceCell`], the body's `idem::Fence` parameter;
 //! - `idempotent`: [`Guarded`] and [`run`];
+//! - `lock`: [`LockSpec`], [`Locked`] and [`lock`] (`#[distributed_lock]`);
 //! - `bounds`: the traits checked once at the user's return type;
 //! - `detect`: backstop detection by autoref specialisation.
 
@@ -18,6 +19,7 @@ mod detect;
 mod fence;
 mod idempotent;
 mod key;
+mod lock;
 mod spec;
 
 pub use crate::fingerprint::FingerprintBuilder;
@@ -29,4 +31,5 @@ pub use detect::{ErrProbe, ViaAsRef, ViaNothing, ViaStdError, detect};
 pub use fence::FenceCell;
 pub use idempotent::{Guarded, run};
 pub use key::KeyBuf;
+pub use lock::{LockReturns, LockSpec, Locked, lock};
 pub use spec::Spec;

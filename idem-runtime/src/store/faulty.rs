@@ -315,4 +315,14 @@ impl<S: Store> Store for FaultyStore<S> {
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         Box::pin(self.run(Op::Read, None, move || self.inner.verify()))
     }
+
+    /// The inner store's tokens, without faults (the plan covers records only).
+    fn tokens(&self) -> Option<&dyn super::token::TokenStore> {
+        self.inner.tokens()
+    }
+
+    /// The inner store's state check-and-set, without faults.
+    fn states(&self) -> Option<&dyn super::state::StateStore> {
+        self.inner.states()
+    }
 }

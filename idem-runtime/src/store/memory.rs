@@ -59,6 +59,8 @@ pub struct MemoryStore {
     shards: Box<[Mutex<HashMap<String, Entry>>]>,
     hasher: RandomState,
     last_fence: AtomicU64,
+    tokens: super::token::memory::MemoryTokens,
+    states: super::state::MemoryStates,
 }
 
 impl Default for MemoryStore {
@@ -74,6 +76,8 @@ impl MemoryStore {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             hasher: RandomState::new(),
             last_fence: AtomicU64::new(0),
+            tokens: Default::default(),
+            states: Default::default(),
         }
     }
 
@@ -323,5 +327,13 @@ impl Store for MemoryStore {
         Box::pin(std::future::ready(Ok(vec![Warning(
             "memory store: records are per process and lost on restart; not for multi-instance deployments".into(),
         )])))
+    }
+
+    fn tokens(&self) -> Option<&dyn super::token::TokenStore> {
+        Some(&self.tokens)
+    }
+
+    fn states(&self) -> Option<&dyn super::state::StateStore> {
+        Some(&self.states)
     }
 }

@@ -30,6 +30,8 @@ pub mod memory;
 pub mod redis;
 #[cfg(feature = "sql")]
 pub mod sql;
+pub mod state;
+pub mod token;
 
 /// A boxed, sendable future: the store trait stays object-safe (`Arc<dyn Store>`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -206,6 +208,19 @@ pub trait Store: Send + Sync + 'static {
 
     /// Checks the store is usable and safe: tables exist, no eviction policy.
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>>;
+
+    /// The one-time token store kept beside the records, if this backend has one
+    /// (memory, Redis, Redis Cluster). `None`: `Idem::tokens()` fails with
+    /// `Error::Config`.
+    fn tokens(&self) -> Option<&dyn token::TokenStore> {
+        None
+    }
+
+    /// The state check-and-set, if this backend offers it (memory, Redis,
+    /// Redis Cluster).
+    fn states(&self) -> Option<&dyn state::StateStore> {
+        None
+    }
 }
 
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
@@ -253,6 +268,12 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     }
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         (**self).verify()
+    }
+    fn tokens(&self) -> Option<&dyn token::TokenStore> {
+        (**self).tokens()
+    }
+    fn states(&self) -> Option<&dyn state::StateStore> {
+        (**self).states()
     }
 }
 

@@ -133,12 +133,23 @@ impl RedisClusterStore {
     }
 }
 
+super::token_scripts::token_store!(RedisClusterStore);
+super::state_scripts::state_store!(RedisClusterStore);
+
 impl Store for RedisClusterStore {
     fn name(&self) -> &'static str {
         "redis-cluster"
     }
 
     super::record_ops!();
+
+    fn tokens(&self) -> Option<&dyn crate::store::token::TokenStore> {
+        Some(self)
+    }
+
+    fn states(&self) -> Option<&dyn crate::store::state::StateStore> {
+        Some(self)
+    }
 
     /// Reads `maxmemory-policy` on every master.
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {

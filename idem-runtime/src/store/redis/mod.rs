@@ -59,6 +59,8 @@
 mod cluster;
 mod codec;
 mod scripts;
+mod state_scripts;
+mod token_scripts;
 
 use std::time::Duration;
 
@@ -298,12 +300,23 @@ impl RedisStore {
     }
 }
 
+token_scripts::token_store!(RedisStore);
+state_scripts::state_store!(RedisStore);
+
 impl Store for RedisStore {
     fn name(&self) -> &'static str {
         "redis"
     }
 
     record_ops!();
+
+    fn tokens(&self) -> Option<&dyn crate::store::token::TokenStore> {
+        Some(self)
+    }
+
+    fn states(&self) -> Option<&dyn crate::store::state::StateStore> {
+        Some(self)
+    }
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         let mut con = self.con.clone();

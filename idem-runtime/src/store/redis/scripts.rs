@@ -149,7 +149,7 @@ pub(crate) fn map_err(e: RedisError) -> StoreError {
     }
 }
 
-fn unexpected(op: &str, r: &Reply) -> StoreError {
+pub(super) fn unexpected(op: &str, r: &Reply) -> StoreError {
     StoreError::unavailable(format!("unexpected reply to {op}: {r:?}"))
 }
 
@@ -205,7 +205,7 @@ pub(crate) async fn claim<C: ConnectionLike + Send>(
     })
 }
 
-fn owned(op: &str, r: Reply) -> Result<Owned, StoreError> {
+pub(super) fn owned(op: &str, r: Reply) -> Result<Owned, StoreError> {
     match r {
         Reply::Int(1) => Ok(Owned::Applied),
         Reply::Int(0) => Ok(Owned::NotOwner),

@@ -1,0 +1,26 @@
+//! `#[distributed_lock]`: parse (`args.rs`) → validate (`validate.rs`) → expand
+//! (`codegen.rs`), on the same kit as `#[idempotent]`. On any error the original
+//! function is emitted unchanged beside the `compile_error!`s.
+
+mod args;
+mod codegen;
+mod validate;
+
+use proc_macro2::TokenStream;
+
+use crate::common::codegen::fallback;
+use crate::common::errors::Errors;
+use crate::common::item;
+
+/// Expands `#[distributed_lock(args)] item`.
+pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let args = args::parse(args, &mut errors);
+    let Some(parsed) = item::parse(&args::TABLE, item.clone(), &mut errors) else {
+        return fallback(errors, item);
+    };
+    match validate::validate(args, &parsed, &mut errors) {
+        Some(plan) if errors.is_empty() => codegen::expand(&plan),
+        _ => fallback(errors, item),
+    }
+}

@@ -1,0 +1,163 @@
+//! The lock protocol over the execution layer:
+//!
+//! ```text
+//! claim ──Claimed(fence)──> body(grant) under the watchdog ──> release (owner-checked)
+//!   ├─Busy──> wait (local wake-up or backoff) and claim again, or LockBusy
+//!   ├─Done──> the key holds a guard's finished record: Error::Config
+//!   └─unavailable──> StoreUnavailable (a claim that may have applied is released)
+//! ```
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::{LockGrant, LockPolicy};
+use crate::error::Error;
+use crate::exec::{Finish, Held, Inflight, Liveness, ReleaseOnDrop, Waiter};
+use crate::fence::Fence;
+use crate::fingerprint::Fingerprint;
+use crate::handle::Idem;
+use crate::key::Key;
+use crate::observe::{self, CallOutcome, Op, Technique, instrument::Fenced};
+use crate::store::{Claim, ClaimRequest, Owner, StoreError};
+
+/// One lock call's fixed inputs.
+pub(crate) struct Acquire<'a> {
+    pub(crate) idem: &'a Idem,
+    pub(crate) key: &'a Key,
+    pub(crate) policy: &'a LockPolicy,
+}
+
+/// A lock call's result with the fence it ran under, for the span.
+struct Locked<T, E> {
+    result: Result<T, E>,
+    fence: Option<Fence>,
+}
+
+impl<T, E> Fenced for Locked<T, E> {
+    fn fence(&self) -> Option<Fence> {
+        self.fence.filter(|_| self.result.is_ok())
+    }
+}
+
+impl Acquire<'_> {
+    /// The protocol inside the `idem` span (`technique = "lock"`), counted.
+    pub(crate) async fn execute<T, E, B, Fut>(&self, body: B) -> Result<T, E>
+    where
+        E: From<Error>,
+        B: FnOnce(LockGrant) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let recorder = &self.idem.inner.recorder;
+        let locked = observe::instrument(recorder, Technique::Lock, self.key, || async {
+            let (outcome, fence, result) = self.protocol(body).await;
+            (outcome, Locked { result, fence })
+        })
+        .await;
+        locked.result
+    }
+
+    async fn protocol<T, E, B, Fut>(&self, body: B) -> (CallOutcome, Option<Fence>, Result<T, E>)
+    where
+        E: From<Error>,
+        B: FnOnce(LockGrant) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let key = self.key.as_str();
+        let exec = &self.idem.inner.exec;
+        if let Err(e) = self.policy.validate() {
+            return (CallOutcome::Failed, None, Err(Error::Config(e).into()));
+        }
+        let lease = self.policy.lease;
+        let owner = Owner::random();
+        // Every operation within a third of the lease, as the guard's (see
+        // `Policy::op_budget`): two renewal attempts fit in a lease.
+        let budget = exec
+            .op_timeout
+            .min(lease / crate::policy::LEASE_PER_OP)
+            .max(std::time::Duration::from_millis(1));
+        // Armed from before the claim until the lock is released: a caller dropped
+        // while the claim is in flight, or while the body runs, gives the lock up
+        // at once (owner-checked). Unlike a guarded call, a lock protects only the
+        // code in its body, and a dropped body runs no more.
+        let mut release_on_drop = ReleaseOnDrop::new(exec, key, owner, lease);
+        let mut waiter = Waiter::new(self.policy.wait_budget());
+        let held = loop {
+            let req = ClaimRequest {
+                key,
+                owner,
+                fingerprint: Fingerprint::NONE,
+                lease,
+            };
+            let sent = Instant::now();
+            let mut handed = false;
+            let claim = exec.op_in(Op::Claim, key, budget, || {
+                handed = true;
+                exec.store.claim(req)
+            });
+            match claim.await {
+                Ok(Claim::Claimed { fence }) => {
+                    break Held {
+                        key,
+                        owner,
+                        fence,
+                        lease,
+                        sent,
+                        budget,
+                    };
+                }
+                Ok(Claim::Done(_)) => {
+                    release_on_drop.disarm();
+                    let e = Error::Config(format!(
+                        "lock key `{key}` holds a finished idempotency record: \
+                         give locks a scene of their own (e.g. `lock:...`)"
+                    ));
+                    return (CallOutcome::Failed, None, Err(e.into()));
+                }
+                Ok(Claim::Busy { remaining, .. }) => {
+                    if !waiter.wait(exec, key, remaining).await {
+                        release_on_drop.disarm();
+                        let e = Error::LockBusy {
+                            key: key.to_owned(),
+                        };
+                        return (CallOutcome::LockBusy, None, Err(e.into()));
+                    }
+                }
+                Err(e) => {
+                    // A claim that got no answer may have applied: the armed
+                    // release frees it in the background (see the guard's engine).
+                    if !matches!(e, StoreError::Unavailable(_)) || !handed {
+                        release_on_drop.disarm();
+                    }
+                    let e = self.idem.store_error(key, e);
+                    return (CallOutcome::Failed, None, Err(e.into()));
+                }
+            }
+        };
+
+        // Local contenders wait on `_local` instead of polling (dropped last, after
+        // the release, so the first one woken finds the key free).
+        let _local = Inflight::register(exec, key);
+        let live = Arc::new(Liveness::new(held.sent, lease));
+        let grant = LockGrant {
+            fence: held.fence,
+            live: Arc::clone(&live),
+        };
+        let result = exec
+            .hold_tracked(&held, self.policy.max_hold(), Some(&live), body(grant))
+            .await;
+        // `finish` goes on in the background if this future is dropped from here.
+        release_on_drop.disarm();
+        if let Err(e) = exec.finish(&held, Finish::Release).await {
+            // The lock lapses with its lease; the body's result stands.
+            tracing::warn!(key, error = %e, "lock release failed; it lapses with its lease");
+        }
+        let outcome = if result.is_ok() {
+            CallOutcome::Executed
+        } else {
+            CallOutcome::Released
+        };
+        (outcome, Some(held.fence), result)
+    }
+}

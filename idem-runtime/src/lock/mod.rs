@@ -1,0 +1,206 @@
+//! The distributed lock: `idem.lock(scene, parts)…run(body)` and
+//! `#[idem::distributed_lock]`.
+//!
+//! A lock is a claim that is never completed: it is taken with the store's
+//! owner-checked `claim` (one script on Redis, where the key, its fence and the
+//! lock are one value in one slot), kept alive by the execution layer's watchdog
+//! (`Exec::hold_tracked` in `exec/`: renewal every `lease / 3` counted
+//! from the send instant, up to `max_hold`), and given up with the owner-checked
+//! `release` (one script). So the lock works on every store the guard does
+//! (memory, Redis, Redis Cluster, the SQL stores, where it is a lease row in the
+//! records table, not an advisory lock: it survives connection loss and needs no
+//! session), and it hands out the same fences: never backwards per key, across
+//! expiry, `FLUSHALL` and failover.
+//!
+//! - [`grant`]: [`LockGrant`], what the body receives (fence, `is_valid()`);
+//! - `acquire`: the protocol (claim or wait, hold, release);
+//! - [`fenced`]: the fenced SQL write (`… AND fence <= $f`) and its typed result.
+//!
+//! What a lock cannot do is stop a body whose lease lapsed (a paused process, a
+//! partition): it keeps running. Only writes that carry the fence, or a unique
+//! constraint, are protected then; `is_valid()` tells the body, but checking it
+//! and then writing is still a race, which the fenced write closes.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::handle::Idem;
+use crate::key::{Key, KeyPart};
+use crate::policy::MAX_DURATION;
+
+mod acquire;
+#[cfg(feature = "sql")]
+pub mod fenced;
+pub mod grant;
+
+pub(crate) use acquire::Acquire;
+#[cfg(feature = "sql")]
+pub use fenced::{FencedUpdate, FencedWrite};
+pub use grant::LockGrant;
+
+/// Default lease of a lock: its life without renewal.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// How long one lock may be held at most, as settings (also what the macro's
+/// static description turns into).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockPolicy {
+    /// Life of the lock without renewal (default 30 s).
+    pub lease: Duration,
+    /// How long a caller waits for a busy lock before `Error::LockBusy`
+    /// (default: the lease; zero tries once).
+    pub wait: Option<Duration>,
+    /// Upper bound on renewal for a hung body (default 20 × lease); must be
+    /// longer than the lease.
+    pub max_hold: Option<Duration>,
+}
+
+impl Default for LockPolicy {
+    fn default() -> Self {
+        LockPolicy {
+            lease: DEFAULT_LEASE,
+            wait: None,
+            max_hold: None,
+        }
+    }
+}
+
+impl LockPolicy {
+    pub(crate) fn wait_budget(&self) -> Duration {
+        self.wait.unwrap_or(self.lease)
+    }
+
+    pub(crate) fn max_hold(&self) -> Duration {
+        self.max_hold
+            .unwrap_or(self.lease.saturating_mul(20))
+            .min(MAX_DURATION)
+    }
+
+    /// Checks the settings make sense together.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.lease.is_zero() {
+            return Err("the lock's lease must be greater than zero".into());
+        }
+        for (name, d) in [
+            ("lease", Some(self.lease)),
+            ("wait", self.wait),
+            ("max_hold", self.max_hold),
+        ] {
+            if let Some(d) = d {
+                crate::policy::within_bounds(name, d)?;
+            }
+        }
+        if let Some(m) = self.max_hold
+            && m <= self.lease
+        {
+            return Err(format!(
+                "max_hold ({m:?}) must be longer than the lease ({:?})",
+                self.lease
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A lock being configured: `idem.lock(scene, parts)...run(body)`.
+///
+/// ```
+/// # use idem_runtime::{Idem, store::memory::MemoryStore};
+/// # use std::time::Duration;
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_runtime::Error> {
+/// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
+/// let left = idem
+///     .lock("lock:deduct:order", &[&"A-1001"])
+///     .lease(Duration::from_secs(3))
+///     .wait(Duration::from_millis(500))
+///     .run(|grant| async move {
+///         // Write `grant.fence()` with the row: `… WHERE fence <= $fence`.
+///         assert!(grant.is_valid());
+///         Ok::<_, idem_runtime::Error>(41)
+///     })
+///     .await?;
+/// assert_eq!(left, 41);
+/// # Ok(()) }
+/// ```
+#[must_use = "a lock does nothing until `.run(...)` is awaited"]
+#[derive(Debug)]
+pub struct Lock<'h> {
+    idem: &'h Idem,
+    key: Key,
+    policy: LockPolicy,
+}
+
+impl Idem {
+    /// Starts a distributed lock on `scene` and the `parts`, all escaped (the
+    /// same key builder as [`Idem::guard`]; keep lock scenes apart from guard
+    /// scenes, e.g. with a `lock:` prefix).
+    pub fn lock(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Lock<'_> {
+        self.lock_key(self.key(scene, parts))
+    }
+
+    /// Starts a lock on a key rendered by [`Idem::key`].
+    pub fn lock_key(&self, key: Key) -> Lock<'_> {
+        Lock {
+            idem: self,
+            key,
+            policy: LockPolicy::default(),
+        }
+    }
+}
+
+impl Lock<'_> {
+    /// The rendered key.
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+    /// Life of the lock without renewal (default 30 s).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.policy.lease = lease;
+        self
+    }
+    /// How long to wait for a busy lock (default: the lease; zero tries once).
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.policy.wait = Some(wait);
+        self
+    }
+    /// Upper bound on renewal for a hung body (default 20 × lease).
+    pub fn max_hold(mut self, d: Duration) -> Self {
+        self.policy.max_hold = Some(d);
+        self
+    }
+    /// Replaces all settings at once.
+    pub fn policy(mut self, policy: LockPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Takes the lock (waiting up to `wait`, then `Error::LockBusy`), runs `body`
+    /// while the watchdog renews the lease, and releases the lock (owner-checked)
+    /// when the body ends. If this future is dropped, renewal stops with it and
+    /// the lock is released at once (in the background, owner-checked; if the store
+    /// does not answer it lapses within one lease). Tasks the body spawned are not
+    /// covered by the lock once the body's future is gone.
+    pub async fn run<T, E, B, Fut>(self, body: B) -> Result<T, E>
+    where
+        T: Send,
+        E: From<Error> + Send,
+        B: FnOnce(LockGrant) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        if let Err(e) = self
+            .idem
+            .scenes()
+            .register_key(&self.key, self.idem.namespace())
+        {
+            return Err(e.into());
+        }
+        Acquire {
+            idem: self.idem,
+            key: &self.key,
+            policy: &self.policy,
+        }
+        .execute(body)
+        .await
+    }
+}

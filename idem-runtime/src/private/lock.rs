@@ -1,0 +1,151 @@
+//! `LockSpec`, `Locked` and `lock`: the one call a `#[distributed_lock]`
+//! expansion makes. It hands the body to the same protocol as `Idem::lock`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use super::bounds::{IdemErrorInto, IsResult};
+use super::{FenceCell, KeyBuf};
+use crate::handle::{Idem, global};
+use crate::lock::{Acquire, LockPolicy};
+use crate::scene::Owner;
+
+/// The compile-time description of one locked function.
+#[derive(Debug)]
+pub struct LockSpec {
+    /// `module_path!()::name`, for diagnostics.
+    pub function: &'static str,
+    /// The key template as written.
+    pub template: &'static str,
+    /// The literal scene prefix of the template.
+    pub scene: &'static str,
+    /// Life of the lock without renewal.
+    pub lease: Duration,
+    /// How long a caller waits for a busy lock (`None`: the lease).
+    pub wait: Option<Duration>,
+    /// Renewal bound for a hung body (`None`: 20 × lease).
+    pub max_hold: Option<Duration>,
+}
+
+impl LockSpec {
+    /// The defaults the macro leaves out (`..LockSpec::DEFAULT`).
+    pub const DEFAULT: LockSpec = LockSpec {
+        function: "",
+        template: "",
+        scene: "",
+        lease: crate::lock::DEFAULT_LEASE,
+        wait: None,
+        max_hold: None,
+    };
+
+    fn policy(&self) -> LockPolicy {
+        LockPolicy {
+            lease: self.lease,
+            wait: self.wait,
+            max_hold: self.max_hold,
+        }
+    }
+}
+
+/// What a `#[distributed_lock]` function may return: `Result<T, E>` whose error
+/// can carry an `idem::Error` (`LockBusy`, `StoreUnavailable`, ...).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the result of a `#[distributed_lock]` function",
+    label = "expected `Result<T, E>`",
+    note = "the function must return `Result<T, E>` with `T: Send` and `E: From<idem::Error> + Send`"
+)]
+pub trait LockReturns: IsResult<Ok: Send, Err: IdemErrorInto> {}
+
+impl<T: Send, E: IdemErrorInto> LockReturns for Result<T, E> {}
+
+/// One locked call as generated code builds it, typed by the declared return type.
+pub struct Locked<'h, R: IsResult> {
+    spec: &'static LockSpec,
+    key: KeyBuf,
+    handle: Option<&'h Idem>,
+    fence: Option<&'h FenceCell>,
+    _ret: std::marker::PhantomData<fn() -> R>,
+}
+
+impl<R: IsResult> std::fmt::Debug for Locked<'_, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Locked")
+            .field("function", &self.spec.function)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'h, R: IsResult> Locked<'h, R> {
+    /// Starts the call.
+    pub fn new(spec: &'static LockSpec, key: KeyBuf) -> Self {
+        Locked {
+            spec,
+            key,
+            handle: None,
+            fence: None,
+            _ret: std::marker::PhantomData,
+        }
+    }
+
+    /// Uses this handle instead of the installed global.
+    pub fn handle(mut self, idem: &'h Idem) -> Self {
+        self.handle = Some(idem);
+        self
+    }
+
+    /// The cell the body reads its `idem::Fence` parameter from.
+    pub fn fence(mut self, cell: &'h FenceCell) -> Self {
+        self.fence = Some(cell);
+        self
+    }
+
+    async fn run<Fut>(self, body: Fut) -> R
+    where
+        R: LockReturns,
+        Fut: Future<Output = R> + Send,
+    {
+        let idem = match self.handle {
+            Some(h) => h,
+            None => match global() {
+                Ok(h) => h,
+                Err(e) => return R::from_result(Err(e.into())),
+            },
+        };
+        let owner = Owner::of(self.spec, self.spec.function);
+        if let Err(e) = idem.scenes().register(self.spec.scene, owner) {
+            return R::from_result(Err(e.into()));
+        }
+        let key = self.key.into_key(idem.namespace());
+        let policy = self.spec.policy();
+        let cell = self.fence;
+        let acquire = Acquire {
+            idem,
+            key: &key,
+            policy: &policy,
+        };
+        let result = acquire
+            .execute(move |grant| {
+                if let Some(c) = cell {
+                    c.set(grant.fence());
+                }
+                async move { body.await.into_result() }
+            })
+            .await;
+        R::from_result(result)
+    }
+}
+
+/// Runs a locked call; the declared return type is named in its turbofish so an
+/// unsatisfied bound is one error there. Boxed for the same reason as `run`.
+pub fn lock<'a, R, Fut>(
+    locked: Locked<'a, R>,
+    body: Fut,
+) -> Pin<Box<dyn Future<Output = R> + Send + 'a>>
+where
+    R: LockReturns + 'a,
+    Fut: Future<Output = R> + Send + 'a,
+{
+    Box::pin(locked.run(body))
+}

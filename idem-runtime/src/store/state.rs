@@ -1,0 +1,87 @@
+//! The state check-and-set contract (seed §4.2): move a key's state from an
+//! expected value to a new one, with a TTL, in one atomic step. Redis does it in
+//! one script (`redis/state_scripts.rs`); the memory store under one lock.
+//! Stores that offer it return themselves from [`Store::states`](super::Store::states).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{BoxFuture, StoreError};
+
+/// What a check-and-set did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateCas {
+    /// The state was the expected one and is now the new one.
+    Applied,
+    /// The state already was the new one (a repeated request): nothing changed.
+    AlreadyApplied,
+    /// The state is something else (`None`: the key has no state): nothing changed.
+    InvalidTransition {
+        /// The state found.
+        current: Option<String>,
+    },
+}
+
+/// A backend offering the state check-and-set.
+pub trait StateStore: Send + Sync {
+    /// `from` → `to` with `ttl` (`from = None`: only if the key has no state).
+    fn state_cas<'a>(
+        &'a self,
+        key: &'a str,
+        from: Option<&'a str>,
+        to: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<StateCas, StoreError>>;
+
+    /// The key's current state.
+    fn state<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+}
+
+/// The memory store's states.
+#[derive(Debug, Default)]
+pub struct MemoryStates(Mutex<HashMap<String, (String, Instant)>>);
+
+impl MemoryStates {
+    fn cas(&self, key: &str, from: Option<&str>, to: &str, ttl: Duration) -> StateCas {
+        let now = Instant::now();
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let current = map
+            .get(key)
+            .filter(|(_, e)| *e > now)
+            .map(|(s, _)| s.clone());
+        if current.as_deref() == Some(to) {
+            return StateCas::AlreadyApplied;
+        }
+        if current.as_deref() != from {
+            return StateCas::InvalidTransition { current };
+        }
+        let expires = now + ttl.min(crate::policy::MAX_DURATION);
+        map.insert(key.to_owned(), (to.to_owned(), expires));
+        StateCas::Applied
+    }
+}
+
+impl StateStore for MemoryStates {
+    fn state_cas<'a>(
+        &'a self,
+        key: &'a str,
+        from: Option<&'a str>,
+        to: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<StateCas, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.cas(key, from, to, ttl))))
+    }
+
+    fn state<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        let now = Instant::now();
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let s = map
+            .get(key)
+            .filter(|(_, e)| *e > now)
+            .map(|(s, _)| s.clone());
+        Box::pin(std::future::ready(Ok(s)))
+    }
+}
