@@ -180,9 +180,9 @@ pub async fn concurrent_wait_runs_once(store: Arc<dyn Store>) {
 ///   body again: rules 7 and 8 protect a result the store never took only for
 ///   the lease.)
 /// - a claim may still fail closed (`StoreUnavailable`, rule 7, no body run)
-///   before that budget: it gives up after three attempts, and a Redis store's
-///   500 ms response timeout ends each one. The caller then does what a service
-///   would: it tries again once the breaker lets calls through, within its wait.
+///   before that budget: it gives up after three attempts that failed fast (a
+///   dropped connection). The caller then does what a service would: it tries
+///   again once the breaker lets calls through, within its wait.
 pub async fn many_keys_concurrent(store: Arc<dyn Store>, keys: usize) {
     let lease = Duration::from_secs(30);
     let wait = Duration::from_secs(60);

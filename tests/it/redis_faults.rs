@@ -86,8 +86,9 @@ impl Business {
                 Ok(body)
             });
         let guard = idem.guard("order-create", &[&no]);
+        // 3 × the default 1 s op timeout: the lease / 3 clamp leaves it whole.
         guard
-            .lease(Duration::from_secs(2))
+            .lease(Duration::from_secs(3))
             .backstop("uk_order_no")
             .degrade_to_backstop()
             .run_with(hooks, |_fence| async move {
