@@ -12,7 +12,9 @@ use idem::store::{ClaimRequest, Owned, Owner, RecordState};
 use idem::{Concurrency, Error, FaultyStore, Fence, Hooks, How, Store, Terminal};
 use tokio::sync::Barrier;
 
-use crate::support::{AppError, Counter, handle, order_rows, sqlite_business_db};
+use crate::support::{
+    AppError, Counter, FULL_BUDGET_LEASE, TEST_OP_TIMEOUT, handle, order_rows, sqlite_business_db,
+};
 
 /// Generates one test per rule for the store built by `$make` (an expression
 /// that may `.await`). `keys` sizes the many-keys concurrency test.
@@ -124,7 +126,7 @@ async fn concurrent_callers(
             barrier.wait().await;
             idem.guard("conc", &[&key])
                 .concurrent(c)
-                .lease(Duration::from_secs(2))
+                .lease(FULL_BUDGET_LEASE)
                 .wait(Duration::from_secs(10))
                 .run(|fence| async move {
                     runs.hit();
@@ -180,9 +182,9 @@ pub async fn concurrent_wait_runs_once(store: Arc<dyn Store>) {
 ///   body again: rules 7 and 8 protect a result the store never took only for
 ///   the lease.)
 /// - a claim may still fail closed (`StoreUnavailable`, rule 7, no body run)
-///   before that budget: it gives up after three attempts, and a Redis store's
-///   500 ms response timeout ends each one. The caller then does what a service
-///   would: it tries again once the breaker lets calls through, within its wait.
+///   before that budget: it gives up after three attempts that failed fast (a
+///   dropped connection). The caller then does what a service would: it tries
+///   again once the breaker lets calls through, within its wait.
 pub async fn many_keys_concurrent(store: Arc<dyn Store>, keys: usize) {
     let lease = Duration::from_secs(30);
     let wait = Duration::from_secs(60);
@@ -309,7 +311,7 @@ pub async fn waiter_takes_over_after_failure(store: Arc<dyn Store>) {
             barrier.wait().await;
             idem.guard("takeover", &[&"k"])
                 .wait(Duration::from_secs(10))
-                .lease(Duration::from_secs(2))
+                .lease(FULL_BUDGET_LEASE)
                 .run(|_| async move {
                     let n = runs.hit();
                     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -392,9 +394,14 @@ pub async fn lease_takeover_after_crash(store: Arc<dyn Store>) {
         out.fence(),
         f1
     );
+    // The dead claim lapses 1 s after it was made; the waiter's poll in flight
+    // then, its own claim and its complete take one operation budget each (the
+    // handle's 800 ms, the default 30 s lease does not clamp it); 1 s slack.
+    let bound = Duration::from_secs(1) + TEST_OP_TIMEOUT * 3 + Duration::from_secs(1);
     assert!(
-        t0.elapsed() < Duration::from_secs(4),
-        "took over within lease + slack"
+        t0.elapsed() < bound,
+        "took over within lease + slack: {:?}",
+        t0.elapsed()
     );
     // The dead owner, back to life, cannot touch the new record.
     assert_eq!(
@@ -593,10 +600,11 @@ pub async fn cancel_after_start_keeps_claim(store: Arc<dyn Store>) {
     let runs = Counter::default();
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
     let (idem2, runs2) = (idem.clone(), runs.clone());
+    let lease = FULL_BUDGET_LEASE;
     let task = tokio::spawn(async move {
         idem2
             .guard("cancel2", &[&"k"])
-            .lease(Duration::from_secs(1))
+            .lease(lease)
             .run(|_| async move {
                 runs2.hit();
                 let _ = started_tx.send(());
@@ -618,10 +626,13 @@ pub async fn cancel_after_start_keeps_claim(store: Arc<dyn Store>) {
         matches!(busy, Err(AppError::Idem(Error::InProgress { .. }))),
         "got {busy:?}"
     );
-    // ...and renewal stopped with the future, so the lease lapses and a retry runs.
+    // ...and renewal stopped with the future, so the lease lapses and a retry runs:
+    // at most a lease after the last renewal was sent, plus the waiter's poll in
+    // flight and its own claim (one operation budget each), with 1 s slack.
     let out = idem
         .guard("cancel2", &[&"k"])
-        .wait(Duration::from_secs(4))
+        .lease(lease)
+        .wait(lease + TEST_OP_TIMEOUT * 2 + Duration::from_secs(1))
         .run(|_| {
             let runs = runs.clone();
             async move {
@@ -638,17 +649,21 @@ pub async fn cancel_after_start_keeps_claim(store: Arc<dyn Store>) {
 pub async fn fences_increase(store: Arc<dyn Store>) {
     let idem = short(store, "fi");
     let key = idem.key("fence", &[&"k"]);
+    // The ttl must exceed the lease, and the lease leaves every operation the
+    // handle's whole budget.
+    let ttl = FULL_BUDGET_LEASE + Duration::from_millis(100);
     let run = || {
         idem.guard("fence", &[&"k"])
-            .lease(Duration::from_secs(1))
-            .ttl(Duration::from_millis(1500))
+            .lease(FULL_BUDGET_LEASE)
+            .ttl(ttl)
             .run(|f| async move { Res::Ok(f.get()) })
     };
     let f1 = run().await.unwrap().fence();
     assert!(idem.forget(&key).await.unwrap());
     let f2 = run().await.unwrap().fence();
     assert!(f2 > f1, "after forget: {f2:?} > {f1:?}");
-    tokio::time::sleep(Duration::from_millis(1700)).await;
+    // Past the record's expiry (a lower bound: sleeping longer changes nothing).
+    tokio::time::sleep(ttl + Duration::from_millis(200)).await;
     let out = run().await.unwrap();
     assert_eq!(out.how(), How::Executed, "the record expired");
     assert!(out.fence() > f2, "after expiry: {:?} > {f2:?}", out.fence());
@@ -932,7 +947,17 @@ pub async fn hostile_key_parts(store: Arc<dyn Store>) {
 
 pub async fn breaker_stops_paying_timeouts(store: Arc<dyn Store>) {
     let faulty = Arc::new(FaultyStore::new(store));
-    let idem = short(faulty.clone(), "br");
+    // A cooldown no part of this test outlives: with the default 2 s, a loaded
+    // machine could let it expire during the quiet wait below, and the half-open
+    // probe would reach the store (issue 18 audit).
+    let cooldown = Duration::from_secs(60);
+    let idem = idem::Idem::builder()
+        .shared_store(faulty.clone())
+        .namespace(crate::support::unique_ns("br"))
+        .op_timeout(Duration::from_millis(800))
+        .circuit_breaker(5, cooldown)
+        .build()
+        .expect("valid handle");
     faulty.set_unavailable(true);
     for i in 0..5 {
         let r = idem.guard("br", &[&i]).run(|_| async { Res::Ok(()) }).await;
@@ -954,7 +979,8 @@ pub async fn breaker_stops_paying_timeouts(store: Arc<dyn Store>) {
         ));
     }
     assert_eq!(faulty.counts().ops, ops, "open breaker: no store calls");
-    assert!(t0.elapsed() < Duration::from_secs(1));
+    // Precondition of the count above: the breaker stayed open throughout.
+    assert!(t0.elapsed() < cooldown);
 }
 
 /// Waits until `faulty` saw no new operation for 100 ms (at most 3 s).
@@ -1133,12 +1159,14 @@ pub async fn max_hold_lets_hung_body_lapse(store: Arc<dyn Store>) {
     }
     let idem = short(store, "mh");
     let runs = Counter::default();
+    let lease = Duration::from_secs(1);
+    let max_hold = Duration::from_millis(1200);
     let guard = |amount: i64, hang: Duration, started: Option<tokio::sync::oneshot::Sender<()>>| {
         let (idem, pool, runs) = (idem.clone(), pool.clone(), runs.clone());
         async move {
             idem.guard("hung", &[&"k"])
-                .lease(Duration::from_secs(1))
-                .max_hold(Duration::from_millis(1200))
+                .lease(lease)
+                .max_hold(max_hold)
                 .wait(Duration::from_secs(8))
                 .run(move |fence| async move {
                     runs.hit();
@@ -1152,18 +1180,24 @@ pub async fn max_hold_lets_hung_body_lapse(store: Arc<dyn Store>) {
         }
     };
     let (tx, rx) = tokio::sync::oneshot::channel();
+    // Taken before the hung call's claim is sent: that claim cannot lapse before
+    // `t0 + lease`, however late its reply or the body's start come.
+    let t0 = std::time::Instant::now();
     let hung = tokio::spawn(guard(111, Duration::from_secs(5), Some(tx)));
     rx.await.unwrap();
-    let t0 = std::time::Instant::now();
     let second = guard(222, Duration::ZERO, None).await.unwrap();
     let took = t0.elapsed();
     assert_eq!(second.how(), How::Executed, "the second caller took over");
     assert_eq!(*second.value(), 1, "its fenced write landed");
-    // The lease lapses at most 1 s after the claim (max_hold stops renewal), and
-    // not before the claim's own 1 s lease: allow scheduling slack on both sides.
+    // Renewal stops so the lease ends by `max_hold` after the claim was sent; a
+    // renewal applied late (within its budget, a third of the lease) moves that
+    // by one budget; then the second caller's poll in flight, its claim and its
+    // complete take a budget each; 1 s slack.
+    let budget = lease / 3;
+    let bound = max_hold + budget * 4 + Duration::from_secs(1);
     assert!(
-        took >= Duration::from_millis(700) && took < Duration::from_secs(5),
-        "took over after max_hold + lease: {took:?}"
+        took >= lease && took < bound,
+        "took over after max_hold + lease: {took:?} (bound {bound:?})"
     );
     let late = hung.await.unwrap().unwrap();
     assert_eq!(

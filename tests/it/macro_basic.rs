@@ -7,7 +7,8 @@ use idem::{Idem, MemoryStore, Store};
 
 use crate::macro_support::{AppError, Counter, handle, handles, is_rejection};
 
-#[idem::idempotent(key = "basic-create:<user_id>:<req_id>", ttl = "1h", lease = "2s", handle = idem)]
+// lease ≥ 3 × the 1 s default op timeout, so calls keep their whole budget (issue 18)
+#[idem::idempotent(key = "basic-create:<user_id>:<req_id>", ttl = "1h", lease = "3s", handle = idem)]
 async fn create(
     idem: &Idem,
     runs: &Counter,
@@ -47,7 +48,8 @@ async fn first_call_runs_and_repeats_replay() {
     }
 }
 
-#[idem::idempotent(key = "basic-flaky:<id>", lease = "2s", handle = idem)]
+// lease ≥ 3 × the 1 s default op timeout, so calls keep their whole budget (issue 18)
+#[idem::idempotent(key = "basic-flaky:<id>", lease = "3s", handle = idem)]
 async fn flaky(idem: &Idem, runs: &Counter, id: u32) -> Result<u32, AppError> {
     if runs.hit() == 1 {
         return Err(AppError::Transient("db timeout".into()));

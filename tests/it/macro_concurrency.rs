@@ -9,7 +9,8 @@ use tokio::sync::{Barrier, Notify};
 
 use crate::macro_support::{AppError, Counter, handle, handles};
 
-#[idem::idempotent(key = "conc-charge:<order_no>", lease = "2s", wait = "10s", handle = idem)]
+// lease ≥ 3 × the 1 s default op timeout, so calls keep their whole budget (issue 18)
+#[idem::idempotent(key = "conc-charge:<order_no>", lease = "3s", wait = "10s", handle = idem)]
 async fn charge(idem: &Idem, runs: &Counter, order_no: &str) -> Result<String, AppError> {
     let n = runs.hit();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -48,41 +49,59 @@ async fn fifty_concurrent_calls_run_the_body_once() {
     }
 }
 
-#[idem::idempotent(key = "conc-ship:<id>", lease = "2s", concurrent = "reject", handle = idem)]
-async fn ship(idem: &Idem, started: &Notify, id: u32) -> Result<u32, AppError> {
+/// The first call's body runs until the test lets it finish (`proceed`), so the
+/// duplicate always meets it running, however slow the machine.
+// lease ≥ 3 × the 1 s default op timeout, so calls keep their whole budget (issue 18)
+#[idem::idempotent(key = "conc-ship:<id>", lease = "3s", concurrent = "reject", handle = idem)]
+async fn ship(idem: &Idem, started: &Notify, proceed: &Notify, id: u32) -> Result<u32, AppError> {
     started.notify_one();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    proceed.notified().await;
     Ok(id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reject_fails_a_concurrent_duplicate_at_once() {
+    // `ship`'s lease; a waiting duplicate would wait this long (wait = lease).
+    let lease = Duration::from_secs(3);
     for (idem, _dir) in handles().await {
         let idem = Arc::new(idem);
-        let started = Arc::new(Notify::new());
+        let (started, proceed) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         let first = {
-            let (idem, started) = (idem.clone(), started.clone());
-            tokio::spawn(async move { ship(&idem, &started, 9).await })
+            let (idem, started, proceed) = (idem.clone(), started.clone(), proceed.clone());
+            tokio::spawn(async move { ship(&idem, &started, &proceed, 9).await })
         };
         started.notified().await;
         let t0 = std::time::Instant::now();
-        let err = ship(&idem, &Notify::new(), 9).await.unwrap_err();
+        let err = ship(&idem, &Notify::new(), &Notify::new(), 9)
+            .await
+            .unwrap_err();
+        let took = t0.elapsed();
         assert!(
             matches!(err, AppError::Idem(idem::Error::InProgress { .. })),
             "{err:?}"
         );
+        // One claim, within its budget (the default 1 s op timeout, a third of
+        // the lease), and 1 s slack: below the lease a waiting caller would spend.
+        let budget = lease / 3;
         assert!(
-            t0.elapsed() < Duration::from_millis(400),
-            "reject must not wait"
+            took < budget + Duration::from_secs(1),
+            "reject must not wait: {took:?}"
         );
+        proceed.notify_one();
         assert_eq!(first.await.unwrap().unwrap(), 9);
         // Once done, a repeat is a replay, not a rejection.
-        assert_eq!(ship(&idem, &Notify::new(), 9).await.unwrap(), 9);
+        assert_eq!(
+            ship(&idem, &Notify::new(), &Notify::new(), 9)
+                .await
+                .unwrap(),
+            9
+        );
         assert_eq!(idem.stats().count("in_progress"), 1);
     }
 }
 
-#[idem::idempotent(key = "conc-first:<id>", lease = "2s", wait = "10s", handle = idem)]
+// lease ≥ 3 × the 1 s default op timeout, so calls keep their whole budget (issue 18)
+#[idem::idempotent(key = "conc-first:<id>", lease = "3s", wait = "10s", handle = idem)]
 async fn first_fails(idem: &Idem, runs: &Counter, id: u32) -> Result<u32, AppError> {
     let n = runs.hit();
     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -4,7 +4,8 @@ use idem::{Fence, Idem};
 
 use crate::macro_support::{AppError, Counter, handles};
 
-#[idem::idempotent(key = "fence-write:<id>", lease = "2s", handle = idem)]
+// lease ≥ 3 × the 1 s default op timeout, so calls keep their whole budget (issue 18)
+#[idem::idempotent(key = "fence-write:<id>", lease = "3s", handle = idem)]
 async fn write(
     idem: &Idem,
     runs: &Counter,

@@ -6,13 +6,23 @@ use std::time::Duration;
 
 use idem::observe::CallOutcome;
 use idem::{Idem, reported};
+use tokio::sync::Notify;
 
 use crate::macro_support::{AppError, Counter, handles};
 
+/// The body runs for one operation budget (the default 1 s op timeout, a third of
+/// the 3 s lease) plus 1 s slack after it says it started: long enough for a
+/// duplicate sent then to find it running, however slow the machine.
 #[idem::idempotent(key = "report-pay:<order>", lease = "3s", handle = idem)]
-async fn pay(idem: &Idem, runs: &Counter, order: &str) -> Result<String, AppError> {
+async fn pay(
+    idem: &Idem,
+    runs: &Counter,
+    started: &Notify,
+    order: &str,
+) -> Result<String, AppError> {
     let n = runs.hit();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    started.notify_one();
+    tokio::time::sleep(Duration::from_secs(2)).await;
     Ok(format!("paid {order} #{n}"))
 }
 
@@ -20,9 +30,12 @@ async fn pay(idem: &Idem, runs: &Counter, order: &str) -> Result<String, AppErro
 async fn each_caller_sees_its_own_outcome() {
     for (idem, _dir) in handles().await {
         let runs = Counter::default();
-        let (first, second) = tokio::join!(reported(pay(&idem, &runs, "o-1")), async {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            reported(pay(&idem, &runs, "o-1")).await
+        let started = Notify::new();
+        // The second call starts once the first one's body runs (not after a
+        // fixed sleep, which a loaded machine can outlast before the first claims).
+        let (first, second) = tokio::join!(reported(pay(&idem, &runs, &started, "o-1")), async {
+            started.notified().await;
+            reported(pay(&idem, &runs, &Notify::new(), "o-1")).await
         });
         let (v1, r1) = (first.0.unwrap(), first.1.expect("a report"));
         let (v2, r2) = (second.0.unwrap(), second.1.expect("a report"));
@@ -38,7 +51,7 @@ async fn each_caller_sees_its_own_outcome() {
             r2.fence(),
             "the waiter got the first call's value"
         );
-        let (v3, r3) = reported(pay(&idem, &runs, "o-1")).await;
+        let (v3, r3) = reported(pay(&idem, &runs, &Notify::new(), "o-1")).await;
         assert_eq!(v3.unwrap(), v1);
         assert_eq!(r3.unwrap().outcome(), CallOutcome::Replayed);
         assert_eq!(runs.get(), 1);

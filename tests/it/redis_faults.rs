@@ -86,8 +86,9 @@ impl Business {
                 Ok(body)
             });
         let guard = idem.guard("order-create", &[&no]);
+        // 3 × the default 1 s op timeout: the lease / 3 clamp leaves it whole.
         guard
-            .lease(Duration::from_secs(2))
+            .lease(Duration::from_secs(3))
             .backstop("uk_order_no")
             .degrade_to_backstop()
             .run_with(hooks, |_fence| async move {
@@ -318,22 +319,34 @@ async fn flushall_mid_run_keeps_fences_and_rows_unique() {
     assert!(reclaimed > 0, "some keys were claimed again after FLUSHALL");
 }
 
+/// A frozen server (SIGSTOP) fails the call within its operation budget, whether
+/// the client's own response timeout is shorter than that budget (300 ms) or, as
+/// by default, much longer (the guard cuts the attempt, issue 18).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hung_server_is_unavailable_within_the_timeout() {
+    for response_timeout in [Some(Duration::from_millis(300)), None] {
+        hung_server_fails_within_the_budget(response_timeout).await;
+    }
+}
+
+async fn hung_server_fails_within_the_budget(response_timeout: Option<Duration>) {
     let server = RedisServer::start();
-    let store = RedisStore::builder(server.url())
-        .response_timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap();
+    let mut builder = RedisStore::builder(server.url());
+    if let Some(t) = response_timeout {
+        builder = builder.response_timeout(t);
+    }
+    let store = builder.connect().await.unwrap();
     let idem = idem_on(store);
+    // 3 × the default 1 s op timeout: the call's budget is the whole second.
+    let lease = Duration::from_secs(3);
+    let op_budget = Duration::from_secs(1);
     let runs = Arc::new(AtomicUsize::new(0));
     let call = || {
         let (idem, runs) = (idem.clone(), Arc::clone(&runs));
         async move {
             let guard = idem.guard("hang", &[&"h"]);
             guard
-                .lease(Duration::from_secs(1))
+                .lease(lease)
                 .run(|_| async move {
                     runs.fetch_add(1, Ordering::SeqCst);
                     Ok::<_, Error>(1u8)
@@ -347,17 +360,21 @@ async fn hung_server_is_unavailable_within_the_timeout() {
     let took = t0.elapsed();
     server.thaw();
     assert!(matches!(r, Err(Error::StoreUnavailable { .. })), "{r:?}");
-    // op_timeout (1 s) bounds the call; 1 s slack.
-    assert!(took < Duration::from_secs(2), "took {took:?}");
+    // The operation budget bounds the call; 1 s slack.
+    assert!(
+        took < op_budget + Duration::from_secs(1),
+        "{response_timeout:?}: took {took:?}"
+    );
     assert!(
         took >= Duration::from_millis(250),
         "a real wait happened: {took:?}"
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
-    // The claim sent while the server was frozen runs when it wakes: its key stays
-    // claimed by the caller that gave up until the 1 s lease lapses, then the next
-    // caller takes it over.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // The claim sent while the server was frozen runs when it wakes: the guard that
+    // gave up on it releases it in the background (or it lapses with its lease),
+    // then the next caller runs. Within the lease, the breaker cooldown and
+    // a few operation budgets, with slack.
+    let deadline = Instant::now() + lease + Duration::from_secs(7);
     loop {
         match call().await {
             Ok(o) => {
@@ -373,4 +390,45 @@ async fn hung_server_is_unavailable_within_the_timeout() {
         }
     }
     assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// A server that stalls for 2 s (a slow command, a fork for persistence on a big
+/// data set) while a call with a 3 s operation budget claims: the claim waits for
+/// the answer and the call runs. With the former 500 ms client response timeout
+/// every attempt failed after 500 ms whatever the caller's budget, and the claim
+/// gave up after three of them (issue 18).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_server_answers_within_the_callers_budget() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let stall = Duration::from_secs(2);
+    // The budget covers the stall with 1 s slack; the lease leaves it whole.
+    let op_timeout = stall + Duration::from_secs(1);
+    let idem = Idem::builder()
+        .store(store)
+        .namespace("stall")
+        .op_timeout(op_timeout)
+        .build()
+        .unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r2 = Arc::clone(&runs);
+    // Every client waits until the pause ends; `CLIENT PAUSE` answers at once.
+    let paused = server.cli(&["CLIENT", "PAUSE", &stall.as_millis().to_string(), "ALL"]);
+    assert_eq!(paused.trim(), "OK");
+    let t0 = Instant::now();
+    let out = idem
+        .guard("stall", &[&"k"])
+        .lease(op_timeout * 3)
+        .run(|_| async move {
+            r2.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Error>(7u8)
+        })
+        .await;
+    let took = t0.elapsed();
+    let out =
+        out.unwrap_or_else(|e| panic!("a stalled server is not a dead one: {e:?} after {took:?}"));
+    assert_eq!((out.how(), out.into_inner()), (How::Executed, 7));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // The stall really happened (it ended at most `stall` after the pause began).
+    assert!(took >= stall / 2, "no stall: {took:?}");
 }

@@ -42,10 +42,11 @@ async fn worker(prefix: String, id: usize, start_at: u64) {
         .await
         .unwrap();
     let con = store.connection();
+    let op_timeout = Duration::from_secs(3);
     let idem = Idem::builder()
         .store(store)
         .namespace("procs")
-        .op_timeout(Duration::from_secs(3))
+        .op_timeout(op_timeout)
         .build()
         .unwrap();
     // Start together; half the workers walk the keys forwards, half backwards.
@@ -69,8 +70,10 @@ async fn worker(prefix: String, id: usize, start_at: u64) {
         set.spawn(async move {
             let _permit = permit;
             let guard = idem.guard("job", &[&k]);
+            // Three op timeouts: the lease / 3 clamp leaves calls the whole budget
+            // (a 5 s lease cut them to 1.67 s; issue 18).
             let out = guard
-                .lease(Duration::from_secs(5))
+                .lease(op_timeout * 3)
                 .run(|_| async move {
                     let mut con = con;
                     let _: i64 = redis::cmd("INCR")

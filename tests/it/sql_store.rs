@@ -77,35 +77,61 @@ async fn concurrent_callers_many_keys(d: Dialect) {
     // The stress size checks one body per key at scale, not latency: 50,000
     // callers on a 2-core machine shared with the rest of the suite need more
     // than the 5 s per store operation of the CI size.
+    let op_timeout = Duration::from_secs(if crate::sql_support::stress() { 60 } else { 5 });
     let idem = Idem::builder()
         .shared_store(fx.dyn_store())
         .namespace(format!("t-{}", crate::sql_support::suffix()))
-        .op_timeout(Duration::from_secs(if crate::sql_support::stress() {
-            60
-        } else {
-            5
-        }))
+        .op_timeout(op_timeout)
         .build()
         .unwrap();
+    // Three operation timeouts: the lease / 3 clamp leaves each claim the whole
+    // budget (with the former 10 s lease, SQLite claims got 3.3 s and failed at
+    // load 17: issue 18).
+    let lease = op_timeout * 3;
     let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // A claim may still fail closed (`StoreUnavailable`, no body run) when the
+    // burst keeps SQLite's single writer busier than the op timeout (10,000
+    // callers at load 20: issue 18). This test is about one body per key, so
+    // such a caller does what a service would: it tries again once the breaker
+    // (default 2 s cooldown) lets calls through, within its wait.
+    let wait = Duration::from_secs(120).max(lease);
+    let cooldown = Duration::from_secs(2);
+    let fail_closed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let barrier = Arc::new(Barrier::new(keys * callers));
     let mut tasks = tokio::task::JoinSet::new();
     for k in 0..keys {
         for _ in 0..callers {
-            let (idem, runs, barrier) = (idem.clone(), runs.clone(), barrier.clone());
+            let (idem, runs, barrier, fail_closed) = (
+                idem.clone(),
+                runs.clone(),
+                barrier.clone(),
+                fail_closed.clone(),
+            );
             tasks.spawn(async move {
                 barrier.wait().await;
-                let g = idem
-                    .guard("pay", &[&k])
-                    .lease(Duration::from_secs(10))
-                    .wait(Duration::from_secs(120));
-                g.run(|fence| async move {
-                    runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(300)).await;
-                    Res::Ok((k, fence.get()))
-                })
-                .await
-                .map(|o| (o.how(), o.into_inner()))
+                let give_up = std::time::Instant::now() + wait;
+                loop {
+                    let runs = runs.clone();
+                    let r = idem
+                        .guard("pay", &[&k])
+                        .lease(lease)
+                        .wait(wait)
+                        .run(|fence| async move {
+                            runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                            Res::Ok((k, fence.get()))
+                        })
+                        .await;
+                    match r {
+                        Err(AppErr::Idem(Error::StoreUnavailable { .. }))
+                            if std::time::Instant::now() < give_up =>
+                        {
+                            fail_closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            tokio::time::sleep(cooldown).await;
+                        }
+                        r => return r.map(|o| (o.how(), o.into_inner())),
+                    }
+                }
             });
         }
     }
@@ -131,6 +157,10 @@ async fn concurrent_callers_many_keys(d: Dialect) {
     assert_eq!(
         st.count("executed") + st.count("waited") + st.count("replayed"),
         (keys * callers) as u64
+    );
+    println!(
+        "concurrent_callers_many_keys({d:?}): {} claims failed closed and were tried again",
+        fail_closed.load(std::sync::atomic::Ordering::SeqCst)
     );
 }
 
@@ -610,18 +640,9 @@ async fn unstorable_keys_are_invalid_input(d: Dialect) {
         .circuit_breaker(5, Duration::from_secs(3600))
         .build()
         .unwrap();
+    // (A NUL in a scene no longer reaches the store through the guard: scenes are
+    // escaped like key parts since issue 10 §A4; see the end of this test.)
     let scenes = vec![("s".repeat(idem::store::sql::MAX_KEY_BYTES + 1), "longer")];
-    if d == Dialect::Postgres {
-        // A NUL in a scene used to reach PostgreSQL (text cannot hold it) and trip
-        // the breaker; scenes are now escaped like parts, so it renders `%00` and
-        // is stored. (The store's own NUL check stays for keys built elsewhere.)
-        let out = idem
-            .guard("nul\0scene", &[&1u8])
-            .run(|_| async { Res::Ok(3) })
-            .await
-            .unwrap();
-        assert_eq!((out.how(), out.into_inner()), (How::Executed, 3));
-    }
     let runs = std::sync::atomic::AtomicUsize::new(0);
     let mut errors = Vec::new();
     for (scene, why) in &scenes {
@@ -667,9 +688,19 @@ async fn unstorable_keys_are_invalid_input(d: Dialect) {
     }
     assert_eq!(
         idem.stats().count("executed"),
-        if d == Dialect::Postgres { 2 } else { 1 },
-        "only the healthy calls ran (and the escaped NUL scene on PostgreSQL)"
+        1,
+        "only the healthy call ran"
     );
+    // A NUL in a scene is escaped by the key builder, so PostgreSQL's `TEXT` can
+    // hold the key and the call runs like any other.
+    let nul = idem.key("nul\0scene", &[&1u8]);
+    assert!(!nul.as_str().contains('\0'), "{nul:?}");
+    let out = idem
+        .guard("nul\0scene", &[&1u8])
+        .run(|_| async { Res::Ok(8) })
+        .await
+        .expect("a NUL scene is an ordinary, escaped key");
+    assert_eq!((out.how(), out.into_inner()), (How::Executed, 8));
     // The store itself refuses them on every operation that takes a key.
     let s = &fx.store;
     let mut keys = vec!["k".repeat(idem::store::sql::MAX_KEY_BYTES + 1)];

@@ -107,3 +107,58 @@ async fn background_release_outlasts_a_blip() {
     let second = call().await.unwrap();
     assert_eq!(second.how(), How::Executed);
 }
+
+/// Found by the real-time SQLite simulation under load (issue 18, seed 15 of the
+/// reproduction at load 11): a claim applied long after its caller's operation
+/// timeout (SQL claims run detached, so a caller giving up does not stop them),
+/// and the background release meant to undo it queued behind the same backlog
+/// (SQLite's single writer turn). Each release attempt was dropped at the
+/// operation timeout, which took it out of the queue before it applied, and the
+/// retries stopped once the breaker had opened: the orphan held the key for its
+/// whole lease although the store was only slow. A finish nobody waits for now
+/// keeps its place in line for as long as the claim can matter (its lease).
+#[tokio::test(start_paused = true)]
+async fn background_release_waits_in_a_slow_stores_queue() {
+    let faulty = Arc::new(FaultyStore::new(MemoryStore::new()));
+    let op_timeout = Duration::from_millis(500);
+    let lease = Duration::from_secs(30);
+    // The store is slow for this long after the claim: four operation timeouts,
+    // well within the lease.
+    let backlog = op_timeout * 4;
+    let idem = Idem::builder()
+        .shared_store(Arc::clone(&faulty) as Arc<dyn Store>)
+        .namespace("orphan")
+        .op_timeout(op_timeout)
+        .circuit_breaker(1, Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let runs = Counter::default();
+    let call = || {
+        let runs = runs.clone();
+        idem.guard("queued", &[&"k"])
+            .lease(lease)
+            .concurrent(Concurrency::Reject)
+            .run(move |_| async move { Ok::<_, AppError>(runs.hit()) })
+    };
+    faulty.set_reply_delay(Some(lease));
+    let first = call().await;
+    assert!(
+        matches!(first, Err(AppError::Idem(Error::StoreUnavailable { .. }))),
+        "{first:?}"
+    );
+    // No await since the call ended: the background release has not started yet,
+    // and it meets a store where every operation waits `backlog` before applying.
+    faulty.set_reply_delay(None);
+    faulty.set_delay(Some(backlog));
+    tokio::time::sleep(backlog + op_timeout * 2).await;
+    faulty.set_delay(None);
+    let key = idem.key("queued", &[&"k"]);
+    assert_eq!(
+        idem.inspect(&key).await.unwrap(),
+        None,
+        "the release gave up its place in the slow store's queue; the orphan holds the key for 30 s"
+    );
+    let second = call().await.unwrap();
+    assert_eq!((second.how(), *second.value()), (How::Executed, 1));
+    assert_eq!(runs.get(), 1);
+}

@@ -15,8 +15,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::{Exec, Held};
 use crate::observe::Op;
 use crate::store::{Owned, Owner, StoreError};
@@ -58,10 +56,11 @@ impl Exec {
         r
     }
 
-    /// A finish nobody waits for: worth retrying for as long as the claim can
-    /// still be ours (one lease), one operation budget at a time, but not while
-    /// the breaker says the store is down (the claim then lapses with its lease,
-    /// and retries would only add load to a store that is struggling).
+    /// A finish nobody waits for: worth trying for as long as the claim can still
+    /// be ours (one lease), as one patient operation ([`Exec::op_patient`]) that
+    /// keeps its place in a slow store's queue, but not while the breaker says the
+    /// store is down (the claim then lapses with its lease, and retries would only
+    /// add load to a store that is struggling).
     async fn in_background(
         &self,
         key: &str,
@@ -69,14 +68,17 @@ impl Exec {
         lease: Duration,
         f: &Finish,
     ) -> Result<Owned, StoreError> {
-        let until = Instant::now().checked_add(lease);
-        loop {
-            let r = self.finish_now(key, owner, self.op_timeout, f).await;
-            let again = matches!(r, Err(StoreError::Unavailable(_)))
-                && until.is_some_and(|u| Instant::now() < u)
-                && !self.breaker.is_open();
-            if !again {
-                return r;
+        let budget = lease.max(self.op_timeout);
+        match f {
+            Finish::Complete { payload, ttl } => {
+                self.op_patient(Op::Complete, key, budget, || {
+                    self.store.complete(key, owner, payload, *ttl)
+                })
+                .await
+            }
+            Finish::Release => {
+                self.op_patient(Op::Release, key, budget, || self.store.release(key, owner))
+                    .await
             }
         }
     }

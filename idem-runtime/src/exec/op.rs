@@ -41,6 +41,38 @@ impl Exec {
         op: Op,
         key: &str,
         budget: Duration,
+        f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
+    ) -> Result<R, StoreError> {
+        self.op_with(op, key, budget, false, f).await
+    }
+
+    /// An operation on a held claim that nobody waits for (a detached finish): one
+    /// attempt may take the whole `budget`, and failed attempts are retried within
+    /// it until the breaker opens. A slow store runs requests in the order they
+    /// arrive (SQLite's writer turn, a pool's queue): an attempt dropped at a short
+    /// timeout leaves that queue before it applies, and its retry joins at the back
+    /// again, behind the late claim it was meant to undo (issue 18, SQLite
+    /// simulation under load: such an orphan held its key for a whole lease).
+    pub(crate) async fn op_patient<'s, R>(
+        &'s self,
+        op: Op,
+        key: &str,
+        budget: Duration,
+        f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
+    ) -> Result<R, StoreError> {
+        debug_assert!(
+            op.holds_claim(),
+            "only a held claim's operations run detached"
+        );
+        self.op_with(op, key, budget, true, f).await
+    }
+
+    async fn op_with<'s, R>(
+        &'s self,
+        op: Op,
+        key: &str,
+        budget: Duration,
+        background: bool,
         mut f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
     ) -> Result<R, StoreError> {
         let held = op.holds_claim();
@@ -70,7 +102,10 @@ impl Exec {
                 Err(StoreError::Unavailable(msg)) => {
                     attempt += 1;
                     let pause = Duration::from_millis(5 << attempt.min(4));
-                    let give_up = !held && attempt >= 3;
+                    // In the background the breaker says when the store is down
+                    // rather than slow: retrying then only adds load, and the claim
+                    // lapses with its lease.
+                    let give_up = (!held && attempt >= 3) || (background && self.breaker.is_open());
                     if give_up || Instant::now() + pause >= deadline {
                         self.breaker.failure();
                         tracing::debug!(key, op = op.as_str(), error = %msg, "store unavailable");

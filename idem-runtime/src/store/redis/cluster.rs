@@ -1,8 +1,10 @@
 //! The Redis Cluster record store: the same scripts as [`RedisStore`](super::RedisStore),
 //! routed by the record key's hash tag (`{<idem key>}`), so each script touches one
 //! slot on one master. The cluster client follows `MOVED`/`ASK` and refreshes its
-//! slot map after a failover; a response timeout is always set (redis-rs sets none
-//! for clusters by default, which would let a hung node hang calls).
+//! slot map after a failover. A response timeout is always set (redis-rs sets none
+//! for clusters by default, which would let a hung node hang direct calls); like
+//! the single-node store's it defaults to 10 s and leaves the deadline to the
+//! guard's operation budget (see [Timeouts](super#timeouts)).
 
 use std::time::Duration;
 
@@ -56,7 +58,9 @@ impl RedisClusterStoreBuilder {
         self
     }
 
-    /// Time allowed for one request, redirections and retries included (default 500 ms).
+    /// Time allowed for one request, redirections and retries included (default
+    /// 10 s). Keep it at least as long as the longest operation budget your calls
+    /// get (see [Timeouts](super#timeouts)).
     pub fn response_timeout(mut self, t: Duration) -> Self {
         self.response_timeout = t;
         self
@@ -85,7 +89,9 @@ impl RedisClusterStoreBuilder {
             .max_retry_wait(200)
             .build()
             .map_err(|e| StoreError::config(format!("redis cluster nodes: {e}")).with_source(e))?;
-        let budget = self.connect_timeout * 2 + self.response_timeout * 6;
+        // Opening connections to the seed and the nodes, then loading the scripts
+        // on every node; not derived from the (deliberately long) response timeout.
+        let budget = self.connect_timeout * (super::CONNECT_BUDGET_FACTOR + 1);
         let connect = async {
             let mut con = client
                 .get_async_connection()

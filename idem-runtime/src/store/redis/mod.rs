@@ -42,16 +42,31 @@
 //! all of this (see above), so fenced writes stay safe.
 //!
 //! # Timeouts
-//! Defaults: 1 s to connect, 500 ms per response. A hung server therefore turns into
-//! [`StoreError::Unavailable`] (and `Error::StoreUnavailable`) within the guard's
-//! operation budget. The single-node store reconnects in the background; a
+//! The deadline of an operation is the guard's: its operation budget (the
+//! handle's `op_timeout`, default 1 s, at most a third of the call's lease) bounds
+//! each claim, complete, release and renew including their retries, and the guard
+//! retries within it. The store's own response timeout is only a backstop for a
+//! connection nobody cuts (direct [`Store`] calls, [`RedisStore::connection`]):
+//! it defaults to 10 s, the longest budget a call with the default 30 s lease can
+//! have, so it never cuts an attempt shorter than the guard would. (It used to be
+//! 500 ms: a loaded but healthy server answering in 700 ms then failed every
+//! attempt, whatever budget the caller had; issue 18.) If you give calls longer
+//! budgets (`op_timeout` above 10 s with leases above 30 s), raise it to match.
+//! A hung server (`SIGSTOP`, a stalled network) still turns into
+//! [`StoreError::Unavailable`] (and `Error::StoreUnavailable`) within the
+//! operation budget: the guard drops the attempt at its deadline.
+//!
+//! Connecting has its own bound: 1 s to open a connection (`connect_timeout`), and
+//! [`RedisStoreBuilder::connect`] gives up after four times that (opening plus
+//! loading the scripts). The single-node store reconnects in the background; a
 //! command in flight when the connection broke fails and the guard retries it with
 //! the same owner (every script is idempotent per owner). A claim that timed out
 //! may still apply when a hung server wakes: the guard that gave up on it sends an
-//! owner-checked release in the background (within 5 s), so the key is free again
-//! once the server answers. Only while the circuit breaker is open (the store deemed
-//! down) is no release sent; such a key stays claimed until the lease lapses, and a
-//! later caller takes it over with a larger fence.
+//! owner-checked release in the background (even when that failure opened the
+//! circuit breaker: the claim was sent), retried while the breaker is closed
+//! until the claim's lease would have lapsed, so the key is free again once the
+//! server answers. A later caller takes over a key whose release never landed
+//! once its lease lapses, with a larger fence.
 //!
 //! Requires Redis 5 or newer (scripts that read `TIME` and then write need
 //! effect replication, the default since Redis 5).
@@ -152,8 +167,13 @@ pub mod __bench {
 
 /// Default time allowed to open a connection.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-/// Default time allowed for one response.
-pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
+/// Default time allowed for one response: the longest operation budget of a call
+/// with the default lease (`DEFAULT_LEASE / LEASE_PER_OP` = 10 s), so the client
+/// never cuts an attempt the guard would still wait for (see [Timeouts](self#timeouts)).
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// [`RedisStoreBuilder::connect`] waits at most this many connect timeouts for
+/// the connection and the script loading together.
+const CONNECT_BUDGET_FACTOR: u32 = 4;
 
 /// A record store on one Redis server (or a primary behind a stable address),
 /// over one multiplexed, self-reconnecting connection.
@@ -208,8 +228,10 @@ impl RedisStoreBuilder {
         self
     }
 
-    /// Time allowed for one response (default 500 ms). A server that does not
-    /// answer within it is unavailable for this call.
+    /// Time allowed for one response (default 10 s). The guard's operation
+    /// budget is the deadline that matters (see [Timeouts](self#timeouts)); keep
+    /// this at least as long as the longest budget your calls get, or a slow but
+    /// healthy server fails attempts the guard would have waited for.
     pub fn response_timeout(mut self, t: Duration) -> Self {
         self.response_timeout = t;
         self
@@ -251,7 +273,9 @@ impl RedisStoreBuilder {
     /// `StoreError::Config` for a malformed URL and `StoreError::Unavailable` when the
     /// server cannot be reached.
     pub async fn connect(self) -> Result<RedisStore, StoreError> {
-        let budget = self.connect_timeout + self.response_timeout * 6;
+        // Not derived from the response timeout: that one is long on purpose, and
+        // a server that cannot be reached should fail the application's start fast.
+        let budget = self.connect_timeout * CONNECT_BUDGET_FACTOR;
         let store = self.build_lazy()?;
         let mut con = store.con.clone();
         tokio::time::timeout(budget, scripts::preload(&mut con))
@@ -272,7 +296,7 @@ fn redact(url: &str) -> String {
 }
 
 impl RedisStore {
-    /// Connects with the defaults (no prefix, 1 s connect, 500 ms response).
+    /// Connects with the defaults (no prefix, 1 s connect, 10 s response).
     pub async fn connect(url: &str) -> Result<RedisStore, StoreError> {
         Self::builder(url).connect().await
     }

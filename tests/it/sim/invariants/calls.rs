@@ -259,9 +259,10 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
                 ks.wait_budget() + 2 * t_op + body
             }
         };
-        if *elapsed > limit + slack.max(Duration::from_millis(10)) {
+        if *elapsed > limit + slack.max(Duration::from_millis(10)) + cx.late {
             v.push(format!(
-                "[bounded] call {i} took {elapsed:?} (limit {limit:?}, result {res:?})"
+                "[bounded] call {i} took {elapsed:?} (limit {limit:?}, timer lateness allowance {:?}, result {res:?})",
+                cx.late
             ));
         }
     }

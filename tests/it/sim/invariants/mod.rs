@@ -61,6 +61,10 @@ pub(crate) struct Reading {
     /// Allowance on time comparisons: 1 ms in virtual time; real stores in real
     /// time get scheduling jitter.
     pub(crate) slack: Duration,
+    /// Extra allowance on the `bounded` check only: how late the runtime's own
+    /// timers fired on a starved real-time run (a call's duration is the
+    /// library's bound plus the scheduler's lateness; safety checks keep `slack`).
+    pub(crate) late: Duration,
     /// Time is exact (virtual): enables the liveness checks of calm runs
     /// (`renewal`, `no-double-run`, `wait-liveness`), which a loaded real store
     /// could fail by being slow rather than wrong.
@@ -71,6 +75,7 @@ impl Reading {
     pub(crate) const VIRTUAL: Reading = Reading {
         atomic: true,
         slack: Duration::from_millis(1),
+        late: Duration::ZERO,
         timing: true,
     };
 }
@@ -93,6 +98,7 @@ pub(super) struct Ctx<'a> {
     pub(super) out: &'a RunOutput,
     pub(super) atomic: bool,
     pub(super) slack: Duration,
+    pub(super) late: Duration,
     pub(super) timing: bool,
     pub(super) calls: Vec<CallInfo>,
     pub(super) key_index: HashMap<&'a str, usize>,
@@ -178,6 +184,7 @@ fn check_into(s: &Schedule, out: &RunOutput, r: Reading, v: &mut Vec<String>) {
         out,
         atomic,
         slack,
+        late: r.late,
         timing: r.timing,
         calls,
         key_index,
