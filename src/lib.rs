@@ -5,6 +5,9 @@
 //! item by item, so what is public here is a decision, not an accident.
 
 pub use idem_macros::idempotent;
+/// State machines (`#[derive(StateMachine)]`, `#[state_transition]`, `#[transitions]`).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use idem_macros::{StateMachine, state_transition, transitions};
 
 // The handle and the guarded call.
 pub use idem_runtime::{Guard, Idem, IdemBuilder, global, install};
@@ -12,6 +15,10 @@ pub use idem_runtime::{Guard, Idem, IdemBuilder, global, install};
 pub use idem_runtime::{CallReport, Fence, How, Outcome, reported};
 // Settings, hooks and keys.
 pub use idem_runtime::{Concurrency, Hooks, Key, KeyPart, NoConflict, Policy, Terminal};
+// State machines: the trait, what a transition returns, and the module
+// (`idem::state::transition`, `StateConn`, `Columns`).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use idem_runtime::{StateMachine, Transition, state};
 // Errors.
 pub use idem_runtime::{Error, Result, std_error};
 // Stores and monitoring figures.

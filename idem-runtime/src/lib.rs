@@ -18,6 +18,8 @@ pub mod outcome;
 pub mod policy;
 pub(crate) mod record;
 mod scene;
+#[cfg(feature = "sql")]
+pub mod state;
 pub mod store;
 
 #[doc(hidden)]
@@ -34,6 +36,8 @@ pub use key::{Key, KeyPart};
 pub use observe::{CallReport, Stats, TopKey, reported};
 pub use outcome::{How, Outcome};
 pub use policy::{Concurrency, Policy};
+#[cfg(feature = "sql")]
+pub use state::{StateMachine, Transition};
 pub use store::Store;
 pub use store::faulty::{FaultPlan, FaultyStore};
 pub use store::memory::MemoryStore;

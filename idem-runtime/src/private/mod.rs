@@ -11,7 +11,8 @@
 //! - `fence`: [`FenceCell`], the body's `idem::Fence` parameter;
 //! - `idempotent`: [`Guarded`] and [`run`];
 //! - `bounds`: the traits checked once at the user's return type;
-//! - `detect`: backstop detection by autoref specialisation.
+//! - `detect`: backstop detection by autoref specialisation;
+//! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`.
 
 mod bounds;
 mod detect;
@@ -19,6 +20,9 @@ mod fence;
 mod idempotent;
 mod key;
 mod spec;
+/// `#[state_transition]` and `#[derive(StateMachine)]`.
+#[cfg(feature = "sql")]
+pub mod state;
 
 pub use crate::fingerprint::FingerprintBuilder;
 pub use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};
