@@ -241,6 +241,9 @@ macro_rules! suite {
                 assert_eq!(row(&pool, "o-1").await, (OrderStatus::PaySuccess, 1));
                 let s = idem.stats();
                 assert_eq!((s.count("applied"), s.count("already_applied")), (1, 4));
+                // The repeated callback is the scope's most-repeated key.
+                let top = &s.top_keys[0];
+                assert_eq!((top.scope.as_str(), top.key.as_str(), top.count), ("t_order", "t_order:o-1", 4), "{s:?}");
             }
 
             /// A PAY_SUCCESS callback arriving after shipping is a repeat: nothing

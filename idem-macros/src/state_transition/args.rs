@@ -209,7 +209,7 @@ mod tests {
         let mut errors = Errors::default();
         parse(
             &TABLE,
-            quote!(to = [A, B], from = 3, tabel = "t"),
+            quote!(to = [A, B], from = 3, tabl = "t"),
             &mut errors,
         );
         let e = errors.into_compile_errors().to_string();

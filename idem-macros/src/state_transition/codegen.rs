@@ -14,7 +14,8 @@ use crate::common::item::ItemFn;
 
 /// `#[state_transition(..)] async fn f(.., tx, ..) -> R { body }` →
 /// `async fn f(..) -> R { static SPEC; const FROM; const TO; const edge checks;
-/// run::<R, M, ..>(&SPEC, handle, FROM, TO, &mut *tx, &key, async |tx| { fake return; { body } }).await }`.
+/// observed::<R, _>(&SPEC, handle, &key, async { begin::<R, M, ..>(..).await or return;
+/// let out = async { fake return; { body } }.await; finish::<R, _>(sp, &mut *tx, out).await }).await }`.
 pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     let ItemFn {
         outer_attrs,
@@ -59,19 +60,19 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
             const __IDEM_FROM: &[#machine] = &[#(#from),*];
             const __IDEM_TO: #machine = #to;
             #(#checks)*
-            // `run::<ReturnType, ..>` names the user's type: a wrong one is one
-            // error there (cached 0043a). The body is an async closure taking the
-            // transaction back, so it uses `tx` exactly as written.
-            #p::run::<#ret, #machine, _, _, _>(
-                &__IDEM_STATE,
-                #handle,
-                __IDEM_FROM,
-                __IDEM_TO,
-                &mut *#tx,
-                #key,
-                async |#tx| {
-                    // The body need not use the transaction it gets back.
-                    let _ = &#tx;
+            // `begin::<ReturnType, ..>` names the user's type: a wrong one is
+            // one error there (cached 0043a). The body is a plain block between
+            // `begin` and `finish`, so it uses `tx` exactly as written and the
+            // future stays `Send` (an async closure taking `tx` back was not:
+            // rustc's "`Send` is not general enough").
+            #p::observed::<#ret, _>(&__IDEM_STATE, #handle, #key, async {
+                let __idem_savepoint = match #p::begin::<#ret, #machine, _, _>(
+                    &__IDEM_STATE, __IDEM_FROM, __IDEM_TO, &mut *#tx, #key,
+                ).await {
+                    #p::Begun::Go(__idem_savepoint) => __idem_savepoint,
+                    #p::Begun::Done(__idem_done) => return __idem_done,
+                };
+                let __idem_out = async {
                     if let ::core::option::Option::Some(__idem_ret) =
                         ::core::option::Option::None::<#p::BodyOf<#ret>>
                     {
@@ -79,8 +80,10 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
                     }
                     // The body in its own block (tracing #3306).
                     { #body }
-                },
-            )
+                }
+                .await;
+                #p::finish::<#ret, _>(__idem_savepoint, &mut *#tx, __idem_out).await
+            })
             .await
         }
     };

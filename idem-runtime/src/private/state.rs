@@ -3,6 +3,7 @@
 //! once), one [`run`] call handing the body to the same runner as the non-macro
 //! [`transition`](crate::state::transition), and the derive's `sqlx` impls.
 
+use std::future::Future;
 use std::sync::OnceLock;
 
 use sqlx::{Encode, Type};
@@ -11,10 +12,13 @@ use crate::db::{Dialect, SqlDialect};
 use crate::error::Error;
 use crate::handle::Idem;
 use crate::key::KeyPart;
-use crate::state::{Columns, Edge, StateConn, Statements, observed};
+use crate::observe::CallOutcome;
+use crate::state::{
+    self, Columns, Edge, StateConn, Statements, Step, error_key,
+};
 
 pub use crate::__idem_state_sqlx as state_sqlx;
-pub use crate::state::{StateMachine, Transition, UnknownState};
+pub use crate::state::{Savepoint, StateMachine, Transition, UnknownState};
 pub use sqlx;
 
 /// The static description of one `#[state_transition]` function.
@@ -101,30 +105,84 @@ impl<T, E: From<Error>> StateReturns for Result<Transition<T>, E> {
 /// The body's type for a declared return type `R`: `Result<T, E>`.
 pub type BodyOf<R> = Result<<R as StateReturns>::Ok, <R as StateReturns>::Err>;
 
-/// Runs one transition as an expansion calls it.
-#[allow(clippy::too_many_arguments)]
-pub async fn run<R, M, C, K, F>(
+/// How a transition ended, on its way out of the expansion's block.
+pub struct Done<R: StateReturns> {
+    outcome: CallOutcome,
+    value: Result<Transition<R::Ok>, R::Err>,
+}
+
+impl<R: StateReturns> std::fmt::Debug for Done<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Done").field("outcome", &self.outcome).finish_non_exhaustive()
+    }
+}
+
+/// After the update: the body's turn ([`Begun::Go`]), or already over.
+#[derive(Debug)]
+pub enum Begun<R: StateReturns> {
+    /// One row moved: run the body, then [`finish`].
+    Go(Savepoint),
+    /// Nothing to run.
+    Done(Done<R>),
+}
+
+/// Takes the savepoint and runs the update in `conn`.
+pub async fn begin<R, M, C, K>(
     spec: &'static StateSpec,
-    handle: Option<&Idem>,
     from: &'static [M],
     to: M,
     conn: &mut C,
     key: &K,
-    body: F,
-) -> R
+) -> Begun<R>
 where
     R: StateReturns,
     M: StateMachine,
     C: StateConn + ?Sized,
     K: for<'q> Encode<'q, C::Db> + Type<C::Db> + KeyPart + Sync,
-    F: AsyncFnOnce(&mut C) -> BodyOf<R>,
 {
     let stmts = match spec.statements(C::Db::DIALECT) {
         Ok(s) => s,
-        Err(e) => return R::from_result(Err(e.into())),
+        Err(e) => {
+            return Begun::Done(Done {
+                outcome: CallOutcome::Failed,
+                value: Err(e.into()),
+            });
+        }
     };
-    let edge = Edge { from, to };
-    R::from_result(observed(handle, spec.table, &stmts, edge, conn, key, body).await)
+    let name = error_key(spec.table, key);
+    match state::begin(&stmts, Edge { from, to }, conn, key, name).await {
+        Step::Go(sp) => Begun::Go(sp),
+        Step::Done((outcome, value)) => Begun::Done(Done { outcome, value }),
+    }
+}
+
+/// The body ended: release the savepoint, or roll back to it.
+pub async fn finish<R, C>(sp: Savepoint, conn: &mut C, out: BodyOf<R>) -> Done<R>
+where
+    R: StateReturns,
+    C: StateConn + ?Sized,
+{
+    let (outcome, value) = sp.finish(conn, out).await;
+    Done { outcome, value }
+}
+
+/// Runs the expansion's block (`begin`, body, `finish`) in the `idem` span.
+pub async fn observed<R, K>(
+    spec: &'static StateSpec,
+    handle: Option<&Idem>,
+    key: &K,
+    op: impl Future<Output = Done<R>>,
+) -> R
+where
+    R: StateReturns,
+    K: KeyPart + Sync,
+{
+    let r = state::observed(handle, spec.table, key, async {
+        let d = op.await;
+        (d.outcome, d.value)
+    })
+    .await;
+    R::from_result(r)
 }
 
 /// `Decode` of a derived machine: the stored text back to a state.

@@ -6,7 +6,7 @@ use sqlx::{Encode, Type};
 use super::conn::StateConn;
 use super::machine::StateMachine;
 use super::outcome::Transition;
-use super::run::{Edge, observed};
+use super::run::{Edge, Step, begin, error_key, observed};
 use super::statements::{Columns, Statements};
 use crate::db::SqlDialect;
 use crate::error::Error;
@@ -139,7 +139,17 @@ where
             from: &self.from,
             to,
         };
-        let table = self.columns.table;
-        observed(self.handle, table, &stmts, edge, self.conn, self.key, body).await
+        let (table, conn, key) = (self.columns.table, self.conn, self.key);
+        let name = error_key(table, key);
+        observed(self.handle, table, key, async {
+            match begin(&stmts, edge, &mut *conn, key, name).await {
+                Step::Go(sp) => {
+                    let out = body(&mut *conn).await;
+                    sp.finish(conn, out).await
+                }
+                Step::Done(ended) => ended,
+            }
+        })
+        .await
     }
 }

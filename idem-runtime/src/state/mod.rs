@@ -39,5 +39,6 @@ pub use machine::{StateMachine, UnknownState};
 pub use outcome::Transition;
 pub use statements::Columns;
 
-pub(crate) use run::{Edge, observed};
+pub use run::Savepoint;
+pub(crate) use run::{Edge, Step, begin, error_key, observed};
 pub(crate) use statements::Statements;

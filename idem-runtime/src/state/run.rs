@@ -9,6 +9,7 @@
 //! would take the caller's own earlier writes with it, which only the caller may
 //! decide.
 
+use std::future::Future;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -38,65 +39,77 @@ static UNHANDLED: OnceLock<Recorder> = OnceLock::new();
 /// body (or MySQL's "same name replaces" rule) cannot release the wrong one.
 static SAVEPOINTS: AtomicU64 = AtomicU64::new(0);
 
-/// What one transition does: source states, target, and the key's text for
-/// errors and the span.
+/// What one transition does: source states and target.
 pub(crate) struct Edge<'a, M> {
     pub(crate) from: &'a [M],
     pub(crate) to: M,
 }
 
-/// Runs a transition inside the `idem` span, counted under the `handle`'s
-/// stats (or the installed global's; without either, the `metrics` facade
-/// only). `table` is the scene of the span's key (`ns:table:key`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn observed<M, C, K, T, E, F>(
+/// What a transition returns, with its outcome label.
+pub(crate) type Ended<T, E> = (CallOutcome, Result<Transition<T>, E>);
+
+/// Runs a whole transition (`op`: begin, body, finish) inside the `idem`
+/// span, counted under the `handle`'s stats (or the installed global's;
+/// without either, the `metrics` facade only). The span's key is
+/// `ns:table:key`.
+pub(crate) async fn observed<R, F>(
     handle: Option<&Idem>,
     table: &str,
-    stmts: &Statements,
-    edge: Edge<'_, M>,
-    conn: &mut C,
-    key: &K,
-    body: F,
-) -> Result<Transition<T>, E>
+    key: &(dyn KeyPart + Sync),
+    op: F,
+) -> R
 where
-    M: StateMachine,
-    C: StateConn + ?Sized,
-    K: for<'q> Encode<'q, C::Db> + Type<C::Db> + KeyPart + Sync,
-    E: From<Error>,
-    F: AsyncFnOnce(&mut C) -> Result<T, E>,
+    R: Fenced,
+    F: Future<Output = (CallOutcome, R)>,
 {
     let handle = handle.or_else(|| global().ok());
     let (recorder, ns) = match handle {
         Some(h) => (&h.inner.recorder, h.namespace()),
         None => (UNHANDLED.get_or_init(Recorder::default), ""),
     };
-    let name = Key::from_parts(ns, table, &[key as &(dyn KeyPart + Sync)]);
-    instrument(recorder, Technique::StateMachine, &name, || async {
-        let (outcome, r) = apply(stmts, edge, conn, key, name.as_str(), body).await;
-        (outcome, r)
-    })
-    .await
+    let name = Key::from_parts(ns, table, &[key]);
+    instrument(recorder, Technique::StateMachine, &name, || op).await
 }
 
-/// The transition itself; `name` is the key as errors show it.
-async fn apply<M, C, K, T, E, F>(
+/// The key as errors name it: `table:key`.
+pub(crate) fn error_key(table: &str, key: &(dyn KeyPart + Sync)) -> String {
+    Key::from_parts("", table, &[key]).as_str().to_owned()
+}
+
+/// After the update: run the body, or the transition already ended.
+pub(crate) enum Step<T, E> {
+    /// One row moved: run the body, then [`Savepoint::finish`].
+    Go(Savepoint),
+    /// Nothing to run: a repeat, an invalid transition, an error.
+    Done(Ended<T, E>),
+}
+
+/// The savepoint an applied update holds until the body ends.
+#[derive(Debug)]
+pub struct Savepoint {
+    name: String,
+    key: String,
+}
+
+/// Takes the savepoint and runs the update; on one matched row the caller
+/// runs the body and calls [`Savepoint::finish`]. `name` is the key as
+/// errors show it.
+pub(crate) async fn begin<M, C, K, T, E>(
     stmts: &Statements,
     edge: Edge<'_, M>,
     conn: &mut C,
     key: &K,
-    name: &str,
-    body: F,
-) -> (CallOutcome, Result<Transition<T>, E>)
+    name: String,
+) -> Step<T, E>
 where
     M: StateMachine,
     C: StateConn + ?Sized,
     K: for<'q> Encode<'q, C::Db> + Type<C::Db> + Sync,
     E: From<Error>,
-    F: AsyncFnOnce(&mut C) -> Result<T, E>,
 {
-    let failed = |e: Error| (CallOutcome::Failed, Err(E::from(e)));
+    let failed = |e: Error| Step::Done((CallOutcome::Failed, Err(E::from(e))));
     let db = |e: sqlx::Error| Error::Database {
-        key: name.to_owned(),
+        key: name.clone(),
         detail: e.to_string(),
     };
     let Some(update) = stmts.update(edge.from.len()) else {
@@ -118,26 +131,15 @@ where
     }
     let rows = C::Db::exec(conn.connection(), q).await;
     match rows {
-        Ok(1) => match body(&mut *conn).await {
-            Ok(v) => match release(conn, &sp).await {
-                Ok(()) => (CallOutcome::Applied, Ok(Transition::Applied(v))),
-                Err(e) => failed(db(e)),
-            },
-            Err(e) => {
-                rollback(conn, &sp).await;
-                (CallOutcome::Released, Err(e))
-            }
-        },
+        Ok(1) => Step::Go(Savepoint { name: sp, key: name }),
         Ok(0) => {
             if let Err(e) = release(conn, &sp).await {
                 return failed(db(e));
             }
             match current(stmts, conn, key).await {
                 Err(e) => failed(db(e)),
-                Ok(None) => failed(Error::NotFound {
-                    key: name.to_owned(),
-                }),
-                Ok(Some(found)) => judge(edge, found, name),
+                Ok(None) => failed(Error::NotFound { key: name }),
+                Ok(Some(found)) => Step::Done(judge(edge, found, &name)),
             }
         }
         Ok(n) => {
@@ -149,6 +151,33 @@ where
         Err(e) => {
             rollback(conn, &sp).await;
             failed(db(e))
+        }
+    }
+}
+
+impl Savepoint {
+    /// The body ended: release the savepoint (`Applied`), or roll back to it
+    /// and return the body's error (`released`).
+    pub(crate) async fn finish<C, T, E>(self, conn: &mut C, out: Result<T, E>) -> Ended<T, E>
+    where
+        C: StateConn + ?Sized,
+        E: From<Error>,
+    {
+        match out {
+            Ok(v) => match release(conn, &self.name).await {
+                Ok(()) => (CallOutcome::Applied, Ok(Transition::Applied(v))),
+                Err(e) => {
+                    let e = Error::Database {
+                        key: self.key,
+                        detail: e.to_string(),
+                    };
+                    (CallOutcome::Failed, Err(E::from(e)))
+                }
+            },
+            Err(e) => {
+                rollback(conn, &self.name).await;
+                (CallOutcome::Released, Err(e))
+            }
         }
     }
 }
