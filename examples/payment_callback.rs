@@ -180,7 +180,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             my::run(pool).await?;
         }
         Some(other) if !url.starts_with("sqlite") => {
-            return Err(format!("{other:?} needs the matching feature (`--features postgres` or `mysql`)").into());
+            return Err(format!(
+                "{other:?} needs the matching feature (`--features postgres` or `mysql`)"
+            )
+            .into());
         }
         _ => {
             // A temporary file, not `:memory:`: each pooled connection to

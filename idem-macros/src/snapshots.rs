@@ -37,7 +37,8 @@ fn expand_file(source: &str) -> String {
                         syn::Meta::List(l) => l.tokens,
                         _ => TokenStream::new(),
                     };
-                    let tokens = crate::state_transition::expand_impl(args, imp.into_token_stream());
+                    let tokens =
+                        crate::state_transition::expand_impl(args, imp.into_token_stream());
                     out.extend(tokens);
                     continue;
                 }
@@ -71,14 +72,21 @@ fn last_is(a: &syn::Attribute, name: &str) -> bool {
 
 /// `#[derive(.., StateMachine)]` or `#[derive(.., idem::StateMachine)]`.
 fn derives_state_machine(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().filter(|a| a.path().is_ident("derive")).any(|a| {
-        let mut found = false;
-        let _ = a.parse_nested_meta(|m| {
-            found |= m.path.segments.last().is_some_and(|s| s.ident == "StateMachine");
-            Ok(())
-        });
-        found
-    })
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("derive"))
+        .any(|a| {
+            let mut found = false;
+            let _ = a.parse_nested_meta(|m| {
+                found |= m
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "StateMachine");
+                Ok(())
+            });
+            found
+        })
 }
 
 /// Removes the first macro attribute from `attrs`; returns its expander and arguments.

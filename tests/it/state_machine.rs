@@ -59,7 +59,7 @@ fn derive_generates_the_table_and_the_text() {
     assert!(OrderStatus::is_past(Refunded, PaySuccess));
     assert!(!OrderStatus::is_past(Refunding, Shipped), "another branch");
     assert!(!OrderStatus::is_past(PaySuccess, PaySuccess));
-    assert!(<OrderStatus as idem::StateMachine>::ACYCLIC);
+    const { assert!(<OrderStatus as idem::StateMachine>::ACYCLIC) };
     assert_eq!(
         <OrderStatus as idem::StateMachine>::from_stored("SHIPPED"),
         Some(Shipped)
@@ -419,11 +419,17 @@ macro_rules! suite {
                 assert!(matches!(r, Err(AppError::Idem(idem::Error::Config(_)))), "reserved table name: {r:?}");
                 tx.commit().await.unwrap();
                 assert_eq!(row(&pool, "o-8").await, (OrderStatus::PaySuccess, 1));
+                // The attribute's future can be spawned (axum handlers need `Send`).
+                let idem = handle();
+                let runs = AtomicUsize::new(0);
+                assert_send(&deliver(&pool, &idem, "o-8", "p", Duration::ZERO, false, &runs));
                 assert_eq!(count(&pool, "SELECT COUNT(*) FROM t_note").await, 1);
             }
         }
     };
 }
+
+fn assert_send<T: Send>(_: &T) {}
 
 /// `join_all` without the `futures` crate: every future on its own task would
 /// need `'static`; these borrow the test's locals, so poll them together.

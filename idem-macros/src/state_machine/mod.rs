@@ -28,3 +28,31 @@ pub(crate) fn expand(item: TokenStream) -> TokenStream {
         errors.into_compile_errors()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    fn expand(src: &str) -> String {
+        super::expand(src.parse().unwrap()).to_string()
+    }
+
+    #[test]
+    fn machine_errors_are_reported_together() {
+        let out = expand(
+            r#"#[state_machine(edges(A -> B, A -> B, B -> C, Q -> A), acylic)]
+               enum M { A, #[state_machine(value = "A")] B, C, D(u8) }"#,
+        );
+        for needle in [
+            "edge `A -> B` is declared twice",
+            "`M` has no state `Q`",
+            "unknown option `acylic`",
+            "did you mean `acyclic`?",
+            "both stored as `A`",
+            "state `D` has fields",
+            "state `D` cannot be reached",
+        ] {
+            assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+        }
+        assert!(expand("struct S;").contains("applies to a field-less enum"));
+        assert!(expand("enum E { A }").contains("needs its edges"));
+    }
+}

@@ -47,9 +47,10 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     let to = state(machine, &plan.to);
     // One `const` per source, spanned at it: an undeclared edge is a const
     // panic naming it and the declared ones, underlined in the attribute.
-    let checks = plan.from.iter().zip(&from).map(|(s, f)| {
+    // Reads the source from `__IDEM_FROM`, so a bad stored value is one error.
+    let checks = plan.from.iter().enumerate().map(|(i, s)| {
         let m = respanned(machine, span(s));
-        quote_spanned!(span(s)=> const _: () = #m::__idem_edge(#f, __IDEM_TO);)
+        quote_spanned!(span(s)=> const _: () = #m::__idem_edge(__IDEM_FROM[#i], __IDEM_TO);)
     });
     let key = quote_spanned!(key.span()=> &#key);
     let block = quote_spanned! {*brace_span=>
@@ -119,5 +120,42 @@ fn span(s: &StateRef) -> proc_macro2::Span {
     match s {
         StateRef::Variant(v) => v.span(),
         StateRef::Stored(l) => l.span(),
+    }
+}
+
+/// The function after an error in the attribute: its signature, and its body
+/// kept type-checked as the body of a transition (`Result<T, E>`) but never
+/// run, so the errors above are the only ones (the body as written returns
+/// `Result<T, E>`, not the signature's `Result<Transition<T>, E>`).
+pub(crate) fn fallback(item: &ItemFn, ret: Option<&syn::Type>, krate: &TokenStream) -> TokenStream {
+    let ItemFn {
+        outer_attrs,
+        vis,
+        sig,
+        inner_attrs,
+        body,
+        ..
+    } = item;
+    let pin = ret.map(|ret| {
+        quote! {
+            if let ::core::option::Option::Some(__idem_ret) =
+                ::core::option::Option::None::<#krate::__private::state::BodyOf<#ret>>
+            {
+                return __idem_ret;
+            }
+        }
+    });
+    let keep = match sig.asyncness {
+        Some(_) => quote!(let _ = async { #pin { #body } };),
+        None => quote!(let _ = || { #pin { #body } };),
+    };
+    quote! {
+        #(#outer_attrs)*
+        #[allow(unused_variables, unreachable_code, clippy::diverging_sub_expression)]
+        #vis #sig {
+            #(#inner_attrs)*
+            #keep
+            ::core::panic!("`#[state_transition]` did not expand: see the compile errors")
+        }
     }
 }

@@ -189,7 +189,7 @@ async fn on_paid(
     );
     const __IDEM_FROM: &[OrderStatus] = &[OrderStatus::WaitPay];
     const __IDEM_TO: OrderStatus = OrderStatus::PaySuccess;
-    const _: () = OrderStatus::__idem_edge(OrderStatus::WaitPay, __IDEM_TO);
+    const _: () = OrderStatus::__idem_edge(__IDEM_FROM[0usize], __IDEM_TO);
     ::idem::__private::state::observed::<
         Result<idem::Transition<()>, AppError>,
         _,
@@ -257,10 +257,7 @@ impl Orders {
         );
         const __IDEM_FROM: &[OrderStatus] = &[OrderStatus::__idem_stored("WAIT_PAY")];
         const __IDEM_TO: OrderStatus = OrderStatus::__idem_stored("PAY_SUCCESS");
-        const _: () = OrderStatus::__idem_edge(
-            OrderStatus::__idem_stored("WAIT_PAY"),
-            __IDEM_TO,
-        );
+        const _: () = OrderStatus::__idem_edge(__IDEM_FROM[0usize], __IDEM_TO);
         ::idem::__private::state::observed::<
             Result<idem::Transition<()>, AppError>,
             _,

@@ -13,9 +13,7 @@ use crate::error::Error;
 use crate::handle::Idem;
 use crate::key::KeyPart;
 use crate::observe::CallOutcome;
-use crate::state::{
-    self, Columns, Edge, StateConn, Statements, Step, error_key,
-};
+use crate::state::{self, Columns, Edge, StateConn, Statements, Step, error_key};
 
 pub use crate::__idem_state_sqlx as state_sqlx;
 pub use crate::state::{Savepoint, StateMachine, Transition, UnknownState};
@@ -113,7 +111,9 @@ pub struct Done<R: StateReturns> {
 
 impl<R: StateReturns> std::fmt::Debug for Done<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Done").field("outcome", &self.outcome).finish_non_exhaustive()
+        f.debug_struct("Done")
+            .field("outcome", &self.outcome)
+            .finish_non_exhaustive()
     }
 }
 

@@ -24,9 +24,14 @@ use crate::key::KeyPart;
 ///     .await?;
 /// ```
 ///
-/// Edges are checked at run time here (an undeclared one is
-/// `Error::InvalidTransition` before any statement); `#[state_transition]`
-/// checks them at compile time. Identifiers are checked on every call.
+/// Edges are checked at run time here (an undeclared one is `Error::Config`
+/// before any statement); `#[state_transition]` checks them at compile time.
+/// Identifiers are checked on every call.
+///
+/// Limitation: the body is an async closure taking the connection back, and
+/// rustc (1.95) cannot prove such a future `Send` ("implementation of
+/// `AsyncFnOnce` is not general enough"), so await it where `Send` is not
+/// required, or use the attribute, whose expansion is a plain block and `Send`.
 pub fn transition<'a, M, C, K>(
     conn: &'a mut C,
     table: &'a str,

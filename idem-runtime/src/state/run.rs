@@ -131,7 +131,10 @@ where
     }
     let rows = C::Db::exec(conn.connection(), q).await;
     match rows {
-        Ok(1) => Step::Go(Savepoint { name: sp, key: name }),
+        Ok(1) => Step::Go(Savepoint {
+            name: sp,
+            key: name,
+        }),
         Ok(0) => {
             if let Err(e) = release(conn, &sp).await {
                 return failed(db(e));
