@@ -185,6 +185,7 @@ mod tests {
         assert_eq!(
             top,
             [
+                "already_applied",
                 "backstop",
                 "duplicate_message",
                 "in_progress",
