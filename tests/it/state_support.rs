@@ -30,8 +30,17 @@ pub(crate) enum Place {
 impl Drop for Place {
     fn drop(&mut self) {
         let (url, sql) = match self {
-            Place::Pg(s) => (pg_url(), format!("DROP SCHEMA IF EXISTS {s} CASCADE")),
-            Place::My(d) => (mysql_url(), format!("DROP DATABASE IF EXISTS {d}")),
+            // Bounded lock waits: after a failed assertion a pooled connection
+            // may still be inside a transaction; the cleanup must then fail
+            // loudly, not hang the suite.
+            Place::Pg(s) => (
+                pg_url(),
+                format!("SET lock_timeout = '20s'; DROP SCHEMA IF EXISTS {s} CASCADE"),
+            ),
+            Place::My(d) => (
+                mysql_url(),
+                format!("SET SESSION lock_wait_timeout = 20; DROP DATABASE IF EXISTS {d}"),
+            ),
             Place::Lite(_) => return,
         };
         // Drop runs inside the test's runtime: a thread with its own.
