@@ -4,6 +4,9 @@
 //! See the README for the guide; this crate re-exports the macros and the runtime,
 //! item by item, so what is public here is a decision, not an accident.
 
+/// State machines (`#[derive(StateMachine)]`, `#[state_transition]`, `#[transitions]`).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use idem_macros::{StateMachine, state_transition, transitions};
 pub use idem_macros::{distributed_lock, idempotent};
 
 // The handle and the guarded call.
@@ -18,6 +21,10 @@ pub use idem_runtime::{StateCas, StateKey};
 pub use idem_runtime::{CallReport, Fence, How, Outcome, reported};
 // Settings, hooks and keys.
 pub use idem_runtime::{Concurrency, Hooks, Key, KeyPart, NoConflict, Policy, Terminal};
+// State machines: the trait, what a transition returns, and the module
+// (`idem::state::transition`, `StateConn`, `Columns`).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use idem_runtime::{StateMachine, Transition, state};
 // Errors.
 pub use idem_runtime::{Error, Result, std_error};
 // Stores and monitoring figures.

@@ -9,6 +9,8 @@
 mod common;
 mod distributed_lock;
 mod idempotent;
+mod state_machine;
+mod state_transition;
 
 #[cfg(test)]
 mod snapshots;
@@ -82,4 +84,72 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn distributed_lock(args: TokenStream, item: TokenStream) -> TokenStream {
     distributed_lock::expand(args.into(), item.into()).into()
+}
+
+/// Derives `idem::StateMachine` for a field-less enum whose edges are declared
+/// in one attribute; the first variant is the initial state.
+///
+/// ```text
+/// #[derive(Debug, Clone, Copy, PartialEq, Eq, idem::StateMachine)]
+/// #[state_machine(edges(WaitPay -> PaySuccess, PaySuccess -> Shipped, Shipped -> Received,
+///                       PaySuccess -> Refunding, Refunding -> Refunded))]
+/// enum OrderStatus { WaitPay, PaySuccess, Shipped, Received, Refunding, Refunded }
+/// ```
+///
+/// Stored values default to SCREAMING_SNAKE_CASE of the variant (`WaitPay` is
+/// stored as `"WAIT_PAY"`); `#[state_machine(value = "...")]` on a variant sets
+/// another. Generates `STATES`, `EDGES`, `as_str`, `FromStr`, `Display`,
+/// `const fn can(from, to)`, `const fn is_past(current, to)` when the machine
+/// is acyclic (`#[state_machine(acyclic)]` makes a cycle an error), and `sqlx`
+/// `Type`/`Encode`/`Decode` as text for each database feature of `idem`.
+/// Unknown states in edges, a duplicate edge or stored value and a state not
+/// reachable from the first are compile errors.
+#[proc_macro_derive(StateMachine, attributes(state_machine))]
+pub fn derive_state_machine(item: TokenStream) -> TokenStream {
+    state_machine::expand(item.into()).into()
+}
+
+/// Moves a row along one declared edge of a state machine, in the caller's
+/// transaction, and runs the body there when it moved.
+///
+/// ```text
+/// #[idem::state_transition(machine = OrderStatus, from = WaitPay, to = PaySuccess,
+///                          table = "t_order", key = order_no, key_column = "order_no", tx = tx)]
+/// async fn on_paid(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, order_no: &str, pay_no: &str)
+///     -> Result<idem::Transition<()>, AppError> { /* the body returns Result<(), AppError> */ }
+/// ```
+///
+/// | option | value | default |
+/// |---|---|---|
+/// | `machine` | the `#[derive(StateMachine)]` enum | required |
+/// | `from` | `Variant`, `"STORED"` or `[A, B]` | required |
+/// | `to` | `Variant` or `"STORED"` | required |
+/// | `table` | `"t_order"` | required |
+/// | `key` | parameter or `param.field` | required |
+/// | `key_column` | `"order_no"` (unique) | required |
+/// | `tx` | the `&mut Transaction` (or connection) parameter | `tx` |
+/// | `state_column` | `"status"` | `"status"` |
+/// | `version_column` | `"version"`, incremented | none |
+/// | `handle` | `&idem::Idem` for the stats | the installed global |
+/// | `crate` | `"path"` to the `idem` crate | `"::idem"` |
+///
+/// An edge the machine does not declare, or a state it does not have, is a
+/// compile error. The body returns `Result<T, E>`; the function returns
+/// `Result<idem::Transition<T>, E>`: `Applied(T)` when this call moved the row,
+/// `AlreadyApplied { current }` when it was already there (or past it),
+/// `Error::NotFound` / `Error::InvalidTransition` otherwise. A body error
+/// rolls back to a savepoint taken before the update.
+#[proc_macro_attribute]
+pub fn state_transition(args: TokenStream, item: TokenStream) -> TokenStream {
+    state_transition::expand(args.into(), item.into()).into()
+}
+
+/// On an `impl` block: machine-level options (`machine`, `table`, `key`,
+/// `key_column`, `tx`, `state_column`, `version_column`, `handle`, `crate`)
+/// that its methods' `#[state_transition(..)]` inherit (a method's own option
+/// wins), so the card's bare `#[state_transition(from = "WAIT_PAY", to =
+/// "PAY_SUCCESS")]` compiles. `key` and `tx` name each method's parameters.
+#[proc_macro_attribute]
+pub fn transitions(args: TokenStream, item: TokenStream) -> TokenStream {
+    state_transition::expand_impl(args.into(), item.into()).into()
 }

@@ -18,6 +18,7 @@ type Expand = fn(TokenStream, TokenStream) -> TokenStream;
 const MACROS: &[(&str, Expand)] = &[
     ("idempotent", crate::idempotent::expand),
     ("distributed_lock", crate::distributed_lock::expand),
+    ("state_transition", crate::state_transition::expand),
 ];
 
 /// Expands every function in `source` that carries one of [`MACROS`].
@@ -31,6 +32,17 @@ fn expand_file(source: &str) -> String {
                 None => out.extend(f.into_token_stream()),
             },
             syn::Item::Impl(mut imp) => {
+                // `#[transitions]` on an impl expands its methods itself.
+                if let Some(i) = imp.attrs.iter().position(|a| last_is(a, "transitions")) {
+                    let args = match imp.attrs.remove(i).meta {
+                        syn::Meta::List(l) => l.tokens,
+                        _ => TokenStream::new(),
+                    };
+                    let tokens =
+                        crate::state_transition::expand_impl(args, imp.into_token_stream());
+                    out.extend(tokens);
+                    continue;
+                }
                 for it in &mut imp.items {
                     if let syn::ImplItem::Fn(f) = it
                         && let Some((expand, args)) = take_attr(&mut f.attrs)
@@ -41,11 +53,41 @@ fn expand_file(source: &str) -> String {
                 }
                 out.extend(imp.into_token_stream());
             }
+            // `#[derive(StateMachine)]`: the enum, then what the derive adds.
+            syn::Item::Enum(e) if derives_state_machine(&e.attrs) => {
+                let derived = crate::state_machine::expand(e.to_token_stream());
+                out.extend(e.into_token_stream());
+                out.extend(derived);
+            }
             other => out.extend(other.into_token_stream()),
         }
     }
     let expanded = syn::parse_file(&out.to_string()).expect("expansion parses as a file");
     prettyplease::unparse(&expanded)
+}
+
+/// Is the attribute's path `name` or `…::name`?
+fn last_is(a: &syn::Attribute, name: &str) -> bool {
+    a.path().segments.last().is_some_and(|s| s.ident == name)
+}
+
+/// `#[derive(.., StateMachine)]` or `#[derive(.., idem::StateMachine)]`.
+fn derives_state_machine(attrs: &[syn::Attribute]) -> bool {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("derive"))
+        .any(|a| {
+            let mut found = false;
+            let _ = a.parse_nested_meta(|m| {
+                found |= m
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "StateMachine");
+                Ok(())
+            });
+            found
+        })
 }
 
 /// Removes the first macro attribute from `attrs`; returns its expander and arguments.

@@ -19,6 +19,8 @@ pub mod outcome;
 pub mod policy;
 pub(crate) mod record;
 mod scene;
+#[cfg(feature = "sql")]
+pub mod state;
 pub mod state_cas;
 pub mod store;
 pub mod token;
@@ -38,6 +40,8 @@ pub use lock::{Lock, LockGrant, LockPolicy};
 pub use observe::{CallReport, Stats, TopKey, reported};
 pub use outcome::{How, Outcome};
 pub use policy::{Concurrency, Policy};
+#[cfg(feature = "sql")]
+pub use state::{StateMachine, Transition};
 pub use state_cas::{StateCas, StateKey};
 pub use store::Store;
 pub use store::faulty::{FaultPlan, FaultyStore};

@@ -46,3 +46,7 @@ mod sql_round_trips;
 mod sql_store;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_support;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod state_machine;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod state_support;

@@ -57,9 +57,14 @@ fn increment(key: &metrics::Key) {
     metrics::with_recorder(|r| r.register_counter(key, &METADATA).increment(1));
 }
 
-/// Outcomes whose key goes into the top-K: duplicates, intercepted or refused.
+/// Outcomes whose key goes into the top-K: duplicates, intercepted or refused
+/// (a state transition finding its row already moved is a repeated request).
 fn is_repeat(outcome: CallOutcome) -> bool {
-    outcome.is_intercepted() || matches!(outcome, CallOutcome::InProgress | CallOutcome::Mismatch)
+    outcome.is_intercepted()
+        || matches!(
+            outcome,
+            CallOutcome::InProgress | CallOutcome::Mismatch | CallOutcome::AlreadyApplied
+        )
 }
 
 impl Recorder {
@@ -180,6 +185,7 @@ mod tests {
         assert_eq!(
             top,
             [
+                "already_applied",
                 "backstop",
                 "duplicate_message",
                 "in_progress",

@@ -12,7 +12,8 @@
 //! - `idempotent`: [`Guarded`] and [`run`];
 //! - `lock`: [`LockSpec`], [`Locked`] and [`lock`] (`#[distributed_lock]`);
 //! - `bounds`: the traits checked once at the user's return type;
-//! - `detect`: backstop detection by autoref specialisation.
+//! - `detect`: backstop detection by autoref specialisation;
+//! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`.
 
 mod bounds;
 mod detect;
@@ -21,6 +22,9 @@ mod idempotent;
 mod key;
 mod lock;
 mod spec;
+/// `#[state_transition]` and `#[derive(StateMachine)]`.
+#[cfg(feature = "sql")]
+pub mod state;
 
 pub use crate::fingerprint::FingerprintBuilder;
 pub use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};

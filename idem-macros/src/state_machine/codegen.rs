@@ -1,0 +1,170 @@
+//! `#[derive(StateMachine)]` expansion: enum + checked graph → an inherent
+//! impl (`STATES`, `EDGES`, `as_str`, `can`, `is_past` when acyclic, and the
+//! hidden `const fn`s the `#[state_transition]` checks call), the
+//! `idem::StateMachine` impl, `FromStr`, `Display`, and the `sqlx` text impls.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::graph::Graph;
+use super::parse::Machine;
+use crate::common::codegen::krate;
+
+/// Above this many states the edge check names no pair (n² match arms).
+const NAMED_PAIRS_UP_TO: usize = 32;
+
+/// `Machine` + `Graph` → the items listed in the module docs.
+pub(crate) fn expand(m: &Machine, g: &Graph) -> TokenStream {
+    let krate = krate(m.krate.as_ref());
+    let p = quote!(#krate::__private::state);
+    let ident = &m.ident;
+    let name = ident.to_string();
+    let vars: Vec<_> = m.variants.iter().map(|v| &v.ident).collect();
+    let values: Vec<_> = m.variants.iter().map(|v| v.value.as_str()).collect();
+    let bytes: Vec<_> = values
+        .iter()
+        .map(|v| syn::LitByteStr::new(v.as_bytes(), proc_macro2::Span::call_site()))
+        .collect();
+    let edge = |&(a, b): &(usize, usize)| {
+        let (a, b) = (vars[a], vars[b]);
+        quote!((Self::#a, Self::#b))
+    };
+    let edges: Vec<_> = g.edges.iter().map(edge).collect();
+    let can = pairs(quote!((from, to)), &edges);
+    let listed = listed_edges(m, g);
+    let acyclic = g.past.is_some();
+    let is_past = g.past.as_ref().map(|past| {
+        let n = vars.len();
+        let pairs_past: Vec<_> = (0..n)
+            .flat_map(|a| (0..n).map(move |b| (a, b)))
+            .filter(|&(a, b)| past[a][b])
+            .map(|p| edge(&p))
+            .collect();
+        let body = pairs(quote!((current, to)), &pairs_past);
+        quote! {
+            /// Can `current` be reached from `to` along the edges (so a request
+            /// for `to` finding `current` is a repeat)? Generated for acyclic
+            /// machines only.
+            pub const fn is_past(current: Self, to: Self) -> bool { #body }
+        }
+    });
+    let trait_past = is_past.as_ref().map(|_| {
+        quote!(
+            fn is_past(current: Self, to: Self) -> bool {
+                Self::is_past(current, to)
+            }
+        )
+    });
+    let edge_check = edge_check(m, g, &listed);
+    let unknown = format!(
+        "`{name}` has no state with this stored value; its stored values are {}",
+        values
+            .iter()
+            .map(|v| format!("`{v}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    quote! {
+        impl #ident {
+            /// Every state, in declaration order; the first is the initial state.
+            pub const STATES: &'static [Self] = &[#(Self::#vars),*];
+            /// The declared edges, `(from, to)`.
+            pub const EDGES: &'static [(Self, Self)] = &[#(#edges),*];
+            /// The value stored in the state column.
+            pub const fn as_str(self) -> &'static str {
+                match self { #(Self::#vars => #values,)* }
+            }
+            /// Is `from -> to` a declared edge?
+            pub const fn can(from: Self, to: Self) -> bool { #can }
+            #is_past
+            #[doc(hidden)]
+            pub const fn __idem_edge(from: Self, to: Self) { #edge_check }
+            #[doc(hidden)]
+            pub const fn __idem_stored(value: &str) -> Self {
+                match value.as_bytes() {
+                    #(#bytes => Self::#vars,)*
+                    _ => ::core::panic!(#unknown),
+                }
+            }
+        }
+        impl #p::StateMachine for #ident {
+            const NAME: &'static str = #name;
+            const STATES: &'static [Self] = Self::STATES;
+            const EDGES: &'static [(Self, Self)] = Self::EDGES;
+            const ACYCLIC: bool = #acyclic;
+            fn stored(self) -> &'static str { Self::as_str(self) }
+            fn from_stored(value: &str) -> ::core::option::Option<Self> {
+                match value {
+                    #(#values => ::core::option::Option::Some(Self::#vars),)*
+                    _ => ::core::option::Option::None,
+                }
+            }
+            fn can(from: Self, to: Self) -> bool { Self::can(from, to) }
+            #trait_past
+        }
+        impl ::core::str::FromStr for #ident {
+            type Err = #p::UnknownState;
+            fn from_str(s: &str) -> ::core::result::Result<Self, Self::Err> {
+                <Self as #p::StateMachine>::from_stored(s).ok_or_else(|| #p::UnknownState {
+                    machine: #name,
+                    value: ::std::borrow::ToOwned::to_owned(s),
+                })
+            }
+        }
+        impl ::core::fmt::Display for #ident {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(<Self as #p::StateMachine>::stored(*self))
+            }
+        }
+        #p::state_sqlx!(#ident);
+    }
+}
+
+/// `matches!(scrutinee, p1 | p2 ..)`, or `false` for no pairs.
+fn pairs(scrutinee: TokenStream, pats: &[TokenStream]) -> TokenStream {
+    if pats.is_empty() {
+        quote!({ let _ = #scrutinee; false })
+    } else {
+        quote!(::core::matches!(#scrutinee, #(#pats)|*))
+    }
+}
+
+/// "`WaitPay -> PaySuccess`, `PaySuccess -> Shipped`".
+fn listed_edges(m: &Machine, g: &Graph) -> String {
+    let list: Vec<String> = g
+        .edges
+        .iter()
+        .map(|&(a, b)| format!("`{} -> {}`", m.variants[a].ident, m.variants[b].ident))
+        .collect();
+    if list.is_empty() {
+        "none".to_owned()
+    } else {
+        list.join(", ")
+    }
+}
+
+/// The body of `__idem_edge`: a const panic naming the undeclared edge and the
+/// declared ones (const panics take only literals, so one arm per pair).
+fn edge_check(m: &Machine, g: &Graph, listed: &str) -> TokenStream {
+    let name = &m.ident;
+    let n = m.variants.len();
+    if n > NAMED_PAIRS_UP_TO {
+        let msg = format!("`{name}` declares no such edge; its edges are {listed}");
+        return quote!(if !Self::can(from, to) {
+            ::core::panic!(#msg)
+        });
+    }
+    let arms = (0..n)
+        .flat_map(|a| (0..n).map(move |b| (a, b)))
+        .map(|(a, b)| {
+            let (va, vb) = (&m.variants[a].ident, &m.variants[b].ident);
+            if g.edges.contains(&(a, b)) {
+                quote!((Self::#va, Self::#vb) => {},)
+            } else {
+                let msg =
+                    format!("`{name}` declares no edge `{va} -> {vb}`; its edges are {listed}");
+                quote!((Self::#va, Self::#vb) => ::core::panic!(#msg),)
+            }
+        });
+    quote!(match (from, to) { #(#arms)* })
+}

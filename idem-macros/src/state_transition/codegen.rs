@@ -1,0 +1,161 @@
+//! Turns a validated [`Plan`] into the expanded function: the only place
+//! `#[state_transition]` calls `quote!`. The statements, the savepoint and the
+//! outcome live in `idem::__private::state::run`; the expansion describes the
+//! call and makes rustc check the edge.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use super::args::StateRef;
+use super::validate::Plan;
+use crate::common::codegen::{krate, some};
+use crate::common::item::ItemFn;
+
+/// `#[state_transition(..)] async fn f(.., tx, ..) -> R { body }` →
+/// `async fn f(..) -> R { static SPEC; const FROM; const TO; const edge checks;
+/// observed::<R, _>(&SPEC, handle, &key, async { begin::<R, M, ..>(..).await or return;
+/// let out = async { fake return; { body } }.await; finish::<R, _>(sp, &mut *tx, out).await }).await }`.
+pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
+    let ItemFn {
+        outer_attrs,
+        vis,
+        sig,
+        inner_attrs,
+        body,
+        brace_span,
+    } = plan.item;
+    let krate = krate(plan.krate.as_ref());
+    let p = quote!(#krate::__private::state);
+    let (machine, ret, tx, key) = (&plan.machine, plan.ret, &plan.tx, &plan.key);
+    let table = &plan.table;
+    let key_column = &plan.key_column;
+    let state_column = plan
+        .state_column
+        .as_ref()
+        .map_or_else(|| quote!("status"), |c| quote!(#c));
+    let version = plan
+        .version_column
+        .as_ref()
+        .map_or_else(|| quote!(::core::option::Option::None), some);
+    let handle = plan.handle.as_ref().map_or_else(
+        || quote!(::core::option::Option::None),
+        |h| quote_spanned!(h.span()=> ::core::option::Option::Some(#h)),
+    );
+    let sources = plan.from.len();
+    let from: Vec<_> = plan.from.iter().map(|s| state(machine, s)).collect();
+    let to = state(machine, &plan.to);
+    // One `const` per source, spanned at it: an undeclared edge is a const
+    // panic naming it and the declared ones, underlined in the attribute.
+    // Reads the source from `__IDEM_FROM`, so a bad stored value is one error.
+    let checks = plan.from.iter().enumerate().map(|(i, s)| {
+        let m = respanned(machine, span(s));
+        quote_spanned!(span(s)=> const _: () = #m::__idem_edge(__IDEM_FROM[#i], __IDEM_TO);)
+    });
+    let key = quote_spanned!(key.span()=> &#key);
+    let block = quote_spanned! {*brace_span=>
+        {
+            #(#inner_attrs)*
+            static __IDEM_STATE: #p::StateSpec =
+                #p::StateSpec::new(#table, #key_column, #state_column, #version, #sources);
+            const __IDEM_FROM: &[#machine] = &[#(#from),*];
+            const __IDEM_TO: #machine = #to;
+            #(#checks)*
+            // `begin::<ReturnType, ..>` names the user's type: a wrong one is
+            // one error there (cached 0043a). The body is a plain block between
+            // `begin` and `finish`, so it uses `tx` exactly as written and the
+            // future stays `Send` (an async closure taking `tx` back was not:
+            // rustc's "`Send` is not general enough").
+            #p::observed::<#ret, _>(&__IDEM_STATE, #handle, #key, async {
+                let __idem_savepoint = match #p::begin::<#ret, #machine, _, _>(
+                    &__IDEM_STATE, __IDEM_FROM, __IDEM_TO, &mut *#tx, #key,
+                ).await {
+                    #p::Begun::Go(__idem_savepoint) => __idem_savepoint,
+                    #p::Begun::Done(__idem_done) => return __idem_done,
+                };
+                let __idem_out = async {
+                    if let ::core::option::Option::Some(__idem_ret) =
+                        ::core::option::Option::None::<#p::BodyOf<#ret>>
+                    {
+                        return __idem_ret;
+                    }
+                    // The body in its own block (tracing #3306).
+                    { #body }
+                }
+                .await;
+                #p::finish::<#ret, _>(__idem_savepoint, &mut *#tx, __idem_out).await
+            })
+            .await
+        }
+    };
+    quote! {
+        #(#outer_attrs)*
+        #vis #sig #block
+    }
+}
+
+/// A state → `Machine::Variant` (spanned at the name, so rustc's "no variant"
+/// points there) or `Machine::__idem_stored("VALUE")` (a const panic there).
+fn state(machine: &syn::Path, s: &StateRef) -> TokenStream {
+    match s {
+        StateRef::Variant(v) => quote_spanned!(v.span()=> #machine::#v),
+        StateRef::Stored(lit) => quote_spanned!(lit.span()=> #machine::__idem_stored(#lit)),
+    }
+}
+
+/// `path` with every segment at `at`: the edge check's error underlines the
+/// source state alone, not the machine path written elsewhere.
+fn respanned(path: &syn::Path, at: proc_macro2::Span) -> syn::Path {
+    let mut p = path.clone();
+    for seg in &mut p.segments {
+        seg.ident.set_span(at);
+    }
+    if let Some(c) = &mut p.leading_colon {
+        c.spans = [at, at];
+    }
+    p
+}
+
+fn span(s: &StateRef) -> proc_macro2::Span {
+    match s {
+        StateRef::Variant(v) => v.span(),
+        StateRef::Stored(l) => l.span(),
+    }
+}
+
+/// The function after an error in the attribute: its signature, and its body
+/// kept type-checked as the body of a transition (`Result<T, E>`) but never
+/// run, so the errors above are the only ones (the body as written returns
+/// `Result<T, E>`, not the signature's `Result<Transition<T>, E>`).
+pub(crate) fn fallback(item: &ItemFn, ret: Option<&syn::Type>, krate: &TokenStream) -> TokenStream {
+    let ItemFn {
+        outer_attrs,
+        vis,
+        sig,
+        inner_attrs,
+        body,
+        ..
+    } = item;
+    let pin = ret.map(|ret| {
+        quote! {
+            if let ::core::option::Option::Some(__idem_ret) =
+                ::core::option::Option::None::<#krate::__private::state::BodyOf<#ret>>
+            {
+                return __idem_ret;
+            }
+        }
+    });
+    let keep = match sig.asyncness {
+        Some(_) => quote!(let _ = async { #pin { #body } };),
+        None => quote!(let _ = || { #pin { #body } };),
+    };
+    quote! {
+        #(#outer_attrs)*
+        #[allow(unused_variables, unreachable_code, clippy::diverging_sub_expression)]
+        #vis #sig {
+            #(#inner_attrs)*
+            #keep
+            ::core::panic!("`#[state_transition]` did not expand: see the compile errors")
+        }
+    }
+}

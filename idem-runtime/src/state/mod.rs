@@ -1,0 +1,44 @@
+//! State machines: a business row moves along declared edges, once.
+//!
+//! The seed's technique for payment callbacks and order flows: the transition
+//! is one conditional update, `UPDATE t SET status = 'PAY_SUCCESS' WHERE
+//! order_no = ? AND status IN ('WAIT_PAY')`, in the caller's transaction. One
+//! row matched: this call moved it, and its other writes (ledger, pay time)
+//! follow in the same transaction. None matched: the row is read again to tell
+//! a repeated request (already in the target state, or past it in an acyclic
+//! machine: a success, [`Transition::AlreadyApplied`]) from a row in a state the
+//! edge does not start from (`Error::InvalidTransition`) or no row at all
+//! (`Error::NotFound`). No idempotency record is involved: the row's state is
+//! the record.
+//!
+//! - `machine`: [`StateMachine`], what the derive implements;
+//! - `outcome`: [`Transition`];
+//! - `statements`: the statement texts from checked identifiers ([`Columns`]);
+//! - `conn`: [`StateConn`] (transaction, pooled or bare connection) and the
+//!   per-database driver calls ([`StateDb`]);
+//! - `run`: the transition, its savepoint and the `idem` span;
+//! - `builder`: the non-macro API, [`transition`];
+//! - `sqlx_text`: the derive's `sqlx` text impls, per enabled database.
+//!
+//! Deadlocks: the update runs in the caller's transaction, which a deadlock
+//! victim loses as a whole (InnoDB and PostgreSQL abort it), so no statement is
+//! retried here; run the whole transaction under
+//! [`retry_conflicts`](crate::db::retry_conflicts) where that can happen.
+
+mod builder;
+mod conn;
+mod machine;
+mod outcome;
+mod run;
+mod sqlx_text;
+mod statements;
+
+pub use builder::{TransitionCall, transition};
+pub use conn::{StateConn, StateDb};
+pub use machine::{StateMachine, UnknownState};
+pub use outcome::Transition;
+pub use statements::Columns;
+
+pub use run::Savepoint;
+pub(crate) use run::{Edge, Step, begin, error_key, observed};
+pub(crate) use statements::Statements;

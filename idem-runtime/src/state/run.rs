@@ -1,0 +1,242 @@
+//! One transition: the conditional `UPDATE` in the caller's transaction, the
+//! body on one matched row, and the reading of a zero-row update.
+//!
+//! The update and the body run inside a savepoint of the caller's transaction:
+//! a body error rolls back to it, so the state is unchanged and a retry applies,
+//! while whatever the caller wrote before the transition stays for the caller to
+//! commit or roll back (and on PostgreSQL the transaction is usable again after
+//! a failed statement in the body). Rolling back the whole transaction instead
+//! would take the caller's own earlier writes with it, which only the caller may
+//! decide.
+
+use std::future::Future;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sqlx::{Encode, Type};
+
+use super::conn::{StateConn, StateDb as _};
+use super::machine::StateMachine;
+use super::outcome::Transition;
+use super::statements::Statements;
+use crate::error::Error;
+use crate::handle::{Idem, global};
+use crate::key::{Key, KeyPart};
+use crate::observe::instrument::Fenced;
+use crate::observe::{CallOutcome, Recorder, Technique, instrument};
+
+impl<T, E> Fenced for Result<Transition<T>, E> {
+    fn fence(&self) -> Option<crate::fence::Fence> {
+        None
+    }
+}
+
+/// Counts calls made with no handle at all: a transition needs none (it only
+/// talks to the caller's database), and the `metrics` facade still sees it.
+static UNHANDLED: OnceLock<Recorder> = OnceLock::new();
+
+/// Savepoint names: unique per process, so a transition nested in another's
+/// body (or MySQL's "same name replaces" rule) cannot release the wrong one.
+static SAVEPOINTS: AtomicU64 = AtomicU64::new(0);
+
+/// What one transition does: source states and target.
+pub(crate) struct Edge<'a, M> {
+    pub(crate) from: &'a [M],
+    pub(crate) to: M,
+}
+
+/// What a transition returns, with its outcome label.
+pub(crate) type Ended<T, E> = (CallOutcome, Result<Transition<T>, E>);
+
+/// Runs a whole transition (`op`: begin, body, finish) inside the `idem`
+/// span, counted under the `handle`'s stats (or the installed global's;
+/// without either, the `metrics` facade only). The span's key is
+/// `ns:table:key`.
+pub(crate) async fn observed<R, F>(
+    handle: Option<&Idem>,
+    table: &str,
+    key: &(dyn KeyPart + Sync),
+    op: F,
+) -> R
+where
+    R: Fenced,
+    F: Future<Output = (CallOutcome, R)>,
+{
+    let handle = handle.or_else(|| global().ok());
+    let (recorder, ns) = match handle {
+        Some(h) => (&h.inner.recorder, h.namespace()),
+        None => (UNHANDLED.get_or_init(Recorder::default), ""),
+    };
+    let name = Key::from_parts(ns, table, &[key]);
+    instrument(recorder, Technique::StateMachine, &name, || op).await
+}
+
+/// The key as errors name it: `table:key`.
+pub(crate) fn error_key(table: &str, key: &(dyn KeyPart + Sync)) -> String {
+    Key::from_parts("", table, &[key]).as_str().to_owned()
+}
+
+/// After the update: run the body, or the transition already ended.
+pub(crate) enum Step<T, E> {
+    /// One row moved: run the body, then [`Savepoint::finish`].
+    Go(Savepoint),
+    /// Nothing to run: a repeat, an invalid transition, an error.
+    Done(Ended<T, E>),
+}
+
+/// The savepoint an applied update holds until the body ends.
+#[derive(Debug)]
+pub struct Savepoint {
+    name: String,
+    key: String,
+}
+
+/// Takes the savepoint and runs the update; on one matched row the caller
+/// runs the body and calls [`Savepoint::finish`]. `name` is the key as
+/// errors show it.
+pub(crate) async fn begin<M, C, K, T, E>(
+    stmts: &Statements,
+    edge: Edge<'_, M>,
+    conn: &mut C,
+    key: &K,
+    name: String,
+) -> Step<T, E>
+where
+    M: StateMachine,
+    C: StateConn + ?Sized,
+    K: for<'q> Encode<'q, C::Db> + Type<C::Db> + Sync,
+    E: From<Error>,
+{
+    let failed = |e: Error| Step::Done((CallOutcome::Failed, Err(E::from(e))));
+    let db = |e: sqlx::Error| Error::Database {
+        key: name.clone(),
+        detail: e.to_string(),
+    };
+    let Some(update) = stmts.update(edge.from.len()) else {
+        return failed(Error::Config(format!(
+            "a transition of `{}` needs 1 to {} source states, got {}",
+            M::NAME,
+            M::STATES.len(),
+            edge.from.len()
+        )));
+    };
+    let sp = format!("idem_state_{}", SAVEPOINTS.fetch_add(1, Ordering::Relaxed));
+    if let Err(e) = C::Db::simple(conn.connection(), format!("SAVEPOINT {sp}")).await {
+        return failed(db(e));
+    }
+    let q = sqlx::query::<C::Db>(sqlx::AssertSqlSafe(update));
+    let mut q = C::Db::bind_state(q, edge.to.stored()).bind(key);
+    for f in edge.from {
+        q = C::Db::bind_state(q, f.stored());
+    }
+    let rows = C::Db::exec(conn.connection(), q).await;
+    match rows {
+        Ok(1) => Step::Go(Savepoint {
+            name: sp,
+            key: name,
+        }),
+        Ok(0) => {
+            if let Err(e) = release(conn, &sp).await {
+                return failed(db(e));
+            }
+            match current(stmts, conn, key).await {
+                Err(e) => failed(db(e)),
+                Ok(None) => failed(Error::NotFound { key: name }),
+                Ok(Some(found)) => Step::Done(judge(edge, found, &name)),
+            }
+        }
+        Ok(n) => {
+            rollback(conn, &sp).await;
+            failed(Error::Config(format!(
+                "`{name}`: the key column matched {n} rows; a state transition needs a unique key column"
+            )))
+        }
+        Err(e) => {
+            rollback(conn, &sp).await;
+            failed(db(e))
+        }
+    }
+}
+
+impl Savepoint {
+    /// The body ended: release the savepoint (`Applied`), or roll back to it
+    /// and return the body's error (`released`).
+    pub(crate) async fn finish<C, T, E>(self, conn: &mut C, out: Result<T, E>) -> Ended<T, E>
+    where
+        C: StateConn + ?Sized,
+        E: From<Error>,
+    {
+        match out {
+            Ok(v) => match release(conn, &self.name).await {
+                Ok(()) => (CallOutcome::Applied, Ok(Transition::Applied(v))),
+                Err(e) => {
+                    let e = Error::Database {
+                        key: self.key,
+                        detail: e.to_string(),
+                    };
+                    (CallOutcome::Failed, Err(E::from(e)))
+                }
+            },
+            Err(e) => {
+                rollback(conn, &self.name).await;
+                (CallOutcome::Released, Err(e))
+            }
+        }
+    }
+}
+
+/// A zero-row update: already there (or past it in an acyclic machine) is a
+/// success; anything else is an invalid transition naming all three states.
+fn judge<M: StateMachine, T, E: From<Error>>(
+    edge: Edge<'_, M>,
+    found: String,
+    name: &str,
+) -> (CallOutcome, Result<Transition<T>, E>) {
+    match M::from_stored(&found) {
+        Some(cur) if cur == edge.to || M::is_past(cur, edge.to) => (
+            CallOutcome::AlreadyApplied,
+            Ok(Transition::AlreadyApplied {
+                current: cur.stored(),
+            }),
+        ),
+        _ => {
+            let from: Vec<&str> = edge.from.iter().map(|s| s.stored()).collect();
+            let e = Error::InvalidTransition {
+                key: name.to_owned(),
+                from: from.join("|"),
+                to: edge.to.stored().to_owned(),
+                current: found,
+            };
+            (CallOutcome::InvalidTransition, Err(E::from(e)))
+        }
+    }
+}
+
+async fn current<C, K>(
+    stmts: &Statements,
+    conn: &mut C,
+    key: &K,
+) -> Result<Option<String>, sqlx::Error>
+where
+    C: StateConn + ?Sized,
+    K: for<'q> Encode<'q, C::Db> + Type<C::Db> + Sync,
+{
+    let q = sqlx::query::<C::Db>(sqlx::AssertSqlSafe(stmts.current.clone())).bind(key);
+    C::Db::text(conn.connection(), q).await
+}
+
+async fn release<C: StateConn + ?Sized>(conn: &mut C, sp: &str) -> Result<(), sqlx::Error> {
+    C::Db::simple(conn.connection(), format!("RELEASE SAVEPOINT {sp}")).await
+}
+
+/// Undoes the update (and the body's writes). A failure here leaves the
+/// caller's transaction unusable, so its commit fails too: logged, and the
+/// original error is what the caller sees.
+async fn rollback<C: StateConn + ?Sized>(conn: &mut C, sp: &str) {
+    let sql = format!("ROLLBACK TO SAVEPOINT {sp}");
+    if let Err(e) = C::Db::simple(conn.connection(), sql).await {
+        tracing::warn!(error = %e, "idem: rolling back a state transition's savepoint failed");
+        return;
+    }
+    let _ = release(conn, sp).await;
+}
