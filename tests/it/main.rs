@@ -46,3 +46,5 @@ mod sql_round_trips;
 mod sql_store;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_support;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_token;

@@ -107,6 +107,7 @@ impl Fixture {
                 let tables = vec![
                     names.records_name().to_owned(),
                     names.fences_name().to_owned(),
+                    names.tokens_name().to_owned(),
                     format!("{}_orders", names.records_name()),
                 ];
                 Fixture {
@@ -182,6 +183,14 @@ impl Fixture {
                     .await
                     .unwrap();
             }
+        }
+    }
+
+    /// The one-time token table as SQL text can name it.
+    pub(crate) fn tokens(&self) -> String {
+        match (self.dialect, self.names.schema_name()) {
+            (Dialect::Postgres, Some(s)) => format!("{s}.{}", self.names.tokens_name()),
+            _ => self.names.tokens_name().to_owned(),
         }
     }
 
@@ -516,6 +525,9 @@ impl idem::Store for FixtureStore {
     ) -> idem::store::BoxFuture<'_, Result<Vec<idem::store::Warning>, idem::store::StoreError>>
     {
         self.0.store.verify()
+    }
+    fn tokens(&self) -> Option<&dyn idem::store::token::TokenStore> {
+        self.0.store.tokens()
     }
 }
 
