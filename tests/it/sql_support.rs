@@ -140,9 +140,29 @@ impl Fixture {
     /// A second store on the same tables with its own pool, as another process
     /// would have.
     pub(crate) async fn another_instance(&self) -> SqlStore {
+        self.another_instance_with(1).await
+    }
+
+    /// [`another_instance`](Self::another_instance) with a pool of `max`
+    /// connections on the servers (SQLite: the store's own pool).
+    pub(crate) async fn another_instance_with(&self, max: u32) -> SqlStore {
         let store = match self.dialect {
-            Dialect::Postgres => SqlStore::postgres(one_connection_pg().await),
-            Dialect::MySql => SqlStore::mysql(one_connection_mysql().await),
+            Dialect::Postgres => SqlStore::postgres(
+                sqlx::postgres::PgPoolOptions::new()
+                    .max_connections(max)
+                    .test_before_acquire(false)
+                    .connect(&pg_url())
+                    .await
+                    .unwrap(),
+            ),
+            Dialect::MySql => SqlStore::mysql(
+                sqlx::mysql::MySqlPoolOptions::new()
+                    .max_connections(max)
+                    .test_before_acquire(false)
+                    .connect(&mysql_url())
+                    .await
+                    .unwrap(),
+            ),
             _ => {
                 let Some(Cleanup::Lite(dir)) = &self.cleanup else {
                     unreachable!()
