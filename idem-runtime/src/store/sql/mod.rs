@@ -39,8 +39,8 @@
 //! is one owner-checked statement, idempotent for its owner: a `take` retried
 //! after a lost reply finds the token its own and answers `Taken` with the same
 //! fence. PostgreSQL answers every take in one statement; MySQL/MariaDB and
-//! SQLite take in one `UPDATE` and read the row only when it took nothing, to
-//! say why (busy, invalid, or already ours).
+//! SQLite read the row first (a waiter polling a busy token costs one `SELECT`)
+//! and update only a takeable one.
 //!
 //! # The claim, per dialect
 //! - PostgreSQL: one statement. A CTE reads the live row; only when there is none

@@ -7,16 +7,18 @@
 //! - PostgreSQL: one statement, an `UPDATE … RETURNING` beside a read of the
 //!   live row from the same snapshot, so busy, invalid and a retried take of
 //!   our own all cost one round trip;
-//! - MySQL/MariaDB: an `UPDATE` whose `LAST_INSERT_ID` carries the new fence;
-//! - SQLite: `UPDATE … RETURNING`, in this process's writer turn like every
-//!   SQLite write of the store.
+//! - MySQL/MariaDB and SQLite: a plain read of the live row first, so the
+//!   many waiters polling a busy token cost one lock-free `SELECT` each (on
+//!   SQLite an `UPDATE` would queue every poll behind the one writer); only a
+//!   takeable row is updated: MySQL's `UPDATE` carries the new fence in
+//!   `LAST_INSERT_ID`, SQLite's `UPDATE … RETURNING` runs in this process's
+//!   writer turn like every SQLite write of the store.
 //!
-//! When MySQL's or SQLite's update takes nothing, a read of the live row says
-//! why: ours already (a retried take after a lost reply: `Taken` with the
-//! same fence, never a lost token), another owner's live lease (`Busy`), or
-//! no live row (`Invalid`). A row that looks takeable after all (issued or
-//! lapsed meanwhile, or PostgreSQL's snapshot predating a concurrent take) is
-//! asked again. `consume` and `give_back` that change nothing read whether a
+//! The live row decides a take that did not update: ours already (a retried
+//! take after a lost reply: `Taken` with the same fence, never a lost token),
+//! another owner's live lease (`Busy`), or no live row (`Invalid`). A row that
+//! is takeable but was not taken (another take won between the read and the
+//! update, or PostgreSQL's snapshot predates a concurrent take) is asked again. `consume` and `give_back` that change nothing read whether a
 //! live row is left, as a record's `release` does: gone means applied (a
 //! retry, or a token that expired while its body ran).
 
@@ -40,7 +42,7 @@ use crate::store::{BoxFuture, Owned, Owner, StoreError};
 type Live = (Option<Vec<u8>>, i64, Option<i64>);
 
 /// The answer a live row gives a take by `me`; `None`: the row is takeable
-/// after all (it changed since the update looked), ask again.
+/// (issued, or another owner's lease lapsed): the update decides.
 fn decide(row: Option<Live>, me: Owner) -> Result<Option<TokenTake>, StoreError> {
     let Some((owner, fence, remaining_us)) = row else {
         return Ok(Some(TokenTake::Invalid));
@@ -87,7 +89,22 @@ impl SqlStore {
     ) -> Result<Option<TokenTake>, StoreError> {
         let o = owner.to_bytes();
         let (sent, sql) = (&self.sent, &self.tok);
-        let row: Option<Live> = match &self.pool {
+        // The live row, read without a lock (MySQL, SQLite): waiters poll with it.
+        #[cfg(any(feature = "mysql", feature = "sqlite"))]
+        macro_rules! read_live {
+            ($pool:expr) => {
+                retry_conflicts(|| async {
+                    let read = [Arg::Text(key)];
+                    match bind(sent, &sql.read, &read).fetch_optional($pool).await? {
+                        Some(r) => Ok(Some(live!(r))),
+                        None => Ok(None),
+                    }
+                })
+                .await
+                .map_err(map_err)?
+            };
+        }
+        let fence = match &self.pool {
             #[cfg(feature = "postgres")]
             Pool::Postgres(p) => {
                 let args = [Arg::Text(key), Arg::Bytes(&o), Arg::Int(lease_us)];
@@ -100,16 +117,15 @@ impl SqlStore {
                 .await
                 .map_err(map_err)?;
                 match row {
-                    Some((true, (_, fence, _))) => {
-                        return Ok(Some(TokenTake::Taken {
-                            fence: fence_of(fence)?,
-                        }));
-                    }
-                    other => other.map(|(_, live)| live),
+                    Some((true, (_, fence, _))) => Some(fence),
+                    other => return decide(other.map(|(_, live)| live), owner),
                 }
             }
             #[cfg(feature = "mysql")]
             Pool::MySql(p) => {
+                if let Some(answer) = decide(read_live!(p), owner)? {
+                    return Ok(Some(answer));
+                }
                 let args = [
                     Arg::Bytes(&o),
                     Arg::Int(lease_us),
@@ -119,26 +135,15 @@ impl SqlStore {
                 let r = retry_conflicts(|| bind(sent, &sql.take, &args).execute(p))
                     .await
                     .map_err(map_err)?;
-                if r.rows_affected() > 0 {
-                    let fence = i64::try_from(r.last_insert_id()).unwrap_or(0);
-                    return Ok(Some(TokenTake::Taken {
-                        fence: fence_of(fence)?,
-                    }));
-                }
-                let read = [Arg::Text(key)];
-                retry_conflicts(|| async {
-                    match bind(sent, &sql.read, &read).fetch_optional(p).await? {
-                        Some(r) => Ok(Some(live!(r))),
-                        None => Ok(None),
-                    }
-                })
-                .await
-                .map_err(map_err)?
+                (r.rows_affected() > 0).then(|| i64::try_from(r.last_insert_id()).unwrap_or(0))
             }
             #[cfg(feature = "sqlite")]
             Pool::Sqlite(lite) => {
+                if let Some(answer) = decide(read_live!(&lite.pool), owner)? {
+                    return Ok(Some(answer));
+                }
                 let args = [Arg::Text(key), Arg::Bytes(&o), Arg::Int(lease_us)];
-                let taken = retry_conflicts(|| async {
+                retry_conflicts(|| async {
                     let _turn = lite.writer.lock().await;
                     match bind(sent, &sql.take, &args)
                         .fetch_optional(&lite.pool)
@@ -149,27 +154,13 @@ impl SqlStore {
                     }
                 })
                 .await
-                .map_err(map_err)?;
-                if let Some(fence) = taken {
-                    return Ok(Some(TokenTake::Taken {
-                        fence: fence_of(fence)?,
-                    }));
-                }
-                let read = [Arg::Text(key)];
-                retry_conflicts(|| async {
-                    match bind(sent, &sql.read, &read)
-                        .fetch_optional(&lite.pool)
-                        .await?
-                    {
-                        Some(r) => Ok(Some(live!(r))),
-                        None => Ok(None),
-                    }
-                })
-                .await
                 .map_err(map_err)?
             }
         };
-        decide(row, owner)
+        // Nothing taken: another take won since the read; read again.
+        fence
+            .map(|f| fence_of(f).map(|fence| TokenTake::Taken { fence }))
+            .transpose()
     }
 
     /// An owner-checked change that touched no row: applied if no live token

@@ -102,7 +102,10 @@ impl TokenStatements {
 
     fn postgres(k: &str, seq: &str) -> Self {
         let plus = |p: &str| format!("now() + ({p}::INT8 * INTERVAL '1 microsecond')");
-        let remaining = "(EXTRACT(EPOCH FROM (lease_until - now())) * 1000000)::INT8";
+        // Lease left by the clock at evaluation, not `now()` (our transaction's
+        // start): a take that started after ours and committed before our
+        // snapshot would otherwise show more than its whole lease left.
+        let remaining = "(EXTRACT(EPOCH FROM (lease_until - clock_timestamp())) * 1000000)::INT8";
         let s = |t: String| Stmt::from(t);
         TokenStatements {
             issue: s(format!(
