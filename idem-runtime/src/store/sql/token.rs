@@ -157,14 +157,15 @@ impl SqlStore {
                 .map_err(map_err)?
             }
         };
-        // Nothing taken: another take won since the read; read again.
+        // `None`: the row was takeable but another take won since; the caller reads again.
         fence
             .map(|f| fence_of(f).map(|fence| TokenTake::Taken { fence }))
             .transpose()
     }
 
-    /// An owner-checked change that touched no row: applied if no live token
-    /// is left (retried after a lost reply, or expired), else not ours.
+    /// Runs an owner-checked change (binds: key, owner). When it touches no
+    /// row: applied if no live token is left (a retry after a lost reply, or
+    /// expired), else not ours.
     async fn owned_change(
         &self,
         stmt: &super::ddl::Stmt,
