@@ -266,12 +266,14 @@ pub(crate) async fn first(env: &Env, db: Db) -> anyhow::Result<Vec<Side>> {
     ])
 }
 
-/// Drops the record and fence tables (PostgreSQL: the fence sequence).
+/// Drops the record, token and fence tables (PostgreSQL: the fence sequence).
 pub(crate) async fn cleanup(env: &Env) -> anyhow::Result<()> {
     let n = names(env)?;
     for db in [Db::Postgres, Db::MySql] {
         let pool = Pool::connect(env, db, 1).await?;
         pool.exec(&format!("DROP TABLE IF EXISTS {}", n.records_name()))
+            .await?;
+        pool.exec(&format!("DROP TABLE IF EXISTS {}", n.tokens_name()))
             .await?;
         match db {
             Db::Postgres => {

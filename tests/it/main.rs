@@ -46,6 +46,7 @@ mod sql_round_trips;
 mod sql_store;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_support;
+mod sql_token;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod state_machine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]

@@ -431,9 +431,10 @@ async fn verify_names_missing_table(d: Dialect) {
     assert_eq!(bare.verify().await.unwrap(), vec![]);
     if d == Dialect::MySql {
         fx.exec(&format!(
-            "DROP TABLE {}, {}",
+            "DROP TABLE {}, {}, {}",
             names.records_name(),
-            names.fences_name()
+            names.fences_name(),
+            names.tokens_name()
         ))
         .await;
     }
@@ -463,9 +464,10 @@ async fn ddl_applies_cleanly(d: Dialect) {
     assert!(out.into_inner() > 0);
     if d == Dialect::MySql {
         fx.exec(&format!(
-            "DROP TABLE {}, {}",
+            "DROP TABLE {}, {}, {}",
             names.records_name(),
-            names.fences_name()
+            names.fences_name(),
+            names.tokens_name()
         ))
         .await;
     }

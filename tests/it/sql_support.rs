@@ -107,6 +107,7 @@ impl Fixture {
                 let tables = vec![
                     names.records_name().to_owned(),
                     names.fences_name().to_owned(),
+                    names.tokens_name().to_owned(),
                     format!("{}_orders", names.records_name()),
                 ];
                 Fixture {
@@ -139,9 +140,29 @@ impl Fixture {
     /// A second store on the same tables with its own pool, as another process
     /// would have.
     pub(crate) async fn another_instance(&self) -> SqlStore {
+        self.another_instance_with(1).await
+    }
+
+    /// [`another_instance`](Self::another_instance) with a pool of `max`
+    /// connections on the servers (SQLite: the store's own pool).
+    pub(crate) async fn another_instance_with(&self, max: u32) -> SqlStore {
         let store = match self.dialect {
-            Dialect::Postgres => SqlStore::postgres(one_connection_pg().await),
-            Dialect::MySql => SqlStore::mysql(one_connection_mysql().await),
+            Dialect::Postgres => SqlStore::postgres(
+                sqlx::postgres::PgPoolOptions::new()
+                    .max_connections(max)
+                    .test_before_acquire(false)
+                    .connect(&pg_url())
+                    .await
+                    .unwrap(),
+            ),
+            Dialect::MySql => SqlStore::mysql(
+                sqlx::mysql::MySqlPoolOptions::new()
+                    .max_connections(max)
+                    .test_before_acquire(false)
+                    .connect(&mysql_url())
+                    .await
+                    .unwrap(),
+            ),
             _ => {
                 let Some(Cleanup::Lite(dir)) = &self.cleanup else {
                     unreachable!()
@@ -182,6 +203,14 @@ impl Fixture {
                     .await
                     .unwrap();
             }
+        }
+    }
+
+    /// The one-time token table as SQL text can name it.
+    pub(crate) fn tokens(&self) -> String {
+        match (self.dialect, self.names.schema_name()) {
+            (Dialect::Postgres, Some(s)) => format!("{s}.{}", self.names.tokens_name()),
+            _ => self.names.tokens_name().to_owned(),
         }
     }
 
@@ -516,6 +545,9 @@ impl idem::Store for FixtureStore {
     ) -> idem::store::BoxFuture<'_, Result<Vec<idem::store::Warning>, idem::store::StoreError>>
     {
         self.0.store.verify()
+    }
+    fn tokens(&self) -> Option<&dyn idem::store::token::TokenStore> {
+        self.0.store.tokens()
     }
 }
 

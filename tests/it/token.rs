@@ -1,7 +1,9 @@
-//! One-time tokens on memory, Redis and Redis Cluster: 50 concurrent
-//! submissions of one token run the body once; a failing body gives the token
-//! back and a retry succeeds; expired, consumed, foreign-scope and forged
-//! tokens are `TokenInvalid`; a crashed holder's token returns after its lease.
+//! One-time tokens on memory, Redis, Redis Cluster, PostgreSQL, MariaDB and
+//! SQLite (the SQL table's store-level cases are in `sql_token.rs`): 50
+//! concurrent submissions of one token run the body once; a failing body gives
+//! the token back and a retry succeeds; expired, consumed, foreign-scope and
+//! forged tokens are `TokenInvalid`; a crashed holder's token returns after its
+//! lease; a store that keeps no tokens says so.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -235,14 +237,105 @@ mod redis_cluster {
     token_suite!(crate::lock_fenced::cluster().await);
 }
 
-/// A store without tokens (SQL) says so instead of pretending.
+// Each SQL case on fresh tables (a PostgreSQL schema, MariaDB table names, a
+// SQLite file), dropped with the last handle.
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod postgres {
+    token_suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::Postgres).await);
+}
+
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod mariadb {
+    token_suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::MySql).await);
+}
+
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sqlite {
+    token_suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::Sqlite).await);
+}
+
+/// A store that keeps no tokens (a third-party `Store` that does not override
+/// `tokens()`): every token call is `Error::Config`, and no body runs.
 #[tokio::test]
-async fn sql_store_has_no_tokens() {
-    let store = crate::sql_support::conformance_store(idem::store::sql::Dialect::Sqlite).await;
-    let idem = handle(store, "token-sql");
+async fn store_without_tokens_is_config() {
+    let idem = handle(Arc::new(NoTokens(idem::MemoryStore::new())), "token-none");
     let r = idem.tokens().issue(FORM, Duration::from_secs(60)).await;
     assert!(matches!(r, Err(Error::Config(_))), "{r:?}");
+    let token = "A".repeat(43);
+    let runs = Counter::default();
+    let r2 = runs.clone();
+    let r = idem
+        .tokens()
+        .consume(FORM, &token)
+        .run(move |_| async move {
+            r2.hit();
+            Ok::<_, Error>(())
+        })
+        .await;
+    assert!(matches!(r, Err(Error::Config(_))), "{r:?}");
+    assert_eq!(runs.get(), 0);
+}
+
+/// The memory store's records without its tokens.
+#[derive(Debug)]
+struct NoTokens(idem::MemoryStore);
+
+impl Store for NoTokens {
+    fn name(&self) -> &'static str {
+        "no-tokens"
+    }
+    fn claim<'a>(
+        &'a self,
+        req: idem::store::ClaimRequest<'a>,
+    ) -> idem::store::BoxFuture<'a, Result<idem::store::Claim, idem::store::StoreError>> {
+        self.0.claim(req)
+    }
+    fn complete<'a>(
+        &'a self,
+        key: &'a str,
+        owner: idem::store::Owner,
+        payload: &'a [u8],
+        ttl: Duration,
+    ) -> idem::store::BoxFuture<'a, Result<idem::store::Owned, idem::store::StoreError>> {
+        self.0.complete(key, owner, payload, ttl)
+    }
+    fn release<'a>(
+        &'a self,
+        key: &'a str,
+        owner: idem::store::Owner,
+    ) -> idem::store::BoxFuture<'a, Result<idem::store::Owned, idem::store::StoreError>> {
+        self.0.release(key, owner)
+    }
+    fn renew<'a>(
+        &'a self,
+        key: &'a str,
+        owner: idem::store::Owner,
+        lease: Duration,
+    ) -> idem::store::BoxFuture<'a, Result<idem::store::Owned, idem::store::StoreError>> {
+        self.0.renew(key, owner, lease)
+    }
+    fn inspect<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> idem::store::BoxFuture<'a, Result<Option<idem::store::RecordState>, idem::store::StoreError>>
+    {
+        self.0.inspect(key)
+    }
+    fn forget<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> idem::store::BoxFuture<'a, Result<bool, idem::store::StoreError>> {
+        self.0.forget(key)
+    }
+    fn purge_expired(&self) -> idem::store::BoxFuture<'_, Result<u64, idem::store::StoreError>> {
+        self.0.purge_expired()
+    }
+    fn verify(
+        &self,
+    ) -> idem::store::BoxFuture<'_, Result<Vec<idem::store::Warning>, idem::store::StoreError>>
+    {
+        self.0.verify()
+    }
 }
 
 // ---- #[idempotent(token = "<t>")] ----

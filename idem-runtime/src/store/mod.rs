@@ -210,7 +210,8 @@ pub trait Store: Send + Sync + 'static {
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>>;
 
     /// The one-time token store kept beside the records, if this backend has one
-    /// (memory, Redis, Redis Cluster). `None`: `Idem::tokens()` fails with
+    /// (memory, Redis, Redis Cluster, PostgreSQL, MySQL/MariaDB, SQLite). `None`
+    /// (the default, for stores written elsewhere): `Idem::tokens()` fails with
     /// `Error::Config`.
     fn tokens(&self) -> Option<&dyn token::TokenStore> {
         None

@@ -44,7 +44,8 @@ pub struct Tokens<'h> {
 
 impl Idem {
     /// The one-time token API. Needs a store that keeps tokens (memory, Redis,
-    /// Redis Cluster); others fail with `Error::Config`.
+    /// Redis Cluster, and the SQL stores after `migrate()`); others fail with
+    /// `Error::Config`.
     pub fn tokens(&self) -> Tokens<'_> {
         Tokens { idem: self }
     }
@@ -96,7 +97,7 @@ impl<'h> Tokens<'h> {
     fn store(&self, key: &Key) -> Result<&'h dyn crate::store::token::TokenStore, Error> {
         self.idem.inner.exec.store.tokens().ok_or_else(|| {
             Error::Config(format!(
-                "one-time tokens (`{}`): the `{}` store keeps no tokens; use the memory, Redis or Redis Cluster store",
+                "one-time tokens (`{}`): the `{}` store keeps no tokens; use a store that does (memory, Redis, Redis Cluster, PostgreSQL, MySQL/MariaDB, SQLite)",
                 key.scope(),
                 self.idem.store_name()
             ))

@@ -8,13 +8,15 @@ use sqlx::AssertSqlSafe;
 
 use super::{Dialect, PURGE_BATCH, TableNames};
 
-/// The schema idem needs, as idempotent `CREATE … IF NOT EXISTS` statements
-/// separated by `;\n`. Apply it with your migration tool, or call `migrate()`.
+/// The schema idem needs (records, fences, one-time tokens), as idempotent
+/// `CREATE … IF NOT EXISTS` statements separated by `;\n`. Apply it with your
+/// migration tool, or call `migrate()`.
 ///
 /// ```
 /// use idem_runtime::store::sql::{ddl, Dialect, TableNames};
 /// let text = ddl(Dialect::Postgres, &TableNames::default());
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_records"));
+/// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_tokens"));
 /// ```
 pub fn ddl(dialect: Dialect, names: &TableNames) -> String {
     let mut out = String::new();
@@ -25,8 +27,15 @@ pub fn ddl(dialect: Dialect, names: &TableNames) -> String {
     out
 }
 
-/// The DDL as separate statements (drivers run one statement at a time).
+/// The DDL as separate statements (drivers run one statement at a time): the
+/// records' and fences' here, then the one-time tokens' (`token_sql.rs`).
 pub(crate) fn statements(d: Dialect, n: &TableNames) -> Vec<String> {
+    let mut v = records_statements(d, n);
+    v.extend(super::token_sql::statements(d, n));
+    v
+}
+
+fn records_statements(d: Dialect, n: &TableNames) -> Vec<String> {
     let t = n.records(d);
     let f = n.fences_q(d);
     let idx = format!("{}_expires_idx", n.records_name());

@@ -1,6 +1,9 @@
-//! SQL record stores (SQLite, PostgreSQL, MySQL/MariaDB) through `sqlx`.
+//! SQL record stores (SQLite, PostgreSQL, MySQL/MariaDB) through `sqlx`, with
+//! one-time tokens in a table of their own.
 //!
-//! One table holds the records, one object hands out fences:
+//! One table holds the records, one object hands out fences, and a third table
+//! ([`TableNames::tokens`], `idem_tokens` by default) the one-time tokens (their
+//! columns and statements: `token_sql.rs`; the protocol: `token.rs`). Records:
 //!
 //! | column        | PostgreSQL    | MySQL/MariaDB      | SQLite            |
 //! |---------------|---------------|--------------------|-------------------|
@@ -26,7 +29,18 @@
 //!
 //! Migrations never run implicitly: call [`SqlStore::migrate`] or apply [`ddl`]
 //! with your own migration tool, then [`Store::verify`] at start-up (a missing
-//! table is an error naming it).
+//! table, the token table included, is an error naming it). `purge_expired`
+//! deletes expired records and expired tokens, in one time budget.
+//!
+//! # One-time tokens
+//! A token row holds the token's key (scope and blake3 digest, never the token),
+//! its owner and lease while it is being consumed, the last take's fence, and
+//! its expiry from `issue`, on the database clock like a record's. Each change
+//! is one owner-checked statement, idempotent for its owner: a `take` retried
+//! after a lost reply finds the token its own and answers `Taken` with the same
+//! fence. PostgreSQL answers every take in one statement; MySQL/MariaDB and
+//! SQLite read the row first (a waiter polling a busy token costs one `SELECT`)
+//! and update only a takeable one.
 //!
 //! # The claim, per dialect
 //! - PostgreSQL: one statement. A CTE reads the live row; only when there is none
@@ -84,7 +98,8 @@
 //!
 //! # Layout
 //! `store.rs` is the [`SqlStore`] and its `Store` implementation, `connect.rs`
-//! its constructors; `postgres.rs`, `mysql.rs` and `sqlite.rs` hold only each
+//! its constructors, `token.rs` its `TokenStore` (statement text in
+//! `token_sql.rs`); `postgres.rs`, `mysql.rs` and `sqlite.rs` hold only each
 //! dialect's claim and driver calls, over `bind.rs` (statements and their
 //! parameters) and `pool.rs` (the pool of each dialect). Dialect detection,
 //! identifier checks, conflict retries and detached transactions come from the
@@ -116,6 +131,8 @@ mod row;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
+mod token;
+mod token_sql;
 
 pub use crate::db::Dialect;
 pub use catalog::{EXPRESSION, SqlConstraints};
@@ -132,14 +149,18 @@ const PURGE_BUDGET: Duration = Duration::from_secs(10);
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 const CLAIM_ROUNDS: usize = 8;
 
-/// The deadline-bounded purge loop shared by every dialect: `batch` deletes up to
-/// [`PURGE_BATCH`] expired rows and returns how many it deleted.
-pub(crate) async fn purge_loop<F, Fut>(mut batch: F) -> Result<u64, StoreError>
+/// The deadline-bounded purge loop shared by every dialect and table: `batch`
+/// deletes up to [`PURGE_BATCH`] expired rows and returns how many it deleted;
+/// it runs at least once, and again while full batches come back before
+/// `deadline`.
+pub(crate) async fn purge_loop<F, Fut>(
+    deadline: std::time::Instant,
+    mut batch: F,
+) -> Result<u64, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<u64, sqlx::Error>>,
 {
-    let deadline = std::time::Instant::now() + PURGE_BUDGET;
     let mut total = 0;
     loop {
         let n = batch().await.map_err(errors::map_err)?;

@@ -1,6 +1,7 @@
-//! [`TableNames`]: where idem's records and fences live. The names are spliced
-//! into every statement, so each one passes the SQL kernel's identifier check
-//! ([`crate::db::check_ident`]: plain, not a reserved word) when it is set.
+//! [`TableNames`]: where idem's records, fences and one-time tokens live. The
+//! names are spliced into every statement, so each one passes the SQL kernel's
+//! identifier check ([`crate::db::check_ident`]: plain, not a reserved word)
+//! when it is set.
 
 use crate::db::{Dialect, check_ident};
 use crate::store::StoreError;
@@ -13,6 +14,7 @@ pub struct TableNames {
     schema: Option<String>,
     records: String,
     fences: String,
+    tokens: String,
 }
 
 impl Default for TableNames {
@@ -21,6 +23,7 @@ impl Default for TableNames {
             schema: None,
             records: "idem_records".into(),
             fences: "idem_fences".into(),
+            tokens: "idem_tokens".into(),
         }
     }
 }
@@ -31,15 +34,19 @@ fn ident(s: &str) -> Result<(), StoreError> {
 }
 
 impl TableNames {
-    /// Records in `records`, fences in `<records>_fences`.
+    /// Records in `records`, fences in `<records>_fences`, one-time tokens in
+    /// `<records>_tokens`.
     pub fn new(records: &str) -> Result<Self, StoreError> {
         ident(records)?;
         let fences = format!("{records}_fences");
         ident(&fences)?;
+        let tokens = format!("{records}_tokens");
+        ident(&tokens)?;
         Ok(TableNames {
             schema: None,
             records: records.to_owned(),
             fences,
+            tokens,
         })
     }
 
@@ -50,7 +57,14 @@ impl TableNames {
         Ok(self)
     }
 
-    /// Puts both objects in a PostgreSQL schema (ignored by the other dialects,
+    /// Overrides the one-time token table name.
+    pub fn tokens(mut self, tokens: &str) -> Result<Self, StoreError> {
+        ident(tokens)?;
+        self.tokens = tokens.to_owned();
+        Ok(self)
+    }
+
+    /// Puts every object in a PostgreSQL schema (ignored by the other dialects,
     /// where the connection's database decides).
     pub fn schema(mut self, schema: &str) -> Result<Self, StoreError> {
         ident(schema)?;
@@ -66,6 +80,11 @@ impl TableNames {
     /// The fences table or sequence name (unqualified).
     pub fn fences_name(&self) -> &str {
         &self.fences
+    }
+
+    /// The one-time token table name (unqualified).
+    pub fn tokens_name(&self) -> &str {
+        &self.tokens
     }
 
     /// The schema, if any.
@@ -87,6 +106,10 @@ impl TableNames {
     pub(crate) fn fences_q(&self, d: Dialect) -> String {
         self.qualify(d, &self.fences)
     }
+
+    pub(crate) fn tokens_q(&self, d: Dialect) -> String {
+        self.qualify(d, &self.tokens)
+    }
 }
 
 #[cfg(test)]
@@ -100,6 +123,9 @@ mod tests {
         assert!(TableNames::new("1abc").is_err());
         assert!(TableNames::new("").is_err());
         assert!(TableNames::default().schema("a.b").is_err());
+        assert!(TableNames::default().tokens("t; --").is_err());
+        assert_eq!(TableNames::default().tokens_name(), "idem_tokens");
+        assert_eq!(TableNames::new("r").unwrap().tokens_name(), "r_tokens");
         assert!(TableNames::new(&"a".repeat(64)).is_err());
     }
 
@@ -110,6 +136,7 @@ mod tests {
             TableNames::new("SELECT"),
             TableNames::default().schema("user"),
             TableNames::default().fences("table"),
+            TableNames::default().tokens("select"),
         ] {
             match bad {
                 Err(StoreError::Config(m)) => assert!(m.contains("reserved word"), "{m}"),

@@ -12,8 +12,9 @@ use super::key::check_key;
 use super::local::{KeyLocks, LocalClaims};
 use super::names::TableNames;
 use super::pool::Pool;
-use super::purge_loop;
 use super::row::RawRow;
+use super::token_sql::TokenStatements;
+use super::{PURGE_BUDGET, purge_loop};
 use crate::db::{Dialect, micros, retry_conflicts};
 use crate::policy::MAX_DURATION;
 use crate::store::{
@@ -64,10 +65,12 @@ pub struct SqlStore {
     pub(crate) pool: Pool,
     pub(crate) names: TableNames,
     pub(crate) sql: Statements,
+    /// The one-time token table's statements (`token.rs`).
+    pub(crate) tok: TokenStatements,
     pub(crate) dialect: Dialect,
     locks: std::sync::Arc<KeyLocks>,
     local: std::sync::Arc<LocalClaims>,
-    sent: Sent,
+    pub(crate) sent: Sent,
 }
 
 impl SqlStore {
@@ -75,6 +78,7 @@ impl SqlStore {
         let dialect = pool.dialect();
         SqlStore {
             sql: Statements::new(dialect, &names),
+            tok: TokenStatements::new(dialect, &names),
             pool,
             names,
             dialect,
@@ -143,7 +147,7 @@ impl SqlStore {
         dispatch!(&self.pool, |p, m| m::fetch(p, &self.sent, stmt, args).await)
     }
 
-    async fn exists(&self, stmt: &Stmt, args: &[Arg<'_>]) -> Result<bool, sqlx::Error> {
+    pub(crate) async fn exists(&self, stmt: &Stmt, args: &[Arg<'_>]) -> Result<bool, sqlx::Error> {
         dispatch!(&self.pool, |p, m| m::exists(p, &self.sent, stmt, args)
             .await)
     }
@@ -276,6 +280,11 @@ impl Store for SqlStore {
         })
     }
 
+    /// One table of the same database (see `token.rs`).
+    fn tokens(&self) -> Option<&dyn crate::store::token::TokenStore> {
+        Some(self)
+    }
+
     fn inspect<'a>(
         &'a self,
         key: &'a str,
@@ -301,13 +310,19 @@ impl Store for SqlStore {
         })
     }
 
+    /// Expired records, then expired one-time tokens, in one time budget.
     fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(purge_loop(|| self.execute(&self.sql.purge, &[])))
+        Box::pin(async move {
+            let deadline = std::time::Instant::now() + PURGE_BUDGET;
+            let records = purge_loop(deadline, || self.execute(&self.sql.purge, &[])).await?;
+            let tokens = purge_loop(deadline, || self.execute(&self.tok.purge, &[])).await?;
+            Ok(records + tokens)
+        })
     }
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         Box::pin(async move {
-            for (name, probe) in &self.sql.probes {
+            for (name, probe) in self.sql.probes.iter().chain([&self.tok.probe]) {
                 self.exists(probe, &[])
                     .await
                     .map_err(|e| missing(name, e))?;

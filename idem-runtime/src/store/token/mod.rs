@@ -39,7 +39,8 @@ pub enum TokenTake {
     Invalid,
 }
 
-/// A backend that keeps one-time tokens (memory, Redis, Redis Cluster).
+/// A backend that keeps one-time tokens (memory, Redis, Redis Cluster, and the
+/// SQL stores' token table).
 pub trait TokenStore: Send + Sync {
     /// Stores a new token (its key) as issued for `ttl`. Issuing a key that
     /// exists changes nothing.
