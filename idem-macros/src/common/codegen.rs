@@ -133,3 +133,27 @@ fn grouped(n: u128) -> String {
 pub(crate) fn some(v: impl ToTokens) -> TokenStream {
     quote!(::core::option::Option::Some(#v))
 }
+
+/// The duration options a spec writes, each only when the attribute wrote it:
+/// `lease: Duration::..,` for a required field, `wait: Some(Duration::..),` for an
+/// optional one. Every macro's spec lists its lease-like options through here.
+pub(crate) fn duration_fields(
+    required: &[(&str, Option<Duration>)],
+    optional: &[(&str, Option<Duration>)],
+) -> TokenStream {
+    let mut fields = TokenStream::new();
+    let field = |name: &str| syn::Ident::new(name, Span::call_site());
+    for (name, d) in required {
+        if let Some(d) = d {
+            let (name, d) = (field(name), duration(*d));
+            fields.extend(quote!(#name: #d,));
+        }
+    }
+    for (name, d) in optional {
+        if let Some(d) = d {
+            let (name, d) = (field(name), some(duration(*d)));
+            fields.extend(quote!(#name: #d,));
+        }
+    }
+    fields
+}

@@ -6,7 +6,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::validate::Plan;
-use crate::common::codegen::{self, duration, some};
+use crate::common::codegen::{self, duration_fields};
 use crate::common::item::ItemFn;
 
 /// `#[distributed_lock(..)] async fn f(..) -> R { body }` →
@@ -64,19 +64,10 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
     let function = format!("::{}", plan.item.sig.ident);
     let template = &plan.key.template;
     let scene = &plan.key.scene;
-    let mut fields = TokenStream::new();
-    if let Some(lease) = plan.lease {
-        let lease = duration(lease);
-        fields.extend(quote!(lease: #lease,));
-    }
-    if let Some(wait) = plan.wait {
-        let wait = some(duration(wait));
-        fields.extend(quote!(wait: #wait,));
-    }
-    if let Some(max_hold) = plan.max_hold {
-        let max_hold = some(duration(max_hold));
-        fields.extend(quote!(max_hold: #max_hold,));
-    }
+    let fields = duration_fields(
+        &[("lease", plan.lease)],
+        &[("wait", plan.wait), ("max_hold", plan.max_hold)],
+    );
     // With every option written, `..DEFAULT` would be a needless update (clippy).
     let rest = if plan.lease.is_some() && plan.wait.is_some() && plan.max_hold.is_some() {
         TokenStream::new()

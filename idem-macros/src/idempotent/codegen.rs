@@ -8,7 +8,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::validate::Plan;
-use crate::common::codegen::{self, duration, some};
+use crate::common::codegen::{self, duration_fields, some};
 use crate::common::item::ItemFn;
 
 /// `#[idempotent(..)] async fn f(..) -> R { body }` →
@@ -46,23 +46,10 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
     let function = format!("::{}", plan.item.sig.ident);
     let template = &plan.key.template;
     let scene = &plan.key.scene;
-    let mut fields = TokenStream::new();
-    if let Some(ttl) = plan.ttl {
-        let ttl = duration(ttl);
-        fields.extend(quote!(ttl: #ttl,));
-    }
-    if let Some(lease) = plan.lease {
-        let lease = duration(lease);
-        fields.extend(quote!(lease: #lease,));
-    }
-    if let Some(wait) = plan.wait {
-        let wait = some(duration(wait));
-        fields.extend(quote!(wait: #wait,));
-    }
-    if let Some(max_hold) = plan.max_hold {
-        let max_hold = some(duration(max_hold));
-        fields.extend(quote!(max_hold: #max_hold,));
-    }
+    let mut fields = duration_fields(
+        &[("ttl", plan.ttl), ("lease", plan.lease)],
+        &[("wait", plan.wait), ("max_hold", plan.max_hold)],
+    );
     if plan.reject {
         fields.extend(quote!(concurrent: #krate::__private::Concurrency::Reject,));
     }
