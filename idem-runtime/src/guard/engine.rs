@@ -17,7 +17,6 @@
 use std::future::Future;
 
 use serde::{Serialize, de::DeserializeOwned};
-use tokio::time::Instant;
 
 use super::replay::{mismatch, replay};
 use crate::error::Error;
@@ -96,7 +95,7 @@ impl Call<'_> {
                 fingerprint: fp,
                 lease: self.policy.lease,
             };
-            let sent = Instant::now();
+            let sent = waiter.attempt();
             // Set when the claim is handed to the store (the breaker let it through).
             let mut handed = false;
             let claim = exec.op_in(Op::Claim, key, budget, || {

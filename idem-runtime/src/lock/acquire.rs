@@ -10,8 +10,6 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use tokio::time::Instant;
-
 use super::{LockGrant, LockPolicy};
 use crate::error::Error;
 use crate::exec::{Finish, Held, Inflight, Liveness, ReleaseOnDrop, Waiter};
@@ -90,7 +88,7 @@ impl Acquire<'_> {
                 fingerprint: Fingerprint::NONE,
                 lease,
             };
-            let sent = Instant::now();
+            let sent = waiter.attempt();
             let mut handed = false;
             let claim = exec.op_in(Op::Claim, key, budget, || {
                 handed = true;

@@ -11,8 +11,6 @@
 use std::future::Future;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::error::Error;
 use crate::exec::{Held, Inflight, Waiter};
 use crate::fence::Fence;
@@ -116,7 +114,7 @@ impl Consumption<'_> {
             .max(Duration::from_millis(1));
         let mut waiter = Waiter::new(self.wait);
         let held = loop {
-            let sent = Instant::now();
+            let sent = waiter.attempt();
             match exec
                 .op_in(Op::TokenTake, k, budget, || tokens.take(k, owner, lease))
                 .await
