@@ -230,27 +230,11 @@ impl Store for SqlStore {
         owner: Owner,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(async move {
-            check_key(self.dialect, key)?;
-            let o = owner.to_bytes();
             self.local.drop_key(key);
-            let n = self
-                .execute(&self.sql.release, &[Arg::Text(key), Arg::Bytes(&o)])
+            // (`owned_change` checks the key.) Nothing deleted and no row at all: released already (a retry after
+            // a lost reply).
+            self.owned_change(&self.sql.release, &self.sql.exists, key, owner)
                 .await
-                .map_err(map_err)?;
-            if n > 0 {
-                return Ok(Owned::Applied);
-            }
-            // Nothing deleted. No row at all means it was released already (a retry
-            // after a lost reply): done, as far as this owner is concerned.
-            let exists = self
-                .exists(&self.sql.exists, &[Arg::Text(key)])
-                .await
-                .map_err(map_err)?;
-            Ok(if exists {
-                Owned::NotOwner
-            } else {
-                Owned::Applied
-            })
         })
     }
 

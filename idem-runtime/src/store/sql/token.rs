@@ -163,12 +163,15 @@ impl SqlStore {
             .transpose()
     }
 
-    /// Runs an owner-checked change (binds: key, owner). When it touches no
-    /// row: applied if no live token is left (a retry after a lost reply, or
-    /// expired), else not ours.
-    async fn owned_change(
+    /// Runs an owner-checked change (binds: key, owner): a record's release, a
+    /// token's consume or give-back. When it touches no row, `probe` (binds:
+    /// key) decides: nothing left means the change already happened (a retry
+    /// after a lost reply, or the row expired), so it is applied as far as this
+    /// owner is concerned; a row still there belongs to another owner.
+    pub(super) async fn owned_change(
         &self,
         stmt: &super::ddl::Stmt,
+        probe: &super::ddl::Stmt,
         key: &str,
         owner: Owner,
     ) -> Result<Owned, StoreError> {
@@ -181,11 +184,11 @@ impl SqlStore {
         if n > 0 {
             return Ok(Owned::Applied);
         }
-        let live = self
-            .exists(&self.tok.live, &[Arg::Text(key)])
+        let left = self
+            .exists(probe, &[Arg::Text(key)])
             .await
             .map_err(map_err)?;
-        Ok(if live {
+        Ok(if left {
             Owned::NotOwner
         } else {
             Owned::Applied
@@ -256,7 +259,7 @@ impl TokenStore for SqlStore {
         key: &'a str,
         owner: Owner,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(self.owned_change(&self.tok.consume, key, owner))
+        Box::pin(self.owned_change(&self.tok.consume, &self.tok.live, key, owner))
     }
 
     fn give_back<'a>(
@@ -264,7 +267,7 @@ impl TokenStore for SqlStore {
         key: &'a str,
         owner: Owner,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(self.owned_change(&self.tok.give_back, key, owner))
+        Box::pin(self.owned_change(&self.tok.give_back, &self.tok.live, key, owner))
     }
 }
 
