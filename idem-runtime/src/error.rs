@@ -136,6 +136,20 @@ pub enum Error {
     /// A start-up check found a missing table, constraint or a dangerous setting.
     #[error("idem verification failed: {0}")]
     Verify(String),
+    /// The database aborted (or refused to continue) the caller's transaction
+    /// because of a concurrent one: a deadlock victim (MySQL/MariaDB 1213), a
+    /// lock-wait timeout (1205), a serialization failure (PostgreSQL 40001
+    /// under `REPEATABLE READ`/`SERIALIZABLE`, 40P01), SQLite busy (a deferred
+    /// transaction that must be `BEGIN IMMEDIATE`). Nothing of the transaction
+    /// can commit: roll it back and run it again; an idempotent retry replays
+    /// what the winner committed. [`Error::is_retryable`] is true.
+    #[error("transaction for `{key}` lost to a concurrent one; roll back and retry: {detail}")]
+    TxConflict {
+        /// The key or business key involved.
+        key: String,
+        /// The driver's message and what to do.
+        detail: String,
+    },
     /// The database reported an error the technique cannot interpret.
     #[error("database error on `{key}`: {detail}")]
     Database {
@@ -160,7 +174,8 @@ impl Error {
             | Error::StoreUnavailable { key, .. }
             | Error::InvalidKey { key, .. }
             | Error::Codec { key, .. }
-            | Error::Database { key, .. } => Some(key),
+            | Error::Database { key, .. }
+            | Error::TxConflict { key, .. } => Some(key),
             _ => None,
         }
     }
@@ -169,7 +184,10 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Error::InProgress { .. } | Error::StoreUnavailable { .. } | Error::LockBusy { .. }
+            Error::InProgress { .. }
+                | Error::StoreUnavailable { .. }
+                | Error::LockBusy { .. }
+                | Error::TxConflict { .. }
         )
     }
 

@@ -28,6 +28,8 @@ pub struct IdemBuilder {
     breaker_threshold: u32,
     breaker_cooldown: Duration,
     catalog: Option<Arc<dyn ConstraintCatalog>>,
+    #[cfg(feature = "sql")]
+    tx_tables: crate::store::sql::TableNames,
 }
 
 impl std::fmt::Debug for IdemBuilder {
@@ -87,6 +89,17 @@ impl IdemBuilder {
         self
     }
 
+    /// The record table of the transactional guard (`Guard::in_tx`,
+    /// `#[idempotent(tx = …)]`) in the caller's database: default
+    /// `idem_records`, the `SqlStore` default. Give the same names as your
+    /// `SqlStore::with_tables` when you changed them, and create the table with
+    /// `migrate()` or `idem::sql::ddl()`.
+    #[cfg(feature = "sql")]
+    pub fn tx_tables(mut self, names: crate::store::sql::TableNames) -> Self {
+        self.tx_tables = names;
+        self
+    }
+
     /// Builds the handle.
     pub fn build(self) -> Result<Idem, Error> {
         let store = self
@@ -106,6 +119,8 @@ impl IdemBuilder {
                 recorder: Recorder::default(),
                 scenes: SceneRegistry::default(),
                 backstops: Backstops::new(self.catalog),
+                #[cfg(feature = "sql")]
+                tx: crate::txguard::TxTables::new(self.tx_tables),
             }),
         })
     }
@@ -120,6 +135,9 @@ pub(crate) struct Inner {
     scenes: SceneRegistry,
     /// Backstop constraints seen (for `verify()`) and the catalog that names them.
     backstops: Backstops,
+    /// The transactional guard's record table in the caller's database.
+    #[cfg(feature = "sql")]
+    pub(crate) tx: crate::txguard::TxTables,
 }
 
 /// The runtime handle: cheap to clone, shared by every guarded call.
@@ -161,6 +179,8 @@ impl Idem {
             breaker_threshold: 5,
             breaker_cooldown: Duration::from_secs(2),
             catalog: None,
+            #[cfg(feature = "sql")]
+            tx_tables: crate::store::sql::TableNames::default(),
         }
     }
 

@@ -24,6 +24,8 @@ pub mod state;
 pub mod state_cas;
 pub mod store;
 pub mod token;
+#[cfg(feature = "sql")]
+pub mod txguard;
 
 #[doc(hidden)]
 #[path = "private/mod.rs"]
@@ -50,3 +52,5 @@ pub use store::memory::MemoryStore;
 #[cfg(feature = "sql")]
 pub use store::sql;
 pub use token::{Consume, Token, Tokens};
+#[cfg(feature = "sql")]
+pub use txguard::{TxDb, TxGuard};

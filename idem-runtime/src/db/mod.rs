@@ -19,19 +19,24 @@
 //! - [`classify`](mod@classify): what a `sqlx::Error` means for the caller ([`Failure`]):
 //!   an outage, a missing table, a value the column cannot hold, ...
 //! - [`time`]: durations as the integer microseconds the drivers bind.
+//! - [`conn`]: the caller's connection as one of the drivers ([`AnyConn`],
+//!   [`TxDb`]) and bind parameters ([`Arg`]); `savepoint`: savepoints in it.
 //!
 //! Nothing here knows idem's records, stores or guard: the stores build on
 //! this module, never the reverse.
 
 pub mod classify;
+pub mod conn;
 pub mod dialect;
 pub mod ident;
 mod reserved;
 pub mod retry;
+pub(crate) mod savepoint;
 pub mod time;
 pub mod tx;
 
 pub use classify::{Failure, classify};
+pub use conn::{AnyConn, Arg, TxDb};
 pub use dialect::{Dialect, SqlDialect};
 pub use ident::{Ident, IdentError, MAX_IDENT_BYTES, check_ident};
 pub use retry::{is_retryable_conflict, retry_conflicts};

@@ -24,7 +24,7 @@ use crate::policy::{Concurrency, Policy};
 
 pub(crate) mod engine;
 mod finish;
-mod replay;
+pub(crate) mod replay;
 
 pub(crate) use engine::Call;
 
@@ -46,10 +46,10 @@ pub(crate) use engine::Call;
 #[must_use = "a guard does nothing until `.run(...)` is awaited"]
 #[derive(Debug)]
 pub struct Guard<'h> {
-    idem: &'h Idem,
-    key: Key,
-    policy: Policy,
-    fingerprint: Result<Fingerprint, String>,
+    pub(crate) idem: &'h Idem,
+    pub(crate) key: Key,
+    pub(crate) policy: Policy,
+    pub(crate) fingerprint: Result<Fingerprint, String>,
 }
 
 impl Idem {

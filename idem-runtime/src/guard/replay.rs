@@ -11,7 +11,7 @@ use crate::record::{self, Kind};
 use crate::store::DoneRecord;
 
 /// Decodes a finished record: a stored `Ok` value, or a stored terminal error.
-pub(super) fn replay<T, E>(
+pub(crate) fn replay<T, E>(
     key: &str,
     version: u32,
     rec: &DoneRecord,
@@ -36,7 +36,7 @@ where
     }
 }
 
-pub(super) fn mismatch(key: &str, stored: Fingerprint, given: Fingerprint) -> Error {
+pub(crate) fn mismatch(key: &str, stored: Fingerprint, given: Fingerprint) -> Error {
     Error::PayloadMismatch {
         key: key.to_owned(),
         stored: stored.to_hex(),
@@ -45,7 +45,7 @@ pub(super) fn mismatch(key: &str, stored: Fingerprint, given: Fingerprint) -> Er
 }
 
 /// The record of a successful result.
-pub(super) fn encode_ok<T: serde::Serialize>(
+pub(crate) fn encode_ok<T: serde::Serialize>(
     key: &str,
     version: u32,
     value: &T,

@@ -43,11 +43,17 @@ pub enum CallOutcome {
     TokenInvalid,
     /// Consume log: the message (or its business id) was consumed already.
     DuplicateMessage,
+    /// Optimistic lock: the row's version moved past the request's (someone
+    /// else changed it first); nothing was written.
+    Conflict,
+    /// Optimistic lock: the version matched but the business precondition
+    /// (`stock >= n`, ...) was false; nothing was written.
+    PreconditionFailed,
 }
 
 impl CallOutcome {
     /// Every outcome, in declaration order (the index of per-outcome counters).
-    pub const ALL: [CallOutcome; 16] = [
+    pub const ALL: [CallOutcome; 18] = [
         CallOutcome::Executed,
         CallOutcome::Replayed,
         CallOutcome::Waited,
@@ -64,6 +70,8 @@ impl CallOutcome {
         CallOutcome::LockBusy,
         CallOutcome::TokenInvalid,
         CallOutcome::DuplicateMessage,
+        CallOutcome::Conflict,
+        CallOutcome::PreconditionFailed,
     ];
 
     /// The label value.
@@ -85,6 +93,8 @@ impl CallOutcome {
             CallOutcome::LockBusy => "lock_busy",
             CallOutcome::TokenInvalid => "token_invalid",
             CallOutcome::DuplicateMessage => "duplicate_message",
+            CallOutcome::Conflict => "conflict",
+            CallOutcome::PreconditionFailed => "precondition_failed",
         }
     }
 
@@ -142,6 +152,15 @@ pub enum Technique {
     Http,
     /// `Idem::state_cas`, the Redis state check-and-set.
     StateCas,
+    /// `Guard::in_tx` and `#[idempotent(tx = …)]`: the record in the caller's
+    /// transaction.
+    TxGuard,
+    /// The optimistic lock over a version column.
+    Optimistic,
+    /// The pessimistic lock (`SELECT … FOR UPDATE`).
+    Pessimistic,
+    /// Insert-once: an insert guarded by a named unique constraint.
+    InsertOnce,
 }
 
 impl Technique {
@@ -155,6 +174,10 @@ impl Technique {
             Technique::Consume => "consume",
             Technique::Http => "http",
             Technique::StateCas => "state_cas",
+            Technique::TxGuard => "tx_guard",
+            Technique::Optimistic => "optimistic",
+            Technique::Pessimistic => "pessimistic",
+            Technique::InsertOnce => "insert_once",
         }
     }
 }
@@ -268,121 +291,5 @@ impl std::fmt::Display for Op {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The label values are the documented ones (DESIGN §6), each once, and
-    /// `ALL` is in index order (the counters rely on it).
-    #[test]
-    fn outcome_labels_are_the_documented_ones() {
-        let labels: Vec<&str> = CallOutcome::ALL.iter().map(|o| o.as_str()).collect();
-        assert_eq!(
-            labels,
-            [
-                "executed",
-                "replayed",
-                "waited",
-                "in_progress",
-                "mismatch",
-                "backstop",
-                "degraded",
-                "failed",
-                "released",
-                "not_stored",
-                "applied",
-                "already_applied",
-                "invalid_transition",
-                "lock_busy",
-                "token_invalid",
-                "duplicate_message",
-            ]
-        );
-        for (i, o) in CallOutcome::ALL.iter().enumerate() {
-            assert_eq!(o.index(), i, "{o}");
-        }
-        let intercepted: Vec<&str> = CallOutcome::ALL
-            .iter()
-            .filter(|o| o.is_intercepted())
-            .map(|o| o.as_str())
-            .collect();
-        assert_eq!(
-            intercepted,
-            ["replayed", "waited", "backstop", "duplicate_message"]
-        );
-    }
-
-    /// `How` and the outcome label agree: a replayed value is counted as one.
-    #[test]
-    fn how_maps_to_its_label() {
-        for how in [
-            How::Executed,
-            How::Replayed,
-            How::Waited,
-            How::Backstop,
-            How::Degraded,
-        ] {
-            assert_eq!(CallOutcome::from(how).as_str(), how.as_str());
-        }
-    }
-
-    #[test]
-    fn technique_and_op_labels() {
-        let t = [
-            Technique::Idempotent,
-            Technique::StateMachine,
-            Technique::Lock,
-            Technique::Token,
-            Technique::Consume,
-            Technique::Http,
-            Technique::StateCas,
-        ]
-        .map(Technique::as_str);
-        assert_eq!(
-            t,
-            [
-                "idempotent",
-                "state_machine",
-                "lock",
-                "token",
-                "consume",
-                "http",
-                "state_cas"
-            ]
-        );
-        let ops = Op::ALL.map(Op::as_str);
-        assert_eq!(
-            ops,
-            [
-                "claim",
-                "renew",
-                "complete",
-                "release",
-                "inspect",
-                "forget",
-                "purge",
-                "verify",
-                "token_issue",
-                "token_take",
-                "token_renew",
-                "token_consume",
-                "token_return",
-                "state_cas"
-            ]
-        );
-        for (i, op) in Op::ALL.iter().enumerate() {
-            assert_eq!(op.index(), i, "{op}");
-        }
-        let held: Vec<Op> = Op::ALL.into_iter().filter(|o| o.holds_claim()).collect();
-        assert_eq!(
-            held,
-            [
-                Op::Renew,
-                Op::Complete,
-                Op::Release,
-                Op::TokenRenew,
-                Op::TokenConsume,
-                Op::TokenReturn
-            ]
-        );
-    }
-}
+#[path = "labels_tests.rs"]
+mod tests;

@@ -6,13 +6,7 @@ use sqlx::{Database, Encode, Type};
 
 use super::ddl::Stmt;
 
-/// One bind parameter.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Arg<'a> {
-    Text(&'a str),
-    Bytes(&'a [u8]),
-    Int(i64),
-}
+pub(crate) use crate::db::Arg;
 
 /// Statements this store sent to its database (`BEGIN` and `COMMIT` included),
 /// shared by its clones. Every statement is built by [`bind`], which counts it;
@@ -44,13 +38,5 @@ where
     for<'t> i64: Encode<'t, DB> + Type<DB>,
 {
     sent.one();
-    let mut q = sqlx::query::<DB>(stmt.q());
-    for a in args {
-        q = match *a {
-            Arg::Text(s) => q.bind(s),
-            Arg::Bytes(b) => q.bind(b),
-            Arg::Int(i) => q.bind(i),
-        };
-    }
-    q
+    crate::db::conn::bind_args(sqlx::query::<DB>(stmt.q()), args)
 }

@@ -54,7 +54,23 @@ macro_rules! driver_calls {
             row.as_ref().map(raw).transpose()
         }
 
-        fn raw(row: &$Row) -> Result<RawRow, StoreError> {
+        /// [`fetch`] on a connection of the caller's (inside its transaction).
+        #[allow(dead_code)]
+        pub(super) async fn fetch_on(
+            conn: &mut <<$Row as sqlx::Row>::Database as sqlx::Database>::Connection,
+            sent: &Sent,
+            stmt: &Stmt,
+            args: &[Arg<'_>],
+        ) -> Result<Option<RawRow>, sqlx::Error> {
+            let row = bind(sent, stmt, args).fetch_optional(&mut *conn).await?;
+            Ok(row
+                .as_ref()
+                .map(raw)
+                .transpose()
+                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?)
+        }
+
+        pub(super) fn raw(row: &$Row) -> Result<RawRow, StoreError> {
             Ok(RawRow {
                 state: i64::from(row.try_get::<$State, _>("state").map_err(map_err)?),
                 owner: row.try_get("owner").map_err(map_err)?,

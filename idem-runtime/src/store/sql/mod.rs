@@ -119,6 +119,7 @@ mod catalog;
 mod connect;
 mod ddl;
 mod errors;
+mod in_tx;
 mod key;
 mod local;
 #[cfg(feature = "mysql")]
@@ -137,6 +138,7 @@ mod token_sql;
 pub use crate::db::Dialect;
 pub use catalog::{EXPRESSION, SqlConstraints};
 pub use ddl::ddl;
+pub(crate) use in_tx::{TxFail, TxStatements};
 pub use key::MAX_KEY_BYTES;
 pub use names::TableNames;
 pub use store::SqlStore;

@@ -56,8 +56,44 @@ struct Take {
 async fn take(t: Arc<Take>) -> Result<Option<i64>, sqlx::Error> {
     t.sent.one(); // BEGIN
     let mut tx = t.pool.begin().await?;
-    let r = bind(&t.sent, &t.next_fence, &[Arg::Int(slot(&t.key))])
-        .execute(&mut *tx)
+    let fence = take_on(
+        &mut tx,
+        &t.sent,
+        &t.next_fence,
+        &t.claim,
+        TakeArgs {
+            key: &t.key,
+            owner: &t.owner,
+            fingerprint: &t.fingerprint,
+            lease_us: t.lease_us,
+        },
+    )
+    .await?;
+    t.sent.one(); // COMMIT
+    tx.commit().await?;
+    Ok(fence)
+}
+
+/// The claim's binds, borrowed.
+pub(super) struct TakeArgs<'a> {
+    pub(super) key: &'a str,
+    pub(super) owner: &'a [u8; 16],
+    pub(super) fingerprint: &'a [u8; 16],
+    pub(super) lease_us: i64,
+}
+
+/// The write half's statements on a connection inside a transaction (the
+/// store's own, or the caller's for the transactional guard): the slot's next
+/// fence, then the upsert. The fence when the key is now ours.
+pub(super) async fn take_on(
+    conn: &mut sqlx::MySqlConnection,
+    sent: &Sent,
+    next_fence: &Stmt,
+    claim: &Stmt,
+    a: TakeArgs<'_>,
+) -> Result<Option<i64>, sqlx::Error> {
+    let r = bind(sent, next_fence, &[Arg::Int(slot(a.key))])
+        .execute(&mut *conn)
         .await?;
     let fence = i64::try_from(r.last_insert_id()).unwrap_or(0);
     if fence <= 0 {
@@ -67,15 +103,13 @@ async fn take(t: Arc<Take>) -> Result<Option<i64>, sqlx::Error> {
         )));
     }
     let args = [
-        Arg::Text(&t.key),
-        Arg::Bytes(&t.owner),
+        Arg::Text(a.key),
+        Arg::Bytes(a.owner),
         Arg::Int(fence),
-        Arg::Bytes(&t.fingerprint),
-        Arg::Int(t.lease_us),
+        Arg::Bytes(a.fingerprint),
+        Arg::Int(a.lease_us),
     ];
-    let r = bind(&t.sent, &t.claim, &args).execute(&mut *tx).await?;
-    t.sent.one(); // COMMIT
-    tx.commit().await?;
+    let r = bind(sent, claim, &args).execute(&mut *conn).await?;
     // LAST_INSERT_ID is our fence exactly when the row is now ours (see ddl.rs).
     Ok((r.last_insert_id() == fence as u64).then_some(fence))
 }

@@ -29,40 +29,56 @@ pub(super) async fn claim(
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
     let owner = req.owner.to_bytes();
-    let args = [
-        Arg::Text(req.key),
-        Arg::Bytes(&owner),
-        Arg::Bytes(&req.fingerprint.0),
-        Arg::Int(micros(req.lease)),
-    ];
+    let args = claim_args(&req, &owner);
     for _ in 0..CLAIM_ROUNDS {
         let row = retry_conflicts(|| bind(sent, &sql.claim, &args).fetch_optional(pool))
             .await
             .map_err(map_err)?;
-        // No row: the conflicting row is newer than this statement's snapshot.
-        let Some(row) = row else { continue };
-        let claimed: bool = row.try_get("claimed").map_err(map_err)?;
-        let raw = raw(&row)?;
-        if claimed {
-            if raw.fence <= 0 {
-                return Err(StoreError::codec(format!(
-                    "sequence gave fence {}",
-                    raw.fence
-                )));
-            }
-            return Ok(Claim::Claimed {
-                fence: Fence::new(raw.fence as u64),
-            });
-        }
-        // The snapshot may show a row that expired meanwhile: ask again.
-        if raw.remaining_us > 0 {
-            return raw.into_claim(req.owner);
+        if let Some(answer) = answer(row, req.owner)? {
+            return Ok(answer);
         }
     }
     Err(StoreError::unavailable(format!(
         "claim of `{}` kept racing with concurrent changes",
         req.key
     )))
+}
+
+/// The claim statement's binds: key, owner, fingerprint, lease µs.
+pub(super) fn claim_args<'a>(req: &'a ClaimRequest<'a>, owner: &'a [u8; 16]) -> [Arg<'a>; 4] {
+    [
+        Arg::Text(req.key),
+        Arg::Bytes(owner),
+        Arg::Bytes(&req.fingerprint.0),
+        Arg::Int(micros(req.lease)),
+    ]
+}
+
+/// What the claim statement's row says; `None`: ask again (the conflicting row
+/// is newer than the statement's snapshot, or it expired meanwhile).
+pub(super) fn answer(
+    row: Option<PgRow>,
+    me: crate::store::Owner,
+) -> Result<Option<Claim>, StoreError> {
+    let Some(row) = row else { return Ok(None) };
+    let claimed: bool = row.try_get("claimed").map_err(map_err)?;
+    let raw = raw(&row)?;
+    if claimed {
+        if raw.fence <= 0 {
+            return Err(StoreError::codec(format!(
+                "sequence gave fence {}",
+                raw.fence
+            )));
+        }
+        return Ok(Some(Claim::Claimed {
+            fence: Fence::new(raw.fence as u64),
+        }));
+    }
+    // The snapshot may show a row that expired meanwhile: ask again.
+    if raw.remaining_us > 0 {
+        return raw.into_claim(me).map(Some);
+    }
+    Ok(None)
 }
 
 /// Refuses a fence sequence with `CACHE > 1`: each connection then reserves a

@@ -83,33 +83,63 @@ async fn take(t: Arc<Take>) -> Result<Option<Result<Claim, StoreError>>, sqlx::E
     let _turn = Arc::clone(&t.lite.writer).lock_owned().await;
     t.sent.one(); // BEGIN IMMEDIATE
     let mut tx = t.lite.pool.begin_with("BEGIN IMMEDIATE").await?;
-    let fence: i64 = bind(&t.sent, &t.next_fence, &[])
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get(0)?;
-    let owner = t.owner.to_bytes();
-    let args = [
-        Arg::Text(&t.key),
-        Arg::Bytes(&owner),
-        Arg::Int(fence),
-        Arg::Bytes(&t.fingerprint),
-        Arg::Int(t.lease_us),
-    ];
-    let claimed = bind(&t.sent, &t.claim, &args)
-        .fetch_optional(&mut *tx)
-        .await?;
-    let answer = match claimed {
-        Some(_) => Some(Ok(Claim::Claimed {
-            fence: Fence::new(fence as u64),
-        })),
-        None => bind(&t.sent, &t.select_live, &[Arg::Text(&t.key)])
-            .fetch_optional(&mut *tx)
-            .await?
-            .map(|row| raw(&row).and_then(|r| r.into_claim(t.owner))),
+    let req = ClaimRequest {
+        key: &t.key,
+        owner: t.owner,
+        fingerprint: crate::fingerprint::Fingerprint(t.fingerprint),
+        lease: std::time::Duration::ZERO,
     };
+    let answer = take_on(
+        &mut tx,
+        &t.sent,
+        &t.next_fence,
+        &t.claim,
+        &t.select_live,
+        req,
+        t.lease_us,
+    )
+    .await?;
     t.sent.one(); // COMMIT
     tx.commit().await?;
     Ok(answer)
+}
+
+/// The write half's statements, on a connection inside a write transaction
+/// (the store's own `BEGIN IMMEDIATE`, or the caller's for the transactional
+/// guard): the next fence, the upsert of a missing or expired key, and, when a
+/// live row won, that row (`None`: it expired between the two; ask again).
+/// `lease_us` replaces `req.lease`, which is ignored.
+pub(super) async fn take_on(
+    conn: &mut sqlx::SqliteConnection,
+    sent: &Sent,
+    next_fence: &Stmt,
+    claim: &Stmt,
+    select_live: &Stmt,
+    req: ClaimRequest<'_>,
+    lease_us: i64,
+) -> Result<Option<Result<Claim, StoreError>>, sqlx::Error> {
+    let fence: i64 = bind(sent, next_fence, &[])
+        .fetch_one(&mut *conn)
+        .await?
+        .try_get(0)?;
+    let owner = req.owner.to_bytes();
+    let args = [
+        Arg::Text(req.key),
+        Arg::Bytes(&owner),
+        Arg::Int(fence),
+        Arg::Bytes(&req.fingerprint.0),
+        Arg::Int(lease_us),
+    ];
+    let claimed = bind(sent, claim, &args).fetch_optional(&mut *conn).await?;
+    Ok(match claimed {
+        Some(_) => Some(Ok(Claim::Claimed {
+            fence: Fence::new(fence as u64),
+        })),
+        None => bind(sent, select_live, &[Arg::Text(req.key)])
+            .fetch_optional(&mut *conn)
+            .await?
+            .map(|row| raw(&row).and_then(|r| r.into_claim(req.owner))),
+    })
 }
 
 /// A database not in WAL mode makes readers and the writer block each other.

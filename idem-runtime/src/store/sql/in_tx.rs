@@ -1,0 +1,178 @@
+//! The record table's claim and complete, run on the *caller's* transaction
+//! for the transactional guard (`Guard::in_tx`): the same table, statements
+//! and row codec as the store's own claims, so one record format serves both.
+//!
+//! A claim made here is an uncommitted row. A concurrent duplicate's claim of
+//! the same key meets it on the table's primary key and blocks there until the
+//! first transaction ends: it then finds the finished record (commit) or
+//! takes the key (rollback). Per dialect:
+//!
+//! - PostgreSQL: the store's one-statement claim. Under `READ COMMITTED` the
+//!   blocked `INSERT … ON CONFLICT` sees the committed row and the statement
+//!   is asked again with a fresh snapshot. Under `REPEATABLE READ` or
+//!   `SERIALIZABLE` the database aborts the duplicate's transaction instead
+//!   (SQLSTATE 40001); it is reported as retryable, and the retried
+//!   transaction replays.
+//! - MySQL/MariaDB: a plain read first (a finished key costs one `SELECT`),
+//!   then the store's fence and upsert, then a locking read (`LOCK IN SHARE
+//!   MODE`: a current read, whatever the isolation level) of the row that won.
+//!   The fence slot's row stays locked until the caller's transaction ends, so
+//!   claims of keys sharing one of the 64 slots queue behind it.
+//! - SQLite: the store's write half. The caller's transaction must be a write
+//!   transaction from its start (`BEGIN IMMEDIATE`); a deferred one that read
+//!   first gets `SQLITE_BUSY` when it tries to write, reported as retryable.
+
+use std::time::Duration;
+
+use super::bind::{Arg, Sent, bind};
+use super::ddl::{Statements, Stmt};
+use super::key::check_key;
+use super::names::TableNames;
+use crate::db::{AnyConn, Dialect, micros};
+use crate::store::{Claim, ClaimRequest, Owner, StoreError};
+
+/// Why a statement in the caller's transaction failed.
+#[derive(Debug)]
+pub(crate) enum TxFail {
+    /// The driver's error (conflicts, missing tables and outages are told apart
+    /// by the caller with `db::classify` and `db::is_retryable_conflict`).
+    Db(sqlx::Error),
+    /// The row or the key is not what idem writes (codec, key too long).
+    Store(StoreError),
+}
+
+impl From<sqlx::Error> for TxFail {
+    fn from(e: sqlx::Error) -> Self {
+        TxFail::Db(e)
+    }
+}
+
+impl From<StoreError> for TxFail {
+    fn from(e: StoreError) -> Self {
+        TxFail::Store(e)
+    }
+}
+
+/// The record statements of one table and dialect, built once per handle.
+#[derive(Debug)]
+pub(crate) struct TxStatements {
+    dialect: Dialect,
+    sql: Statements,
+    /// MySQL: the live row as a locking (current) read.
+    select_locked: Stmt,
+    sent: Sent,
+}
+
+impl TxStatements {
+    pub(crate) fn new(dialect: Dialect, names: &TableNames) -> Self {
+        let sql = Statements::new(dialect, names);
+        let select_locked = Stmt::from(format!("{} LOCK IN SHARE MODE", sql.select_live.text()));
+        TxStatements {
+            dialect,
+            sql,
+            select_locked,
+            sent: Sent::default(),
+        }
+    }
+
+    /// Claims `req.key` in the caller's transaction: `Claimed` (an uncommitted
+    /// row), `Done` (a committed record) or `Busy` (a live claim committed by a
+    /// guard outside any transaction); with `true` when the answer came after
+    /// the claim met another transaction's row (it waited for it).
+    pub(crate) async fn claim(
+        &self,
+        conn: &mut AnyConn<'_>,
+        req: ClaimRequest<'_>,
+    ) -> Result<(Claim, bool), TxFail> {
+        check_key(self.dialect, req.key)?;
+        let (sql, sent) = (&self.sql, &self.sent);
+        let owner = req.owner.to_bytes();
+        for round in 0..super::CLAIM_ROUNDS {
+            let answer = match conn.re() {
+                #[cfg(feature = "postgres")]
+                AnyConn::Postgres(c) => {
+                    let args = super::postgres::claim_args(&req, &owner);
+                    let row = bind(sent, &sql.claim, &args)
+                        .fetch_optional(&mut *c)
+                        .await?;
+                    super::postgres::answer(row, req.owner)?
+                }
+                #[cfg(feature = "mysql")]
+                AnyConn::MySql(c) => {
+                    use super::mysql::{TakeArgs, fetch_on, take_on};
+                    let live = [Arg::Text(req.key)];
+                    if let Some(row) = fetch_on(c, sent, &sql.select_live, &live).await? {
+                        return Ok((row.into_claim(req.owner)?, round > 0));
+                    }
+                    let a = TakeArgs {
+                        key: req.key,
+                        owner: &owner,
+                        fingerprint: &req.fingerprint.0,
+                        lease_us: micros(req.lease),
+                    };
+                    match take_on(c, sent, &sql.next_fence, &sql.claim, a).await? {
+                        Some(fence) => Some(Claim::Claimed {
+                            fence: crate::outcome::Fence::new(fence as u64),
+                        }),
+                        None => fetch_on(c, sent, &self.select_locked, &live)
+                            .await?
+                            .map(|r| r.into_claim(req.owner))
+                            .transpose()?,
+                    }
+                }
+                #[cfg(feature = "sqlite")]
+                AnyConn::Sqlite(c) => {
+                    use super::sqlite::{fetch_on, take_on};
+                    let live = [Arg::Text(req.key)];
+                    if let Some(row) = fetch_on(c, sent, &sql.select_live, &live).await? {
+                        return Ok((row.into_claim(req.owner)?, round > 0));
+                    }
+                    let lease = micros(req.lease);
+                    take_on(
+                        c,
+                        sent,
+                        &sql.next_fence,
+                        &sql.claim,
+                        &sql.select_live,
+                        req,
+                        lease,
+                    )
+                    .await?
+                    .transpose()?
+                }
+            };
+            if let Some(answer) = answer {
+                let waited = round > 0
+                    || (!matches!(answer, Claim::Claimed { .. })
+                        && self.dialect != Dialect::Postgres);
+                return Ok((answer, waited));
+            }
+        }
+        Err(TxFail::Store(StoreError::unavailable(format!(
+            "claim of `{}` kept racing with concurrent changes",
+            req.key
+        ))))
+    }
+
+    /// Stores the result of `owner`'s claim in the caller's transaction; false
+    /// when the row is not (or no longer) that claim.
+    pub(crate) async fn complete(
+        &self,
+        conn: &mut AnyConn<'_>,
+        key: &str,
+        owner: Owner,
+        payload: &[u8],
+        ttl: Duration,
+    ) -> Result<bool, TxFail> {
+        let o = owner.to_bytes();
+        let args = [
+            Arg::Bytes(payload),
+            Arg::Int(micros(ttl)),
+            Arg::Text(key),
+            Arg::Bytes(&o),
+        ];
+        self.sent.one();
+        let n = conn.execute(&self.sql.complete.text(), &args).await?;
+        Ok(n > 0)
+    }
+}

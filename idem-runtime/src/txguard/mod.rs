@@ -1,0 +1,87 @@
+//! The transactional guard: the idempotency record written in the caller's
+//! own database transaction, so the business rows and the record commit or
+//! roll back together (Stripe's design). A crash between the business write
+//! and the record cannot leave one without the other.
+//!
+//! ```text
+//! SAVEPOINT ─ claim the key in the caller's transaction (the record table's row)
+//!   ├─ Claimed: run the body on the same transaction
+//!   │    ├─ Ok  → complete the row (result, ttl), RELEASE SAVEPOINT → Executed
+//!   │    └─ Err → ROLLBACK TO SAVEPOINT (claim and body writes go)  → the error
+//!   ├─ Done (committed record)  → RELEASE, replay the stored value → Replayed/Waited
+//!   └─ Busy (a live claim a guard outside any transaction committed) → InProgress
+//! the caller commits: business rows and record become visible at once
+//! ```
+//!
+//! A concurrent duplicate's claim blocks on the record's primary key until the
+//! first transaction ends, then replays (commit) or runs (rollback). What each
+//! database needs:
+//!
+//! | database | isolation | behaviour of a concurrent duplicate |
+//! |---|---|---|
+//! | PostgreSQL | `READ COMMITTED` (the default) | waits on the key, then replays or runs |
+//! | PostgreSQL | `REPEATABLE READ`, `SERIALIZABLE` | waits, then its transaction is aborted (40001): [`Error::TxConflict`](crate::Error::TxConflict); the retried transaction replays |
+//! | MySQL/MariaDB | `REPEATABLE READ` (default) or `READ COMMITTED` | waits on the key's fence slot, then replays or runs (current reads); a deadlock victim gets `TxConflict` |
+//! | SQLite | always serializable | the transaction must be `BEGIN IMMEDIATE` (`pool.begin_with("BEGIN IMMEDIATE")`): duplicates queue at `BEGIN`; a deferred one gets `TxConflict` (busy) |
+//!
+//! The record table is the one [`SqlStore::migrate`](crate::sql::SqlStore::migrate)
+//! creates (names from [`IdemBuilder::tx_tables`](crate::IdemBuilder::tx_tables)).
+//! When the handle's store is Redis or memory, it is a front: it answers
+//! finished keys before the transaction is touched and learns records that
+//! replays read from the table; it is never written before the caller's commit.
+//!
+//! The in-transaction claim row is never committed unfinished (the guard
+//! completes or removes it before returning), so leases, renewal and waiting
+//! budgets do not apply: the database's lock wait (`lock_timeout`,
+//! `innodb_lock_wait_timeout`, `busy_timeout`) bounds a duplicate's wait.
+
+mod front;
+mod run;
+mod tables;
+
+pub use crate::db::TxDb;
+pub(crate) use tables::TxTables;
+
+use crate::guard::Guard;
+
+/// A guarded call whose record lives in the caller's transaction:
+/// `idem.guard(scene, parts).in_tx(&mut tx).run(async |tx, fence| …)`.
+///
+/// ```no_run
+/// # async fn f(pool: sqlx::SqlitePool, idem: idem_runtime::Idem) -> Result<(), idem_runtime::Error> {
+/// let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| idem_runtime::Error::Config(e.to_string()))?;
+/// let out = idem
+///     .guard("refund", &[&"order-7", &"refund-1"])
+///     .in_tx(&mut tx)
+///     .run(async |tx, _fence| {
+///         sqlx::query("UPDATE orders SET refunded = refunded + 5 WHERE no = 'order-7'")
+///             .execute(&mut **tx)
+///             .await
+///             .map_err(|e| idem_runtime::Error::Config(e.to_string()))?;
+///         Ok::<_, idem_runtime::Error>(5_i64)
+///     })
+///     .await?;
+/// tx.commit().await.map_err(|e| idem_runtime::Error::Config(e.to_string()))?;
+/// # let _ = out; Ok(()) }
+/// ```
+#[must_use = "a guard does nothing until `.run(...)` is awaited"]
+#[derive(Debug)]
+pub struct TxGuard<'h, 'g, 't, DB: TxDb> {
+    guard: Guard<'h>,
+    tx: &'g mut sqlx::Transaction<'t, DB>,
+}
+
+impl<'h> Guard<'h> {
+    /// Writes this call's claim and result record in the caller's transaction
+    /// `tx` instead of the store (see [`crate::txguard`]): the body runs on
+    /// the same transaction, and its rows and the record commit together.
+    /// `ttl`, `version` and `fingerprint` apply; `wait`, `concurrent`, `lease`,
+    /// `max_hold`, `backstop` and degrading do not (the database's lock wait
+    /// replaces them).
+    pub fn in_tx<'g, 't, DB: TxDb>(
+        self,
+        tx: &'g mut sqlx::Transaction<'t, DB>,
+    ) -> TxGuard<'h, 'g, 't, DB> {
+        TxGuard { guard: self, tx }
+    }
+}

@@ -1,0 +1,193 @@
+//! The transactional guard's protocol (see the module docs of
+//! [`crate::txguard`]): savepoint, claim in the caller's transaction, body,
+//! complete or roll back; replays of committed records.
+
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::{TxDb, TxGuard, front};
+use crate::db::classify::tx_error;
+use crate::db::savepoint::Savepoint;
+use crate::error::Error;
+use crate::fence::Fence;
+use crate::guard::replay::{encode_ok, mismatch, replay};
+use crate::observe::{CallOutcome, Technique, instrument};
+use crate::outcome::{How, Outcome};
+use crate::store::sql::TxFail;
+use crate::store::{Claim, ClaimRequest, DoneRecord, Owner};
+
+type Step<T, E> = (CallOutcome, Result<Outcome<T>, E>);
+
+impl<'t, DB: TxDb> TxGuard<'_, '_, 't, DB> {
+    /// Runs `body` on the caller's transaction at most once for this key:
+    /// the first call's value is stored in the same transaction; a call that
+    /// finds a committed record returns it without running the body. The
+    /// caller commits (or rolls back) `tx` afterwards, as usual.
+    pub async fn run<T, E, B>(self, body: B) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        B: AsyncFnOnce(&mut sqlx::Transaction<'t, DB>, Fence) -> Result<T, E>,
+    {
+        let TxGuard { guard, tx } = self;
+        let idem = guard.idem;
+        if let Err(e) = idem.scenes().register_key(&guard.key, idem.namespace()) {
+            return Err(e.into());
+        }
+        let recorder = &idem.inner.recorder;
+        let key = &guard.key;
+        instrument(recorder, Technique::TxGuard, key, || {
+            protocol(&guard, tx, body)
+        })
+        .await
+    }
+}
+
+/// The steps, returning the outcome label with the result.
+async fn protocol<'t, DB, T, E, B>(
+    g: &crate::guard::Guard<'_>,
+    tx: &mut sqlx::Transaction<'t, DB>,
+    body: B,
+) -> Step<T, E>
+where
+    DB: TxDb,
+    T: Serialize + DeserializeOwned + Send,
+    E: From<Error> + Send,
+    B: AsyncFnOnce(&mut sqlx::Transaction<'t, DB>, Fence) -> Result<T, E>,
+{
+    let key = g.key.as_str();
+    let failed = |e: Error| (CallOutcome::Failed, Err(E::from(e)));
+    if let Err(e) = g.policy.validate() {
+        return failed(Error::Config(e));
+    }
+    let fp = match &g.fingerprint {
+        Ok(fp) => *fp,
+        Err(e) => return failed(Error::codec(key, e)),
+    };
+    if let Some(rec) = front::finished(g.idem, key).await {
+        return replayed(g, key, fp, &rec, How::Replayed);
+    }
+    let st = g.idem.inner.tx.statements(DB::DIALECT);
+    let owner = Owner::random();
+    let mut conn = DB::any(&mut **tx);
+    let sp = match Savepoint::take(&mut conn, "tx").await {
+        Ok(sp) => sp,
+        Err(e) => return failed(tx_error(key, e)),
+    };
+    // The row never commits unfinished, so its expiry only has to outlast the
+    // body: the ttl (which `complete` replaces).
+    let req = ClaimRequest {
+        key,
+        owner,
+        fingerprint: fp,
+        lease: g.policy.ttl,
+    };
+    let (claim, waited) = match st.claim(&mut conn, req).await {
+        Ok(c) => c,
+        Err(f) => {
+            sp.rollback(&mut conn).await;
+            return failed(fail(g, key, f));
+        }
+    };
+    let fence = match claim {
+        Claim::Claimed { fence } => fence,
+        Claim::Done(rec) => {
+            if let Err(e) = sp.release(&mut conn).await {
+                return failed(tx_error(key, e));
+            }
+            let how = if waited { How::Waited } else { How::Replayed };
+            let step = replayed(g, key, fp, &rec, how);
+            if step.1.is_ok() {
+                front::publish(g.idem, key, &rec, g.policy.ttl).await;
+            }
+            return step;
+        }
+        Claim::Busy { fingerprint, .. } => {
+            if let Err(e) = sp.release(&mut conn).await {
+                return failed(tx_error(key, e));
+            }
+            if fingerprint.conflicts_with(&fp) {
+                return (
+                    CallOutcome::Mismatch,
+                    Err(mismatch(key, fingerprint, fp).into()),
+                );
+            }
+            let e = Error::InProgress {
+                key: key.to_owned(),
+                waited: std::time::Duration::ZERO,
+            };
+            return (CallOutcome::InProgress, Err(e.into()));
+        }
+    };
+    let out = body(tx, fence).await;
+    let mut conn = DB::any(&mut **tx);
+    match out {
+        Ok(v) => {
+            let stored = match encode_ok(key, g.policy.version, &v) {
+                Ok(payload) => {
+                    st.complete(&mut conn, key, owner, &payload, g.policy.ttl)
+                        .await
+                }
+                Err(e) => {
+                    sp.rollback(&mut conn).await;
+                    return failed(e);
+                }
+            };
+            match stored {
+                Ok(true) => match sp.release(&mut conn).await {
+                    Ok(()) => (
+                        CallOutcome::Executed,
+                        Ok(Outcome::new(v, How::Executed, fence)),
+                    ),
+                    Err(e) => failed(tx_error(key, e)),
+                },
+                Ok(false) => {
+                    sp.rollback(&mut conn).await;
+                    failed(Error::Database {
+                        key: key.to_owned(),
+                        detail: "the claim row vanished from the transaction before its result was stored".into(),
+                    })
+                }
+                Err(f) => {
+                    sp.rollback(&mut conn).await;
+                    failed(fail(g, key, f))
+                }
+            }
+        }
+        Err(e) => {
+            sp.rollback(&mut conn).await;
+            (CallOutcome::Released, Err(e))
+        }
+    }
+}
+
+/// A committed record found: the fingerprint check, then the stored value.
+fn replayed<T, E>(
+    g: &crate::guard::Guard<'_>,
+    key: &str,
+    fp: crate::fingerprint::Fingerprint,
+    rec: &DoneRecord,
+    how: How,
+) -> Step<T, E>
+where
+    T: DeserializeOwned,
+    E: From<Error>,
+{
+    if rec.fingerprint.conflicts_with(&fp) {
+        return (
+            CallOutcome::Mismatch,
+            Err(mismatch(key, rec.fingerprint, fp).into()),
+        );
+    }
+    match replay(key, g.policy.version, rec, how, None) {
+        Ok(v) => (how.into(), Ok(v)),
+        Err(e) => (CallOutcome::Failed, Err(e)),
+    }
+}
+
+/// A failed statement of the claim or complete, as the caller's error.
+fn fail(g: &crate::guard::Guard<'_>, key: &str, f: TxFail) -> Error {
+    match f {
+        TxFail::Db(e) => tx_error(key, e),
+        TxFail::Store(e) => g.idem.store_error(key, e),
+    }
+}
