@@ -25,6 +25,9 @@ pub use idem_runtime::{Concurrency, Hooks, Key, KeyPart, NoConflict, Policy, Ter
 // (`idem::state::transition`, `StateConn`, `Columns`).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use idem_runtime::{StateMachine, Transition, state};
+// The transactional guard (`Guard::in_tx`, `#[idempotent(tx = …)]`).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use idem_runtime::{TxDb, TxGuard, txguard};
 // Errors.
 pub use idem_runtime::{Error, Result, std_error};
 // Stores and monitoring figures.

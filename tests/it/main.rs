@@ -51,3 +51,7 @@ mod sql_token;
 mod state_machine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod state_support;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod tx_guard;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod tx_support;

@@ -76,12 +76,12 @@ impl Drop for Place {
     }
 }
 
-async fn create<'c, E>(db: E)
+async fn create<'c, E>(db: E, tables: &[&str])
 where
     E: sqlx::Executor<'c> + Copy,
 {
-    for t in TABLES {
-        sqlx::raw_sql(t)
+    for t in tables {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(*t))
             .execute(db)
             .await
             .expect("create state tables");
@@ -89,6 +89,11 @@ where
 }
 
 pub(crate) async fn pg() -> (sqlx::PgPool, Place) {
+    pg_with(&TABLES, POOL).await
+}
+
+/// A fresh PostgreSQL schema (on the pool's `search_path`) with `tables`.
+pub(crate) async fn pg_with(tables: &[&str], size: u32) -> (sqlx::PgPool, Place) {
     let schema = format!("idem_sm_{}", suffix());
     let admin = sqlx::PgPool::connect(&pg_url())
         .await
@@ -101,17 +106,22 @@ pub(crate) async fn pg() -> (sqlx::PgPool, Place) {
         .unwrap()
         .options([("search_path", schema.as_str())]);
     let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(POOL)
+        .max_connections(size)
         .acquire_timeout(Duration::from_secs(10))
         .test_before_acquire(false)
         .connect_with(opts)
         .await
         .unwrap();
-    create(&pool).await;
+    create(&pool, tables).await;
     (pool, Place::Pg(schema))
 }
 
 pub(crate) async fn mysql() -> (sqlx::MySqlPool, Place) {
+    mysql_with(&TABLES, POOL).await
+}
+
+/// A fresh MariaDB database with `tables`.
+pub(crate) async fn mysql_with(tables: &[&str], size: u32) -> (sqlx::MySqlPool, Place) {
     let db = format!("idem_sm_{}", suffix());
     let admin = sqlx::MySqlPool::connect(&mysql_url())
         .await
@@ -123,17 +133,22 @@ pub(crate) async fn mysql() -> (sqlx::MySqlPool, Place) {
     let url = mysql_url();
     let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
     let pool = sqlx::mysql::MySqlPoolOptions::new()
-        .max_connections(POOL)
+        .max_connections(size)
         .acquire_timeout(Duration::from_secs(10))
         .test_before_acquire(false)
         .connect(&format!("{base}/{db}"))
         .await
         .unwrap();
-    create(&pool).await;
+    create(&pool, tables).await;
     (pool, Place::My(db))
 }
 
 pub(crate) async fn sqlite() -> (sqlx::SqlitePool, Place) {
+    sqlite_with(&TABLES, POOL).await
+}
+
+/// A fresh SQLite file (WAL, 10 s busy timeout) with `tables`.
+pub(crate) async fn sqlite_with(tables: &[&str], size: u32) -> (sqlx::SqlitePool, Place) {
     let dir = TempDir::new();
     let opts = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(dir.path().join("state.db"))
@@ -141,11 +156,11 @@ pub(crate) async fn sqlite() -> (sqlx::SqlitePool, Place) {
         .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
         .busy_timeout(Duration::from_secs(10));
     let pool = sqlx::sqlite::SqlitePoolOptions::new()
-        .max_connections(POOL)
+        .max_connections(size)
         .test_before_acquire(false)
         .connect_with(opts)
         .await
         .unwrap();
-    create(&pool).await;
+    create(&pool, tables).await;
     (pool, Place::Lite(dir))
 }

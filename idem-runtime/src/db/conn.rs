@@ -8,8 +8,6 @@
 
 use std::future::Future;
 
-use sqlx::Row as _;
-
 use super::SqlDialect;
 
 /// One bind parameter of a statement the SQL pieces build (text, bytes or an
@@ -129,7 +127,6 @@ macro_rules! on_conn {
         }
     };
 }
-pub(crate) use on_conn;
 
 impl AnyConn<'_> {
     /// Reborrows for one statement.
