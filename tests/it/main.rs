@@ -54,4 +54,6 @@ mod state_support;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_guard;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod tx_recipes;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_support;
