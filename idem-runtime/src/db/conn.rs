@@ -6,8 +6,6 @@
 //! functions take: `sqlx::Postgres`, `sqlx::MySql` or `sqlx::Sqlite`, each with
 //! its idem feature.
 
-use std::future::Future;
-
 use super::SqlDialect;
 
 /// One bind parameter of a statement the SQL pieces build (text, bytes or an
@@ -135,18 +133,16 @@ impl AnyConn<'_> {
     }
 
     /// Runs a statement; the rows it changed.
-    pub(crate) fn execute<'a>(
-        &'a mut self,
-        sql: &'a str,
-        args: &'a [Arg<'a>],
-    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send + 'a {
-        async move {
-            let q = sqlx::AssertSqlSafe(sql);
-            on_conn!(self, |c| Ok(bind_args(sqlx::query(q), args)
-                .execute(&mut **c)
-                .await?
-                .rows_affected()))
-        }
+    pub(crate) async fn execute(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<u64, sqlx::Error> {
+        let q = sqlx::AssertSqlSafe(sql);
+        on_conn!(self, |c| Ok(bind_args(sqlx::query(q), args)
+            .execute(&mut **c)
+            .await?
+            .rows_affected()))
     }
 
     /// Runs a statement without parameters over the simple protocol

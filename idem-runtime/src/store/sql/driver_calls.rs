@@ -63,11 +63,10 @@ macro_rules! driver_calls {
             args: &[Arg<'_>],
         ) -> Result<Option<RawRow>, sqlx::Error> {
             let row = bind(sent, stmt, args).fetch_optional(&mut *conn).await?;
-            Ok(row
-                .as_ref()
+            row.as_ref()
                 .map(raw)
                 .transpose()
-                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?)
+                .map_err(|e| sqlx::Error::Decode(Box::new(e)))
         }
 
         pub(super) fn raw(row: &$Row) -> Result<RawRow, StoreError> {
