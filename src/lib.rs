@@ -27,7 +27,7 @@ pub use idem_runtime::{Concurrency, Hooks, Key, KeyPart, NoConflict, Policy, Ter
 pub use idem_runtime::{StateMachine, Transition, state};
 // The transactional guard (`Guard::in_tx`, `#[idempotent(tx = …)]`).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-pub use idem_runtime::{TxDb, TxGuard, txguard};
+pub use idem_runtime::{InTx, TxBody, TxDb, TxGuard, txguard};
 // Errors.
 pub use idem_runtime::{Error, Result, std_error};
 // Stores and monitoring figures.

@@ -53,4 +53,4 @@ pub use store::memory::MemoryStore;
 pub use store::sql;
 pub use token::{Consume, Token, Tokens};
 #[cfg(feature = "sql")]
-pub use txguard::{TxDb, TxGuard};
+pub use txguard::{InTx, TxBody, TxDb, TxGuard};

@@ -32,17 +32,19 @@ async fn buy<D: TestDb>(db: &D, idem: &Idem, req: &str, runs: &Counter) -> (How,
         let r = idem
             .guard("buy", &[&req])
             .in_tx(&mut tx)
-            .run(async |tx, _fence| {
-                runs.hit();
-                tokio::time::sleep(Duration::from_millis(40)).await;
-                let args = [V::S(req.to_owned()), V::I(7)];
-                D::exec(
-                    tx,
-                    "INSERT INTO t_buy (req_id, amount) VALUES (?, ?)",
-                    &args,
-                )
-                .await?;
-                Ok::<_, AppError>(7_i64)
+            .run(|tx, _fence| {
+                Box::pin(async move {
+                    runs.hit();
+                    tokio::time::sleep(Duration::from_millis(40)).await;
+                    let args = [V::S(req.to_owned()), V::I(7)];
+                    D::exec(
+                        tx.transaction(),
+                        "INSERT INTO t_buy (req_id, amount) VALUES (?, ?)",
+                        &args,
+                    )
+                    .await?;
+                    Ok::<_, AppError>(7_i64)
+                })
             })
             .await;
         match r {
@@ -84,10 +86,7 @@ async fn concurrent_duplicates<D: TestDb>() {
     let runs = Counter::default();
     let barrier = Arc::new(tokio::sync::Barrier::new(50));
     let retries = Arc::new(AtomicUsize::new(0));
-    // One thread, 50 concurrent transactions: `spawn_local`, because rustc
-    // cannot yet prove a generic higher-ranked async closure's call `Send`.
-    let local = tokio::task::LocalSet::new();
-    let mut tasks = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..50 {
         let (db, idem, runs, barrier, retries) = (
             db.clone(),
@@ -96,22 +95,14 @@ async fn concurrent_duplicates<D: TestDb>() {
             Arc::clone(&barrier),
             Arc::clone(&retries),
         );
-        tasks.push(local.spawn_local(async move {
+        tasks.spawn(async move {
             barrier.wait().await;
             let (how, r) = buy(&db, &idem, "r-1", &runs).await;
             retries.fetch_add(r, Ordering::SeqCst);
             how
-        }));
+        });
     }
-    let hows: Vec<How> = local
-        .run_until(async move {
-            let mut hows = Vec::new();
-            for t in tasks {
-                hows.push(t.await.expect("caller task"));
-            }
-            hows
-        })
-        .await;
+    let hows = tasks.join_all().await;
     let executed = hows.iter().filter(|h| **h == How::Executed).count();
     let waited = hows.iter().filter(|h| **h == How::Waited).count();
     let replayed = hows.iter().filter(|h| **h == How::Replayed).count();
@@ -142,19 +133,22 @@ async fn rollback_leaves_nothing<D: TestDb>() {
     let idem = handle(db.store());
     let runs = Counter::default();
     let mut tx = db.begin().await;
+    let counted = &runs;
     let out = idem
         .guard("buy", &[&"r-2"])
         .in_tx(&mut tx)
-        .run(async |tx, _fence| {
-            runs.hit();
-            let args = [V::S("r-2".into()), V::I(7)];
-            D::exec(
-                tx,
-                "INSERT INTO t_buy (req_id, amount) VALUES (?, ?)",
-                &args,
-            )
-            .await?;
-            Ok::<_, AppError>(1_i64)
+        .run(|tx, _fence| {
+            Box::pin(async move {
+                counted.hit();
+                let args = [V::S("r-2".into()), V::I(7)];
+                D::exec(
+                    tx.transaction(),
+                    "INSERT INTO t_buy (req_id, amount) VALUES (?, ?)",
+                    &args,
+                )
+                .await?;
+                Ok::<_, AppError>(1_i64)
+            })
         })
         .await
         .unwrap();
@@ -212,3 +206,32 @@ per_db!(
     committed_record_replayed_after_front_store_lost_it,
     front_store_lost_key
 );
+
+/// A guarded call on a concrete database can be spawned: its future is `Send`
+/// (what `#[idempotent(tx = …)]` handlers in a multi-threaded server need).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concrete_call_is_send_and_spawns() {
+    let (db, _place) = <sqlx::PgPool as TestDb>::fixture(&TABLES, 4).await;
+    let idem = Arc::new(handle(db.store()));
+    let task = tokio::spawn(async move {
+        let mut tx = db.begin().await.unwrap();
+        let req = String::from("r-send");
+        let out = idem
+            .guard("buy", &[&req])
+            .in_tx(&mut tx)
+            .run(|tx, _fence| {
+                Box::pin(async move {
+                    sqlx::query("INSERT INTO t_buy (req_id, amount) VALUES ($1, 1)")
+                        .bind(&req)
+                        .execute(&mut **tx)
+                        .await?;
+                    Ok::<_, AppError>(req.len())
+                })
+            })
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        out.how()
+    });
+    assert_eq!(task.await.unwrap(), How::Executed);
+}

@@ -28,18 +28,21 @@ async fn once<D: TestDb>(
     update: (&str, Vec<V>),
     insert: (&str, Vec<V>),
 ) -> (bool, How) {
+    let (update, insert) = (&update, &insert);
     for _ in 0..50 {
         let mut tx = db.begin().await;
         let r = idem
             .guard(scene, &[&req])
             .in_tx(&mut tx)
-            .run(async |tx, _fence| {
-                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                if D::exec(tx, update.0, &update.1).await? == 0 {
-                    return Ok::<_, AppError>(false);
-                }
-                D::exec(tx, insert.0, &insert.1).await?;
-                Ok(true)
+            .run(|tx, _fence| {
+                Box::pin(async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    if D::exec(tx.transaction(), update.0, &update.1).await? == 0 {
+                        return Ok::<_, AppError>(false);
+                    }
+                    D::exec(tx.transaction(), insert.0, &insert.1).await?;
+                    Ok(true)
+                })
             })
             .await;
         match r {

@@ -40,12 +40,14 @@ mod run;
 mod tables;
 
 pub use crate::db::TxDb;
+pub use run::{InTx, TxBody};
 pub(crate) use tables::TxTables;
 
 use crate::guard::Guard;
 
 /// A guarded call whose record lives in the caller's transaction:
-/// `idem.guard(scene, parts).in_tx(&mut tx).run(async |tx, fence| …)`.
+/// `idem.guard(scene, parts).in_tx(&mut tx).run(|tx, fence| Box::pin(async move { … }))`
+/// (the body gets an [`InTx`], which derefs to the connection).
 ///
 /// ```no_run
 /// # async fn f(pool: sqlx::SqlitePool, idem: idem_runtime::Idem) -> Result<(), idem_runtime::Error> {
@@ -53,13 +55,13 @@ use crate::guard::Guard;
 /// let out = idem
 ///     .guard("refund", &[&"order-7", &"refund-1"])
 ///     .in_tx(&mut tx)
-///     .run(async |tx, _fence| {
+///     .run(|tx, _fence| Box::pin(async move {
 ///         sqlx::query("UPDATE orders SET refunded = refunded + 5 WHERE no = 'order-7'")
 ///             .execute(&mut **tx)
 ///             .await
 ///             .map_err(|e| idem_runtime::Error::Config(e.to_string()))?;
 ///         Ok::<_, idem_runtime::Error>(5_i64)
-///     })
+///     }))
 ///     .await?;
 /// tx.commit().await.map_err(|e| idem_runtime::Error::Config(e.to_string()))?;
 /// # let _ = out; Ok(()) }

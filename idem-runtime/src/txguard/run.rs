@@ -17,7 +17,47 @@ use crate::store::{Claim, ClaimRequest, DoneRecord, Owner};
 
 type Step<T, E> = (CallOutcome, Result<Outcome<T>, E>);
 
-impl<'t, DB: TxDb> TxGuard<'_, '_, 't, DB> {
+/// What a transactional guard's body returns: its future, boxed, borrowing
+/// the caller's transaction (`|tx, fence| Box::pin(async move { … })`).
+pub type TxBody<'a, T, E> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, E>> + Send + 'a>>;
+
+/// The caller's transaction as the body sees it: derefs to the connection
+/// (`query.execute(&mut **tx)`, as with a `&mut sqlx::Transaction`), and
+/// [`transaction`](Self::transaction) gives the transaction itself.
+///
+/// Why not a plain `&mut sqlx::Transaction`: the body's future borrows it for
+/// a lifetime of the guard's choosing, so the body must be a higher-ranked
+/// closure; taking this wrapper (which outlives that borrow) lets the body
+/// also borrow the caller's other locals, and keeps the call `Send` (an
+/// `AsyncFnOnce` bound cannot be proven `Send` by rustc 1.95 inside
+/// `tokio::spawn`).
+#[derive(Debug)]
+pub struct InTx<'g, 't, DB: TxDb> {
+    tx: &'g mut sqlx::Transaction<'t, DB>,
+}
+
+impl<'t, DB: TxDb> InTx<'_, 't, DB> {
+    /// The caller's transaction.
+    pub fn transaction(&mut self) -> &mut sqlx::Transaction<'t, DB> {
+        self.tx
+    }
+}
+
+impl<DB: TxDb> std::ops::Deref for InTx<'_, '_, DB> {
+    type Target = DB::Connection;
+    fn deref(&self) -> &DB::Connection {
+        self.tx
+    }
+}
+
+impl<DB: TxDb> std::ops::DerefMut for InTx<'_, '_, DB> {
+    fn deref_mut(&mut self) -> &mut DB::Connection {
+        self.tx
+    }
+}
+
+impl<'g, 't, DB: TxDb> TxGuard<'_, 'g, 't, DB> {
     /// Runs `body` on the caller's transaction at most once for this key:
     /// the first call's value is stored in the same transaction; a call that
     /// finds a committed record returns it without running the body. The
@@ -26,7 +66,7 @@ impl<'t, DB: TxDb> TxGuard<'_, '_, 't, DB> {
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
-        B: AsyncFnOnce(&mut sqlx::Transaction<'t, DB>, Fence) -> Result<T, E>,
+        B: for<'a> FnOnce(&'a mut InTx<'g, 't, DB>, Fence) -> TxBody<'a, T, E> + Send,
     {
         let TxGuard { guard, tx } = self;
         let idem = guard.idem;
@@ -35,24 +75,25 @@ impl<'t, DB: TxDb> TxGuard<'_, '_, 't, DB> {
         }
         let recorder = &idem.inner.recorder;
         let key = &guard.key;
+        let mut cx = InTx { tx };
         instrument(recorder, Technique::TxGuard, key, || {
-            protocol(&guard, tx, body)
+            protocol(&guard, &mut cx, body)
         })
         .await
     }
 }
 
 /// The steps, returning the outcome label with the result.
-async fn protocol<'t, DB, T, E, B>(
+async fn protocol<'g, 't, DB, T, E, B>(
     g: &crate::guard::Guard<'_>,
-    tx: &mut sqlx::Transaction<'t, DB>,
+    cx: &mut InTx<'g, 't, DB>,
     body: B,
 ) -> Step<T, E>
 where
     DB: TxDb,
     T: Serialize + DeserializeOwned + Send,
     E: From<Error> + Send,
-    B: AsyncFnOnce(&mut sqlx::Transaction<'t, DB>, Fence) -> Result<T, E>,
+    B: for<'a> FnOnce(&'a mut InTx<'g, 't, DB>, Fence) -> TxBody<'a, T, E>,
 {
     let key = g.key.as_str();
     let failed = |e: Error| (CallOutcome::Failed, Err(E::from(e)));
@@ -68,7 +109,7 @@ where
     }
     let st = g.idem.inner.tx.statements(DB::DIALECT);
     let owner = Owner::random();
-    let mut conn = DB::any(&mut **tx);
+    let mut conn = DB::any(&mut **cx);
     let sp = match Savepoint::take(&mut conn, "tx").await {
         Ok(sp) => sp,
         Err(e) => return failed(tx_error(key, e)),
@@ -118,8 +159,8 @@ where
             return (CallOutcome::InProgress, Err(e.into()));
         }
     };
-    let out = body(tx, fence).await;
-    let mut conn = DB::any(&mut **tx);
+    let out = body(cx, fence).await;
+    let mut conn = DB::any(&mut **cx);
     match out {
         Ok(v) => {
             let stored = match encode_ok(key, g.policy.version, &v) {
