@@ -283,6 +283,11 @@ impl Idem {
         &self.inner.scenes
     }
 
+    /// Where the SQL helpers count calls made with this handle.
+    pub(crate) fn observer(&self) -> crate::observe::Observer<'_> {
+        crate::observe::Observer::of(&self.inner.recorder, &self.inner.namespace)
+    }
+
     /// Remembers a call's backstop constraint for `verify()`.
     pub(crate) fn note_backstop(&self, name: &str) {
         self.inner.backstops.note(name);

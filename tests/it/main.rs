@@ -54,6 +54,8 @@ mod state_support;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_guard;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod tx_helpers;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_recipes;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_support;

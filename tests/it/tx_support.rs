@@ -50,6 +50,8 @@ pub(crate) trait TestDb: Clone + Send + Sync + 'static {
     fn int(&self, sql: &str, args: &[V]) -> impl Future<Output = i64> + Send;
     /// The SQL store over the same pool (default table names).
     fn store(&self) -> SqlStore;
+    /// The pool.
+    fn pool(&self) -> &sqlx::Pool<Self::DB>;
 }
 
 macro_rules! test_db {
@@ -108,6 +110,10 @@ macro_rules! test_db {
 
             fn store(&self) -> SqlStore {
                 SqlStore::$store(self.clone())
+            }
+
+            fn pool(&self) -> &sqlx::Pool<$db> {
+                self
             }
         }
     };
@@ -169,5 +175,11 @@ pub(crate) fn is_tx_conflict(e: &crate::support::AppError) -> bool {
         crate::support::AppError::Idem(e) => matches!(e, idem::Error::TxConflict { .. }),
         crate::support::AppError::Db(e) => idem::db::is_retryable_conflict(e),
         _ => false,
+    }
+}
+
+impl idem::db::pessimistic::TxConflict for crate::support::AppError {
+    fn is_tx_conflict(&self) -> bool {
+        is_tx_conflict(self)
     }
 }

@@ -38,6 +38,17 @@ impl From<i64> for Arg<'_> {
     }
 }
 
+impl Arg<'_> {
+    /// The value as a key part (bytes are shown as their length).
+    pub(crate) fn render(&self) -> String {
+        match self {
+            Arg::Text(s) => (*s).to_owned(),
+            Arg::Bytes(b) => format!("<{} bytes>", b.len()),
+            Arg::Int(i) => i.to_string(),
+        }
+    }
+}
+
 impl From<i32> for Arg<'_> {
     fn from(i: i32) -> Self {
         Arg::Int(i64::from(i))
@@ -126,6 +137,27 @@ macro_rules! on_conn {
     };
 }
 
+/// `?` placeholders in `sql` as the dialect writes them: PostgreSQL's
+/// `$1, $2, …`; the others take `?` as is. For statements whose text has no
+/// `?` inside literals (the techniques' own, built from checked identifiers).
+pub(crate) fn placeholders(dialect: super::Dialect, sql: &str) -> String {
+    if dialect != super::Dialect::Postgres {
+        return sql.to_owned();
+    }
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 impl AnyConn<'_> {
     /// Reborrows for one statement.
     pub(crate) fn re(&mut self) -> AnyConn<'_> {
@@ -143,6 +175,32 @@ impl AnyConn<'_> {
             .execute(&mut **c)
             .await?
             .rows_affected()))
+    }
+
+    /// The first row's integer columns (each read as `i64`, or as `i32`
+    /// widened: PostgreSQL does not convert), if there is a row.
+    pub(crate) async fn ints(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<Vec<i64>>, sqlx::Error> {
+        use sqlx::Row as _;
+        let q = sqlx::AssertSqlSafe(sql);
+        on_conn!(self, |c| {
+            match bind_args(sqlx::query(q), args)
+                .fetch_optional(&mut **c)
+                .await?
+            {
+                Some(row) => (0..row.len())
+                    .map(|i| {
+                        row.try_get::<i64, _>(i)
+                            .or_else(|_| row.try_get::<i32, _>(i).map(i64::from))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some),
+                None => Ok(None),
+            }
+        })
     }
 
     /// Runs a statement without parameters over the simple protocol
@@ -171,5 +229,52 @@ impl<'c> From<&'c mut sqlx::MySqlConnection> for AnyConn<'c> {
 impl<'c> From<&'c mut sqlx::SqliteConnection> for AnyConn<'c> {
     fn from(c: &'c mut sqlx::SqliteConnection) -> Self {
         AnyConn::Sqlite(c)
+    }
+}
+
+/// What a body run in the caller's transaction returns (the transactional
+/// guard's, insert-once's, a retried transaction's): its future, boxed, borrowing
+/// the transaction (`|tx, fence| Box::pin(async move { … })`).
+pub type TxBody<'a, T, E> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, E>> + Send + 'a>>;
+
+/// The caller's transaction as the body sees it: derefs to the connection
+/// (`query.execute(&mut **tx)`, as with a `&mut sqlx::Transaction`), and
+/// [`transaction`](Self::transaction) gives the transaction itself.
+///
+/// Why not a plain `&mut sqlx::Transaction`: the body's future borrows it for
+/// a lifetime of the guard's choosing, so the body must be a higher-ranked
+/// closure; taking this wrapper (which outlives that borrow) lets the body
+/// also borrow the caller's other locals, and keeps the call `Send` (an
+/// `AsyncFnOnce` bound cannot be proven `Send` by rustc 1.95 inside
+/// `tokio::spawn`).
+#[derive(Debug)]
+pub struct InTx<'g, 't, DB: TxDb> {
+    tx: &'g mut sqlx::Transaction<'t, DB>,
+}
+
+impl<'g, 't, DB: TxDb> InTx<'g, 't, DB> {
+    pub(crate) fn new(tx: &'g mut sqlx::Transaction<'t, DB>) -> Self {
+        InTx { tx }
+    }
+}
+
+impl<'t, DB: TxDb> InTx<'_, 't, DB> {
+    /// The caller's transaction.
+    pub fn transaction(&mut self) -> &mut sqlx::Transaction<'t, DB> {
+        self.tx
+    }
+}
+
+impl<DB: TxDb> std::ops::Deref for InTx<'_, '_, DB> {
+    type Target = DB::Connection;
+    fn deref(&self) -> &DB::Connection {
+        self.tx
+    }
+}
+
+impl<DB: TxDb> std::ops::DerefMut for InTx<'_, '_, DB> {
+    fn deref_mut(&mut self) -> &mut DB::Connection {
+        self.tx
     }
 }

@@ -22,6 +22,19 @@
 //! - [`conn`]: the caller's connection as one of the drivers ([`AnyConn`],
 //!   [`TxDb`]) and bind parameters ([`Arg`]); `savepoint`: savepoints in it.
 //!
+//! The in-transaction helpers the seed lists beside the guard, each a file
+//! over the pieces above and `observe` (technique labels `optimistic`,
+//! `pessimistic`, `insert_once`):
+//!
+//! - [`optimistic`]: a versioned conditional update that tells "version
+//!   moved" from "precondition false" from "already applied";
+//! - [`pessimistic`]: `SELECT … FOR UPDATE` by an indexed key, and
+//!   [`transaction`](pessimistic::transaction), which re-runs a whole
+//!   transaction lost to a deadlock or lock-wait timeout;
+//! - [`insert_once`]: an insert guarded by a named unique constraint (the
+//!   backstop detection), in a savepoint, answering duplicates with the
+//!   existing row.
+//!
 //! Nothing here knows idem's records, stores or guard: the stores build on
 //! this module, never the reverse.
 
@@ -29,6 +42,9 @@ pub mod classify;
 pub mod conn;
 pub mod dialect;
 pub mod ident;
+pub mod insert_once;
+pub mod optimistic;
+pub mod pessimistic;
 mod reserved;
 pub mod retry;
 pub(crate) mod savepoint;
@@ -36,7 +52,7 @@ pub mod time;
 pub mod tx;
 
 pub use classify::{Failure, classify};
-pub use conn::{AnyConn, Arg, TxDb};
+pub use conn::{AnyConn, Arg, InTx, TxBody, TxDb};
 pub use dialect::{Dialect, SqlDialect};
 pub use ident::{Ident, IdentError, MAX_IDENT_BYTES, check_ident};
 pub use retry::{is_retryable_conflict, retry_conflicts};

@@ -39,14 +39,19 @@ where
         match f().await {
             Err(e) if is_retryable_conflict(&e) && attempt < CONFLICT_RETRIES => {
                 attempt += 1;
-                // Jittered by the attempt number and the clock's low bits, so two
-                // victims of one deadlock do not collide again in step.
-                let jitter = super::time::unix_micros() % 1_000;
-                tokio::time::sleep(Duration::from_micros(500 * u64::from(attempt) + jitter)).await;
+                pause(attempt).await;
             }
             r => return r,
         }
     }
+}
+
+/// The pause before retry number `attempt` (1-based): growing, and jittered
+/// by the clock's low bits so two victims of one deadlock do not collide
+/// again in step.
+pub(crate) async fn pause(attempt: u32) {
+    let jitter = super::time::unix_micros() % 1_000;
+    tokio::time::sleep(Duration::from_micros(500 * u64::from(attempt) + jitter)).await;
 }
 
 /// A real MariaDB deadlock is recognised as retryable (the class of error

@@ -15,11 +15,11 @@
 //! | `idem_store_errors_total` | counter | `store`, `op` |
 //!
 //! - `technique`: `idempotent`, `state_machine`, `lock`, `token`, `consume`, `http`,
-//!   `state_cas`.
+//!   `state_cas`, `tx_guard`, `optimistic`, `pessimistic`, `insert_once`.
 //! - `outcome`: `executed`, `replayed`, `waited`, `in_progress`, `mismatch`,
 //!   `backstop`, `degraded`, `failed`, `released`, `not_stored`; for the other
 //!   techniques `applied`, `already_applied`, `invalid_transition`, `lock_busy`,
-//!   `token_invalid`, `duplicate_message`.
+//!   `token_invalid`, `duplicate_message`, `conflict`, `precondition_failed`.
 //! - `op`: `claim`, `renew`, `complete`, `release`, `inspect`, `forget`, `purge`,
 //!   `verify`; one-time tokens: `token_issue`, `token_take`, `token_renew`,
 //!   `token_consume`, `token_return`; state check-and-set: `state_cas`.
@@ -41,6 +41,7 @@ pub(crate) mod instrument;
 pub mod labels;
 mod recorder;
 mod report;
+mod sql;
 mod stats;
 mod store_ops;
 #[cfg(test)]
@@ -51,6 +52,7 @@ pub(crate) use instrument::instrument;
 pub use labels::{CallOutcome, Op, Technique};
 pub(crate) use recorder::Recorder;
 pub use report::{CallReport, reported};
+pub(crate) use sql::Observer;
 pub use stats::{Stats, TopKey};
 pub(crate) use store_ops::StoreOpKeys;
 

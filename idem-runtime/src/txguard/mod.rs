@@ -39,8 +39,7 @@ mod front;
 mod run;
 mod tables;
 
-pub use crate::db::TxDb;
-pub use run::{InTx, TxBody};
+pub use crate::db::{InTx, TxBody, TxDb};
 pub(crate) use tables::TxTables;
 
 use crate::guard::Guard;

@@ -7,6 +7,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use super::{TxDb, TxGuard, front};
 use crate::db::classify::tx_error;
 use crate::db::savepoint::Savepoint;
+use crate::db::{InTx, TxBody};
 use crate::error::Error;
 use crate::fence::Fence;
 use crate::guard::replay::{encode_ok, mismatch, replay};
@@ -16,46 +17,6 @@ use crate::store::sql::TxFail;
 use crate::store::{Claim, ClaimRequest, DoneRecord, Owner};
 
 type Step<T, E> = (CallOutcome, Result<Outcome<T>, E>);
-
-/// What a transactional guard's body returns: its future, boxed, borrowing
-/// the caller's transaction (`|tx, fence| Box::pin(async move { … })`).
-pub type TxBody<'a, T, E> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, E>> + Send + 'a>>;
-
-/// The caller's transaction as the body sees it: derefs to the connection
-/// (`query.execute(&mut **tx)`, as with a `&mut sqlx::Transaction`), and
-/// [`transaction`](Self::transaction) gives the transaction itself.
-///
-/// Why not a plain `&mut sqlx::Transaction`: the body's future borrows it for
-/// a lifetime of the guard's choosing, so the body must be a higher-ranked
-/// closure; taking this wrapper (which outlives that borrow) lets the body
-/// also borrow the caller's other locals, and keeps the call `Send` (an
-/// `AsyncFnOnce` bound cannot be proven `Send` by rustc 1.95 inside
-/// `tokio::spawn`).
-#[derive(Debug)]
-pub struct InTx<'g, 't, DB: TxDb> {
-    tx: &'g mut sqlx::Transaction<'t, DB>,
-}
-
-impl<'t, DB: TxDb> InTx<'_, 't, DB> {
-    /// The caller's transaction.
-    pub fn transaction(&mut self) -> &mut sqlx::Transaction<'t, DB> {
-        self.tx
-    }
-}
-
-impl<DB: TxDb> std::ops::Deref for InTx<'_, '_, DB> {
-    type Target = DB::Connection;
-    fn deref(&self) -> &DB::Connection {
-        self.tx
-    }
-}
-
-impl<DB: TxDb> std::ops::DerefMut for InTx<'_, '_, DB> {
-    fn deref_mut(&mut self) -> &mut DB::Connection {
-        self.tx
-    }
-}
 
 impl<'g, 't, DB: TxDb> TxGuard<'_, 'g, 't, DB> {
     /// Runs `body` on the caller's transaction at most once for this key:
@@ -75,7 +36,7 @@ impl<'g, 't, DB: TxDb> TxGuard<'_, 'g, 't, DB> {
         }
         let recorder = &idem.inner.recorder;
         let key = &guard.key;
-        let mut cx = InTx { tx };
+        let mut cx = InTx::new(tx);
         instrument(recorder, Technique::TxGuard, key, || {
             protocol(&guard, &mut cx, body)
         })
