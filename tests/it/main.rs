@@ -56,6 +56,8 @@ mod tx_guard;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_helpers;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod tx_macro;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_recipes;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_support;

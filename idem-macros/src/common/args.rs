@@ -230,6 +230,19 @@ pub(crate) mod read {
     }
 
     /// `name = [a, b]`: parameter names.
+    /// `tx = tx`: a parameter name.
+    pub(crate) fn param(value: &Expr, name: &str) -> syn::Result<Ident> {
+        match value {
+            Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                Ok(p.path.get_ident().cloned().expect("checked"))
+            }
+            other => Err(syn::Error::new(
+                other.span(),
+                format!("expected a parameter name: `{name} = tx`"),
+            )),
+        }
+    }
+
     pub(crate) fn idents(value: &Expr, name: &str) -> syn::Result<Vec<Ident>> {
         let bad = |span: Span| {
             syn::Error::new(

@@ -24,6 +24,7 @@ pub(crate) const TABLE: Table = Table {
         "degrade",
         "terminal",
         "token",
+        "tx",
         "handle",
         "crate",
     ],
@@ -45,6 +46,7 @@ pub(crate) struct Args {
     pub(crate) degrade: Option<Opt<LitStr>>,
     pub(crate) terminal: Option<Opt<Path>>,
     pub(crate) token: Option<Opt<LitStr>>,
+    pub(crate) tx: Option<Opt<Ident>>,
     pub(crate) handle: Option<Opt<Expr>>,
     pub(crate) krate: Option<Opt<LitStr>>,
 }
@@ -66,6 +68,7 @@ pub(crate) fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Ar
         "degrade" => arg.set(&mut a.degrade, read::string),
         "terminal" => arg.set(&mut a.terminal, read::path),
         "token" => arg.set(&mut a.token, read::string),
+        "tx" => arg.set(&mut a.tx, read::param),
         "handle" => arg.set(&mut a.handle, read::expr),
         "crate" => arg.set(&mut a.krate, read::string),
         _ => arg.unknown(),

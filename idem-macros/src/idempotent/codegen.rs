@@ -75,10 +75,8 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
     }
 }
 
-/// The guarded call: `let __idem_call = Guarded::<R>::new(&SPEC, key)[.hooks..];`
-/// then `run::<R, _, _>(__idem_call, async { fake return; { body } }).await`.
-fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream {
-    let ret = plan.ret;
+/// The hooks every guarded call may have: `.handle(h)`, `.fingerprint_with(..)`.
+fn common_hooks(plan: &Plan<'_>) -> TokenStream {
     let mut hooks = TokenStream::new();
     if let Some(h) = &plan.handle {
         hooks.extend(quote_spanned!(h.span()=> .handle(#h)));
@@ -89,6 +87,50 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
             .iter()
             .map(|p| quote_spanned!(p.span()=> .add(&#p)));
         hooks.extend(quote!(.fingerprint_with(|__idem_fp| { __idem_fp #(#adds)*; })));
+    }
+    hooks
+}
+
+/// `tx = tx`: `run_in_tx::<R, _, _>(call, tx, |__idem_tx, __idem_f| { let tx =
+/// __idem_tx.transaction(); Box::pin(async move { fake return; { body } }) })`.
+/// The body sees its own `tx` (the same `&mut sqlx::Transaction`, reborrowed
+/// for the body's future) and the fence parameter, if any, as the claim's.
+fn tx_call(
+    plan: &Plan<'_>,
+    krate: &TokenStream,
+    body: &TokenStream,
+    hooks: TokenStream,
+    tx: &syn::Ident,
+) -> TokenStream {
+    let ret = plan.ret;
+    let fake_return = codegen::fake_return(ret);
+    let (keep, fence) = match &plan.fence {
+        // The parameter is only a placeholder for the claim's fence.
+        Some((f, _)) => (quote!(let _ = &#f;), quote!(let #f = __idem_f;)),
+        None => (TokenStream::new(), TokenStream::new()),
+    };
+    quote! {
+        #keep
+        let __idem_call = #krate::__private::Guarded::<#ret>::new(&__IDEM_SPEC, __idem_key) #hooks;
+        #krate::__private::run_in_tx::<#ret, _, _>(__idem_call, #tx, |__idem_tx, __idem_f| {
+            let #tx = __idem_tx.transaction();
+            #fence
+            ::std::boxed::Box::pin(async move {
+                #fake_return
+                { #body }
+            })
+        })
+        .await
+    }
+}
+
+/// The guarded call: `let __idem_call = Guarded::<R>::new(&SPEC, key)[.hooks..];`
+/// then `run::<R, _, _>(__idem_call, async { fake return; { body } }).await`.
+fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream {
+    let ret = plan.ret;
+    let mut hooks = common_hooks(plan);
+    if let Some(tx) = &plan.tx {
+        return tx_call(plan, krate, body, hooks, tx);
     }
     if plan.backstop.is_some() {
         // `detect!` picks `std::error::Error`, then `AsRef<dyn Error>` (anyhow),

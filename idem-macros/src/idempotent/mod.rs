@@ -6,6 +6,7 @@
 mod args;
 mod codegen;
 mod token;
+mod tx;
 mod validate;
 
 use proc_macro2::TokenStream;

@@ -44,6 +44,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) fence: Option<(Ident, bool)>,
     /// `token = "<param>"`: where the one-time token comes from.
     pub(crate) token: Option<KeyPiece>,
+    /// `tx = <param>`: the caller's transaction (the transactional guard).
+    pub(crate) tx: Option<Ident>,
 }
 
 /// Checks `args` against `item`; `None` when anything is wrong (see `errors`).
@@ -142,6 +144,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         .token
         .as_ref()
         .and_then(|o| super::token::resolve(&o.value, &params, errors));
+    let tx = super::tx::resolve(&args, item, &params, errors);
     let krate = crate_path(args.krate.as_ref(), errors);
     let on_conflict = args.on_conflict.map(|o| o.value);
     if let (Some(_), Some(span)) = (&on_conflict, params.unnamed) {
@@ -175,6 +178,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         ret,
         fence: params.fence,
         token,
+        tx,
     })
 }
 

@@ -111,6 +111,19 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
         self
     }
 
+    /// What `run_in_tx` needs: the spec, the key, the handle and the fingerprint.
+    #[cfg(feature = "sql")]
+    pub(super) fn into_parts(
+        self,
+    ) -> (
+        &'static Spec,
+        KeyBuf,
+        Option<&'h Idem>,
+        Result<Fingerprint, String>,
+    ) {
+        (self.spec, self.key, self.handle, self.fingerprint)
+    }
+
     /// Runs the body under the guard and returns what the function returns.
     ///
     /// The one `Returns` bound is checked against the type the macro names in

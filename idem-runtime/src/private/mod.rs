@@ -13,7 +13,8 @@
 //! - `lock`: [`LockSpec`], [`Locked`] and [`lock`] (`#[distributed_lock]`);
 //! - `bounds`: the traits checked once at the user's return type;
 //! - `detect`: backstop detection by autoref specialisation;
-//! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`.
+//! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`;
+//! - `tx`: [`run_in_tx`], `#[idempotent(tx = …)]` (the transactional guard).
 
 mod bounds;
 mod detect;
@@ -25,6 +26,8 @@ mod spec;
 /// `#[state_transition]` and `#[derive(StateMachine)]`.
 #[cfg(feature = "sql")]
 pub mod state;
+#[cfg(feature = "sql")]
+mod tx;
 
 pub use crate::fingerprint::FingerprintBuilder;
 pub use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};
@@ -37,3 +40,5 @@ pub use idempotent::{Guarded, run};
 pub use key::KeyBuf;
 pub use lock::{LockReturns, LockSpec, Locked, lock};
 pub use spec::Spec;
+#[cfg(feature = "sql")]
+pub use tx::run_in_tx;

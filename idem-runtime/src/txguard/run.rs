@@ -29,11 +29,26 @@ impl<'g, 't, DB: TxDb> TxGuard<'_, 'g, 't, DB> {
         E: From<Error> + Send,
         B: for<'a> FnOnce(&'a mut InTx<'g, 't, DB>, Fence) -> TxBody<'a, T, E> + Send,
     {
-        let TxGuard { guard, tx } = self;
-        let idem = guard.idem;
-        if let Err(e) = idem.scenes().register_key(&guard.key, idem.namespace()) {
+        let idem = self.guard.idem;
+        if let Err(e) = idem
+            .scenes()
+            .register_key(&self.guard.key, idem.namespace())
+        {
             return Err(e.into());
         }
+        self.run_registered(body).await
+    }
+
+    /// [`run`](Self::run) for a caller whose scene is registered already
+    /// (the macro registers its function's).
+    pub(crate) async fn run_registered<T, E, B>(self, body: B) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        B: for<'a> FnOnce(&'a mut InTx<'g, 't, DB>, Fence) -> TxBody<'a, T, E> + Send,
+    {
+        let TxGuard { guard, tx } = self;
+        let idem = guard.idem;
         let recorder = &idem.inner.recorder;
         let key = &guard.key;
         let mut cx = InTx::new(tx);

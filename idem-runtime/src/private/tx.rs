@@ -1,0 +1,55 @@
+//! `run_in_tx`: the call an `#[idempotent(tx = …)]` expansion makes. It hands
+//! the body to the transactional guard (`Guard::in_tx`), as the non-macro
+//! form does.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::Guarded;
+use super::bounds::Returns;
+use crate::db::{InTx, TxBody, TxDb};
+use crate::guard::Guard;
+use crate::handle::global;
+use crate::outcome::Fence;
+use crate::scene::Owner;
+
+/// Runs a guarded call whose record is written in the caller's transaction
+/// `tx`. Named with the declared return type in its turbofish, like
+/// [`run`](super::run), so an unstorable result is one error there.
+pub fn run_in_tx<'g, 't, R, DB, B>(
+    guarded: Guarded<'g, R>,
+    tx: &'g mut sqlx::Transaction<'t, DB>,
+    body: B,
+) -> Pin<Box<dyn Future<Output = R> + Send + 'g>>
+where
+    R: Returns + 'g,
+    DB: TxDb,
+    B: for<'a> FnOnce(&'a mut InTx<'g, 't, DB>, Fence) -> TxBody<'a, R::Ok, R::Err> + Send + 'g,
+{
+    Box::pin(async move {
+        let (spec, key, handle, fingerprint) = guarded.into_parts();
+        let idem = match handle {
+            Some(h) => h,
+            None => match global() {
+                Ok(h) => h,
+                Err(e) => return R::from_result(Err(e.into())),
+            },
+        };
+        let owner = Owner::of(spec, spec.function);
+        if let Err(e) = idem.scenes().register(spec.scene, owner) {
+            return R::from_result(Err(e.into()));
+        }
+        let guard = Guard {
+            idem,
+            key: key.into_key(idem.namespace()),
+            policy: spec.policy(),
+            fingerprint,
+        };
+        let r = guard
+            .in_tx(tx)
+            .run_registered(body)
+            .await
+            .map(crate::outcome::Outcome::into_inner);
+        R::from_result(r)
+    })
+}
