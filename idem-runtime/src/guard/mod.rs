@@ -2,8 +2,9 @@
 //! and hands it to the engine, which the `#[idempotent]` expansion also calls.
 //!
 //! - [`engine`]: the protocol (claim, wait or reject, run under the lease watchdog);
-//! - [`finish`]: after the body (complete, terminal errors, backstop, release) and
-//!   the degraded path;
+//! - [`finish`]: after the body (complete, terminal errors, backstop, release);
+//! - [`degraded`]: the store is down, the body runs under the backstop (and, with
+//!   `degrade_local`, under an in-process claim per key);
 //! - [`replay`]: decoding stored records and the encodings the guard stores.
 //!
 //! The store operations, the lease watchdog and the detached finish are the
@@ -22,6 +23,7 @@ use crate::key::{Key, KeyPart};
 use crate::outcome::{Fence, Outcome};
 use crate::policy::{Concurrency, Policy};
 
+mod degraded;
 pub(crate) mod engine;
 mod finish;
 mod replay;
@@ -120,8 +122,20 @@ impl Guard<'_> {
         self
     }
     /// Run the body when the store is unavailable, relying on the backstop.
+    /// Each call runs its body: during an outage a key called N times runs N
+    /// bodies, and the constraint stops all but one (see the README's cost table).
     pub fn degrade_to_backstop(mut self) -> Self {
         self.policy.degrade = true;
+        self
+    }
+    /// [`degrade_to_backstop`](Self::degrade_to_backstop), holding an in-process
+    /// claim per key while the store is down: same-process duplicates wait (up to
+    /// `wait`; `concurrent = Reject` refuses them) for the body that runs and
+    /// receive its value (`How::Waited`, not stored) instead of each running into
+    /// the constraint. Other processes are still stopped by the constraint only.
+    pub fn degrade_locally(mut self) -> Self {
+        self.policy.degrade = true;
+        self.policy.degrade_local = true;
         self
     }
     /// Replaces all settings at once.
