@@ -10,6 +10,11 @@
 //! duplicates wait for it and receive its value, so a process runs one body per
 //! key at a time. Across processes the constraint is still the only guard.
 //!
+//! A claim the call sent into the outage may still apply when the network heals
+//! (a black hole delivers it): it is settled in the background once the body has
+//! ended (completed with the body's value, or released), instead of holding the
+//! key for a whole lease after the heal.
+//!
 //! Counting: a call whose body ran here is `degraded`, whatever the body did; if
 //! the constraint stopped it, it is also a backstop hit (path `degraded`). A
 //! duplicate that received a local holder's value is `waited`.
@@ -22,17 +27,55 @@ use tokio::time::Instant;
 use super::engine::{Call, Step};
 use super::replay::{encode_ok, handed, mismatch};
 use crate::error::Error;
-use crate::exec::Inflight;
+use crate::exec::{Finish, Inflight};
 use crate::fence::Fence;
 use crate::fingerprint::Fingerprint;
 use crate::hooks::{Hooks, OnConflict};
 use crate::observe::{CallOutcome, Verdict};
 use crate::outcome::{How, Outcome};
+use crate::store::Owner;
 
 impl Call<'_> {
     /// The degraded path; `fp` is the call's request fingerprint (a same-process
-    /// duplicate with another payload gets `PayloadMismatch`).
+    /// duplicate with another payload gets `PayloadMismatch`), `sent` the owner of
+    /// the claim it sent without an answer, if any.
     pub(super) async fn degraded<T, E, C, B, Fut>(
+        &self,
+        fp: Fingerprint,
+        sent: Option<Owner>,
+        hooks: Hooks<E, C>,
+        body: B,
+    ) -> Step<T, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        let (verdict, r) = self.degraded_call(fp, hooks, body).await;
+        if let Some(owner) = sent {
+            let (key, policy) = (self.key.as_str(), self.policy);
+            let finish = match r
+                .as_ref()
+                .ok()
+                .map(|o| encode_ok(key, policy.version, o.value()))
+            {
+                Some(Ok(payload)) => Finish::Complete {
+                    payload,
+                    ttl: policy.ttl,
+                },
+                _ => Finish::Release,
+            };
+            self.idem
+                .inner
+                .exec
+                .settle_detached(key, owner, policy.lease, finish);
+        }
+        (verdict, r)
+    }
+
+    async fn degraded_call<T, E, C, B, Fut>(
         &self,
         fp: Fingerprint,
         hooks: Hooks<E, C>,

@@ -165,11 +165,13 @@ impl Call<'_> {
                     }
                     if outage && self.policy.degrade {
                         // The body starts now and its effects may commit: a claim that
-                        // did apply must stay and lapse with its lease (rule 8), not be
-                        // released for a duplicate to run the body again (§A5).
+                        // did apply must not be released while it runs, for a duplicate
+                        // to run the body again (rule 8, §A5). Once it has ended, the
+                        // degraded path settles a claim that was sent.
                         unclaimed.disarm();
+                        let sent = handed.then_some(owner);
                         // Boxed: a cold path kept out of every call's future.
-                        return Box::pin(self.degraded(fp, hooks, body)).await;
+                        return Box::pin(self.degraded(fp, sent, hooks, body)).await;
                     }
                     return (
                         CallOutcome::Failed.into(),

@@ -48,12 +48,22 @@ async fn scripted_outage_exact_counters_and_recovery() {
     rig.proxy.black_hole();
     // Repeats of finished orders: each claim waits out its budget (the first
     // ones, until the breaker opens), the body runs and the constraint stops it.
-    for i in 0..5 {
+    for i in 0..4 {
         let (out, report) = call(no("k", i), Mode::Backstop).await;
         assert_eq!((out.how(), out.is_stored()), (How::Backstop, false));
         assert_eq!(report.outcome(), CallOutcome::Degraded);
         assert!(report.is_backstop_hit() && report.is_replay());
     }
+    // A new order whose claim goes into the hole too (the fifth failure: the
+    // breaker opens). The claim applies when the hole delivers it; the degraded
+    // call settles it in the background with its value, so after the heal the
+    // order replays instead of waiting out the orphan claim's lease.
+    let (out, report) = call("x0".to_owned(), Mode::Backstop).await;
+    assert_eq!(
+        (out.how(), report.outcome()),
+        (How::Degraded, CallOutcome::Degraded)
+    );
+    let x0 = *out.value();
     let opened = Instant::now();
     // The breaker is open: new orders run at once under the backstop...
     for i in 0..10 {
@@ -113,6 +123,8 @@ async fn scripted_outage_exact_counters_and_recovery() {
             How::Replayed
         );
     }
+    let (out, _) = call("x0".to_owned(), Mode::Backstop).await;
+    assert_eq!((out.how(), *out.value()), (How::Replayed, x0));
     // Degraded orders have no record: the store grants the claim, the constraint
     // catches the duplicate (a guarded backstop hit) and `on_conflict`'s value is
     // stored for the repeats.
@@ -157,16 +169,16 @@ async fn scripted_outage_exact_counters_and_recovery() {
     assert_eq!(counts(&before), [10, 10, 0, 0, 0, 0]);
     assert_eq!((before.backstop_hits(), before.calls()), (0, 20));
     assert_eq!(counts(&during), [10, 10, 20, 0, 0, 0]);
-    assert_eq!(during.degraded_backstop_hits, 10);
-    assert_eq!((during.backstop_hits(), during.calls()), (10, 40));
+    assert_eq!(during.degraded_backstop_hits, 9);
+    assert_eq!((during.backstop_hits(), during.calls()), (9, 40));
     let d = degraded_after_heal as u64;
-    // + the probe; + 10 replays and 1 of a backstopped order.
-    assert_eq!(counts(&after), [11, 21, 20 + d, 5, 0, 0]);
-    assert_eq!(after.degraded_backstop_hits, 10);
-    assert_eq!(after.backstop_hits(), 15);
-    assert_eq!(after.calls(), 57 + d);
+    // + the probe; + 10 replays, x0's and 1 of a backstopped order.
+    assert_eq!(counts(&after), [11, 22, 20 + d, 5, 0, 0]);
+    assert_eq!(after.degraded_backstop_hits, 9);
+    assert_eq!(after.backstop_hits(), 14);
+    assert_eq!(after.calls(), 58 + d);
     assert!(
-        (after.interception_rate() - (21.0 + 15.0) / (57 + d) as f64).abs() < 1e-9,
+        (after.interception_rate() - (22.0 + 14.0) / (58 + d) as f64).abs() < 1e-9,
         "interception counts degraded hits"
     );
 
@@ -179,5 +191,5 @@ async fn scripted_outage_exact_counters_and_recovery() {
         orders.rows().await.1,
         "no duplicate rows"
     );
-    assert_eq!(orders.rows().await.0 as u64, 10 + 10 + d + 1);
+    assert_eq!(orders.rows().await.0 as u64, 10 + 1 + 10 + d + 1);
 }
