@@ -133,6 +133,30 @@ impl Guard<'_> {
     /// `wait`; `concurrent = Reject` refuses them) for the body that runs and
     /// receive its value (`How::Waited`, not stored) instead of each running into
     /// the constraint. Other processes are still stopped by the constraint only.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use idem_runtime::{Error, FaultyStore, Hooks, How, Idem, MemoryStore, std_error};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Error> {
+    /// let store = Arc::new(FaultyStore::new(MemoryStore::new()));
+    /// let idem = Idem::builder().shared_store(store.clone()).build()?;
+    /// store.set_unavailable(true); // an outage
+    /// let call = || {
+    ///     idem.guard("order-create", &[&"o-1"])
+    ///         .backstop("uk_order_no") // the body's insert is the first effect
+    ///         .degrade_locally()
+    ///         .run_with(Hooks::new().detect(std_error), |_| async {
+    ///             tokio::time::sleep(std::time::Duration::from_millis(50)).await; // the insert
+    ///             Ok::<_, Error>(7)
+    ///         })
+    /// };
+    /// let (a, b) = tokio::join!(call(), call());
+    /// let mut hows = [a?.how(), b?.how()];
+    /// hows.sort_by_key(|h| h.as_str());
+    /// assert_eq!(hows, [How::Degraded, How::Waited]); // one body ran
+    /// assert_eq!(idem.stats().count("degraded"), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn degrade_locally(mut self) -> Self {
         self.policy.degrade = true;
         self.policy.degrade_local = true;
