@@ -44,7 +44,7 @@ use proc_macro::TokenStream;
 /// | `version` | integer | `1` |
 /// | `backstop` | `"unique_constraint_name"` | none |
 /// | `on_conflict` | path to `async fn(&p1, &p2, ..) -> Result<T, E>` | none |
-/// | `degrade` | `"backstop"` (requires `backstop`) | off |
+/// | `degrade` | `"backstop"`, or `"local"`: the backstop plus an in-process claim per key, so same-process duplicates wait for one body instead of each running into the constraint (requires `backstop`) | off |
 /// | `terminal` | path to `fn(&E) -> bool` | none |
 /// | `token` | `"<param>"`: a one-time token issued for scope `token:<scene>`, consumed when the body succeeds | none |
 /// | `handle` | expression of type `&idem::Idem` | the installed global |

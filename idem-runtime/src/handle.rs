@@ -75,7 +75,10 @@ impl IdemBuilder {
     /// long it stays open (default 2 s). An open breaker refuses new claims at
     /// once; it never refuses the renew, complete or release of a claim already
     /// held. After the cooldown one probe goes through; if it never reports, the
-    /// next one goes through after another cooldown.
+    /// next one goes through after another cooldown. Failures while it is open,
+    /// and failures of operations on held claims, never extend the cooldown, and
+    /// any answer from the store closes it: a healed store is used again at most
+    /// one cooldown after the heal.
     pub fn circuit_breaker(mut self, threshold: u32, cooldown: Duration) -> Self {
         self.breaker_threshold = threshold;
         self.breaker_cooldown = cooldown;

@@ -52,6 +52,10 @@ pub struct Policy {
     pub version: u32,
     /// Run the body when the store is unavailable, relying on the backstop constraint.
     pub degrade: bool,
+    /// While degraded, hold an in-process claim per key: same-process duplicates
+    /// wait for the one running body and receive its value (outcome `waited`)
+    /// instead of each running into the constraint. Requires `degrade`.
+    pub degrade_local: bool,
     /// The unique constraint that backs this call in the business database.
     pub backstop: Option<Cow<'static, str>>,
 }
@@ -66,6 +70,7 @@ impl Default for Policy {
             concurrent: Concurrency::Wait,
             version: 1,
             degrade: false,
+            degrade_local: false,
             backstop: None,
         }
     }
@@ -113,6 +118,13 @@ impl Policy {
                 "lease ({:?}) must be shorter than ttl ({:?})",
                 self.lease, self.ttl
             ));
+        }
+        if self.degrade_local && !self.degrade {
+            return Err(
+                "degrade_local holds an in-process claim on the degraded path: \
+                        it needs degrade = \"backstop\""
+                    .into(),
+            );
         }
         if self.degrade && self.backstop.is_none() {
             return Err("degrade = \"backstop\" needs a backstop constraint".into());

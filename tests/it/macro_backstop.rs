@@ -188,7 +188,78 @@ async fn store_down_fails_closed_unless_degrade_lets_the_constraint_decide() {
     assert_eq!(again, first, "the duplicate got the existing row");
     assert_eq!(runs.get(), 2);
     assert_eq!(rows(&db, "D-2").await, 1);
+    // Both calls ran their body without the store: both are `degraded`; the
+    // second is also a backstop hit (issue 19).
     let stats = idem.stats();
-    assert_eq!(stats.count("degraded"), 1);
+    assert_eq!(stats.count("degraded"), 2);
+    assert_eq!(
+        (stats.count("backstop"), stats.degraded_backstop_hits),
+        (0, 1)
+    );
     assert_eq!(stats.backstop_hits(), 1);
+}
+
+#[idem::idempotent(
+    key = "bs-degraded-local:<order_no>",
+    backstop = "uk_orders_order_no",
+    degrade = "local",
+    on_conflict = find_order,
+    handle = idem
+)]
+async fn create_degraded_local(
+    idem: &Idem,
+    db: &SqlitePool,
+    runs: &Counter,
+    order_no: &str,
+    amount: i64,
+) -> Result<i64, ShopError> {
+    runs.hit();
+    let id = sqlx::query_scalar::<_, i64>(
+        "INSERT INTO orders (order_no, amount) VALUES (?, ?) RETURNING id",
+    )
+    .bind(order_no)
+    .bind(amount)
+    .fetch_one(db)
+    .await?;
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    Ok(id)
+}
+
+/// `degrade = "local"`: with the store down, 8 concurrent calls of one key in one
+/// process run one body; the others wait for it and get its value (`waited`),
+/// instead of each running into the constraint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn degrade_local_runs_one_body_per_key_in_the_process() {
+    let faulty = Arc::new(FaultyStore::new(MemoryStore::new()));
+    let idem = Idem::builder()
+        .shared_store(faulty.clone())
+        .namespace("it")
+        .build()
+        .unwrap();
+    let db = pool().await;
+    let runs = Arc::new(Counter::default());
+    faulty.set_unavailable(true);
+    let barrier = Arc::new(tokio::sync::Barrier::new(8));
+    let calls = (0..8).map(|_| {
+        let (idem, db, runs, barrier) = (idem.clone(), db.clone(), runs.clone(), barrier.clone());
+        tokio::spawn(async move {
+            barrier.wait().await;
+            create_degraded_local(&idem, &db, &runs, "L-1", 3).await
+        })
+    });
+    let ids: Vec<i64> = futures_ids(calls.collect()).await;
+    assert!(ids.iter().all(|i| *i == ids[0]), "{ids:?}");
+    assert_eq!(runs.get(), 1, "one body for the key in this process");
+    assert_eq!(rows(&db, "L-1").await, 1);
+    let stats = idem.stats();
+    assert_eq!((stats.count("degraded"), stats.count("waited")), (1, 7));
+    assert_eq!(stats.backstop_hits(), 0);
+}
+
+async fn futures_ids(tasks: Vec<tokio::task::JoinHandle<Result<i64, ShopError>>>) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.push(t.await.unwrap().unwrap());
+    }
+    ids
 }

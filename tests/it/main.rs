@@ -12,6 +12,8 @@ mod lock;
 mod lock_fenced;
 mod memory;
 mod observability;
+#[cfg(all(feature = "redis", feature = "sqlite"))]
+mod outage;
 #[cfg(feature = "redis")]
 mod redis_cluster;
 #[cfg(all(feature = "redis", feature = "sqlite"))]

@@ -31,5 +31,6 @@ mod tests {
         assert_eq!(Spec::DEFAULT.wait, None);
         assert_eq!(Spec::DEFAULT.version, 1);
         assert!(!Spec::DEFAULT.degrade && Spec::DEFAULT.backstop.is_none());
+        const { assert!(!Spec::DEFAULT.degrade_local) };
     }
 }

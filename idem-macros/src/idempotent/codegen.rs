@@ -64,6 +64,9 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
     if plan.degrade {
         fields.extend(quote!(degrade: true,));
     }
+    if plan.degrade_local {
+        fields.extend(quote!(degrade_local: true,));
+    }
     quote! {
         static __IDEM_SPEC: #krate::__private::Spec = #krate::__private::Spec {
             function: ::core::concat!(::core::module_path!(), #function),

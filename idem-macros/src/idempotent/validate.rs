@@ -33,6 +33,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) version: Option<u32>,
     pub(crate) backstop: Option<LitStr>,
     pub(crate) degrade: bool,
+    /// `degrade = "local"`: also an in-process claim per key while degraded.
+    pub(crate) degrade_local: bool,
     pub(crate) fingerprint: Vec<Ident>,
     pub(crate) on_conflict: Option<Path>,
     /// Every named parameter, passed by reference to `on_conflict`.
@@ -105,25 +107,28 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
             );
         }
     }
-    let degrade = match &args.degrade {
-        None => false,
+    let (degrade, degrade_local) = match &args.degrade {
+        None => (false, false),
         Some(Opt { name, value }) => {
-            if value.value() != "backstop" {
+            let mode = value.value();
+            if mode != "backstop" && mode != "local" {
                 errors.at(
                     value.span(),
                     format!(
-                        "invalid value `{}` for `degrade`; the only mode is `\"backstop\"`",
-                        value.value()
+                        "invalid value `{mode}` for `degrade`; expected `\"backstop\"` or \
+                         `\"local\"` (the backstop plus an in-process claim per key)"
                     ),
                 );
             } else if args.backstop.is_none() {
                 errors.at(
                     name.span(),
-                    "`degrade = \"backstop\"` requires `backstop = \"<unique constraint>\"`: \
-                     without a constraint nothing stops duplicates while the store is down",
+                    format!(
+                        "`degrade = \"{mode}\"` requires `backstop = \"<unique constraint>\"`: \
+                         without a constraint nothing stops duplicates while the store is down"
+                    ),
                 );
             }
-            true
+            (true, mode == "local")
         }
     };
     let fingerprint = match &args.fingerprint {
@@ -170,6 +175,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         version,
         backstop: args.backstop.map(|o| o.value),
         degrade,
+        degrade_local,
         fingerprint,
         on_conflict,
         conflict_args: params.names().cloned().collect(),

@@ -7,6 +7,21 @@
 //! never reports (its caller was dropped mid-operation, or it ended with an error
 //! that is not an outage) must not leave the breaker half-open for ever: after
 //! another `cooldown` without a verdict, the next call probes again.
+//!
+//! Recovery is bounded: a store that heals is probed at most one `cooldown` after
+//! healing (plus the probe's round trip). Two rules keep it so (issue 19: through a
+//! 3 s black hole the breaker stayed open ≈ 1.1 s past the heal and degraded 27
+//! more calls):
+//! - a failure reported while the breaker is already open does not restart the
+//!   cooldown: it comes from an operation admitted before the breaker opened, and
+//!   says nothing new;
+//! - failures of operations on claims already held ([`held_failure`]: renewals,
+//!   completes and releases, which the breaker never refuses and which keep
+//!   failing for as long as the outage lasts) count towards opening a closed
+//!   breaker but never extend or re-open the gate on new claims. Only the probe's
+//!   own failure (a new claim let through half-open) re-opens it.
+//!
+//! [`held_failure`]: Breaker::held_failure
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,17 +91,42 @@ impl Breaker {
         self.healthy.store(true, Ordering::Release);
     }
 
+    /// A new claim (or any operation the breaker gates) found the store
+    /// unavailable. Counts towards opening a closed breaker, re-opens a half-open
+    /// one (the probe failed), and leaves an open one's cooldown as it is.
     pub(crate) fn failure(&self) {
         let mut st = self.lock();
         *st = match *st {
-            State::Closed { failures } if failures + 1 < self.threshold => State::Closed {
-                failures: failures + 1,
-            },
-            _ => State::Open {
+            State::Closed { failures } => self.closed_failure(failures),
+            open @ State::Open { .. } => open,
+            State::HalfOpen { .. } => State::Open {
                 until: Instant::now() + self.cooldown,
             },
         };
         self.healthy.store(false, Ordering::Release);
+    }
+
+    /// An operation on a claim already held (renew, complete, release) found the
+    /// store unavailable. Evidence of an outage while the breaker is closed; once
+    /// it is open or probing, the gate on new claims is the probe's to decide.
+    pub(crate) fn held_failure(&self) {
+        let mut st = self.lock();
+        if let State::Closed { failures } = *st {
+            *st = self.closed_failure(failures);
+            self.healthy.store(false, Ordering::Release);
+        }
+    }
+
+    fn closed_failure(&self, failures: u32) -> State {
+        if failures + 1 < self.threshold {
+            State::Closed {
+                failures: failures + 1,
+            }
+        } else {
+            State::Open {
+                until: Instant::now() + self.cooldown,
+            }
+        }
     }
 
     /// Open or half-open: the store is deemed down. An open breaker does not stop
@@ -145,5 +185,50 @@ mod tests {
         assert!(b.allow(), "a new probe after another cooldown");
         b.success();
         assert!(b.allow() && b.allow(), "closed again");
+    }
+
+    /// Issue 19: late failures while open (operations admitted before it opened)
+    /// do not push the probe back; a healed store is probed one cooldown after the
+    /// breaker opened, however many failures trickled in meanwhile.
+    #[tokio::test(start_paused = true)]
+    async fn failures_while_open_do_not_restart_the_cooldown() {
+        let b = Breaker::new(2, Duration::from_secs(1));
+        b.failure();
+        b.failure();
+        assert!(!b.allow(), "open");
+        for _ in 0..9 {
+            tokio::time::advance(Duration::from_millis(100)).await;
+            b.failure();
+        }
+        tokio::time::advance(Duration::from_millis(101)).await;
+        assert!(b.allow(), "probed one cooldown after opening");
+        b.failure();
+        assert!(!b.allow(), "the probe's own failure re-opens it");
+        tokio::time::advance(Duration::from_millis(1001)).await;
+        assert!(b.allow());
+        b.success();
+        assert!(!b.is_open());
+    }
+
+    /// Issue 19: renewals and completes of held claims keep failing through an
+    /// outage; they open a closed breaker but never extend, or re-open, the gate
+    /// on new claims.
+    #[tokio::test(start_paused = true)]
+    async fn held_failures_open_but_never_extend_the_gate() {
+        let b = Breaker::new(3, Duration::from_secs(1));
+        b.held_failure();
+        b.failure();
+        assert!(!b.is_open());
+        b.held_failure();
+        assert!(b.is_open(), "held failures count while closed");
+        tokio::time::advance(Duration::from_millis(600)).await;
+        b.held_failure();
+        tokio::time::advance(Duration::from_millis(401)).await;
+        assert!(b.allow(), "the probe, on time");
+        b.held_failure();
+        b.held_failure();
+        assert!(!b.allow(), "half-open: still one probe only");
+        b.success();
+        assert!(b.allow() && !b.is_open(), "the probe's success closes it");
     }
 }

@@ -105,6 +105,33 @@ impl Exec {
     }
 }
 
+impl Exec {
+    /// Settles, in a detached task, a claim this call sent but never got an answer
+    /// for, once whatever the call ran without it has ended: the claim may still
+    /// apply (a black hole delivers it when the network heals) and would then hold
+    /// the key for a whole lease after the outage (issue 19). `Complete` stores
+    /// the value the degraded body produced, so a retry replays it; `Release`
+    /// frees the key. Both are owner-checked: a claim that never applied, or a key
+    /// someone else holds, is left alone. Tried for as long as the claim can
+    /// matter (its lease) unless the breaker says the store is down.
+    pub(crate) fn settle_detached(
+        self: &Arc<Self>,
+        key: &str,
+        owner: Owner,
+        lease: Duration,
+        f: Finish,
+    ) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let exec = Arc::clone(self);
+        let key = key.to_owned();
+        rt.spawn(async move {
+            let _ = exec.in_background(&key, owner, lease, &f).await;
+        });
+    }
+}
+
 /// Goes on with an unconfirmed `finish` in a detached task when dropped armed.
 struct Detach<'a> {
     exec: &'a Arc<Exec>,

@@ -8,7 +8,8 @@
 //!   the wait-with-backoff loop of a caller that finds the key busy;
 //! - [`finish`]: ending a held claim (complete or release) in a way that survives
 //!   the caller's drop, and releasing a claim whose body never started;
-//! - [`local`]: wake-ups of same-process waiters when a local holder finishes.
+//! - [`local`]: wake-ups of same-process waiters when a local holder finishes,
+//!   and the in-process claim of the degraded path.
 //!
 //! It knows stores, owners and fences, never the `Idem` handle, keys' meaning or
 //! business errors: the guard, and later the lock, token and consumer techniques,

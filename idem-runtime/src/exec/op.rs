@@ -18,7 +18,8 @@ impl Exec {
     /// release) are not gated by it: refusing them would let a running body's lease
     /// lapse, or drop its result, for a whole cooldown after a blip the store has
     /// long recovered from, and a duplicate would then run the body again
-    /// (simulation seed 547). Their outcome still feeds the breaker. For the same
+    /// (simulation seed 547). Their failures count towards opening the breaker but
+    /// never extend an open one (`Breaker::held_failure`). For the same
     /// reason they retry for their whole budget, where a claim gives up after three
     /// quick attempts: a `complete` lost to a 50 ms blip means the next duplicate
     /// runs the body again (simulation seed 121).
@@ -107,7 +108,11 @@ impl Exec {
                     // lapses with its lease.
                     let give_up = (!held && attempt >= 3) || (background && self.breaker.is_open());
                     if give_up || Instant::now() + pause >= deadline {
-                        self.breaker.failure();
+                        if held {
+                            self.breaker.held_failure();
+                        } else {
+                            self.breaker.failure();
+                        }
                         tracing::debug!(key, op = op.as_str(), error = %msg, "store unavailable");
                         return Err(StoreError::Unavailable(msg));
                     }

@@ -12,6 +12,7 @@
 //!   ├─Done(record)──> fingerprint check -> decode -> Replayed
 //!   ├─Busy──> reject: InProgress | wait: sleep or local wake-up, claim again
 //!   └─unavailable──> StoreUnavailable, or degrade: run body, backstop decides
+//!                    (degrade_local: one body per key in this process, others wait)
 //! ```
 
 use std::future::Future;
@@ -26,7 +27,7 @@ use crate::fingerprint::Fingerprint;
 use crate::handle::Idem;
 use crate::hooks::{Hooks, OnConflict};
 use crate::key::Key;
-use crate::observe::{self, CallOutcome, Op, Technique};
+use crate::observe::{self, CallOutcome, Op, Technique, Verdict};
 use crate::outcome::{How, Outcome};
 use crate::policy::Policy;
 use crate::store::{Claim, ClaimRequest, Owner, StoreError};
@@ -39,8 +40,9 @@ pub(crate) struct Call<'a> {
     pub(crate) technique: Technique,
 }
 
-/// What a step of the protocol hands back: the outcome label and the result.
-pub(super) type Step<T, E> = (CallOutcome, Result<Outcome<T>, E>);
+/// What a step of the protocol hands back: how the call is counted (its outcome
+/// label, and whether the constraint caught a duplicate) and the result.
+pub(super) type Step<T, E> = (Verdict, Result<Outcome<T>, E>);
 
 impl Call<'_> {
     /// The protocol inside the `idem` span, counted. Not an `async fn`: its
@@ -78,11 +80,11 @@ impl Call<'_> {
         let key = self.key.as_str();
         let exec = &self.idem.inner.exec;
         if let Err(e) = self.check(hooks.detect.is_some()) {
-            return (CallOutcome::Failed, Err(e.into()));
+            return (CallOutcome::Failed.into(), Err(e.into()));
         }
         let fp = match fingerprint {
             Ok(fp) => fp,
-            Err(e) => return (CallOutcome::Failed, Err(Error::codec(key, e).into())),
+            Err(e) => return (CallOutcome::Failed.into(), Err(Error::codec(key, e).into())),
         };
         let owner = Owner::random();
         let budget = self.policy.op_budget(exec.op_timeout);
@@ -117,7 +119,7 @@ impl Call<'_> {
                     unclaimed.disarm();
                     if rec.fingerprint.conflicts_with(&fp) {
                         let e = mismatch(key, rec.fingerprint, fp);
-                        return (CallOutcome::Mismatch, Err(e.into()));
+                        return (CallOutcome::Mismatch.into(), Err(e.into()));
                     }
                     let how = if waiter.waited() {
                         How::Waited
@@ -125,7 +127,7 @@ impl Call<'_> {
                         How::Replayed
                     };
                     let r = replay(key, self.policy.version, &rec, how, hooks.terminal);
-                    return (how.into(), r);
+                    return (CallOutcome::from(how).into(), r);
                 }
                 Ok(Claim::Busy {
                     fingerprint,
@@ -134,7 +136,7 @@ impl Call<'_> {
                     if fingerprint.conflicts_with(&fp) {
                         unclaimed.disarm();
                         let e = mismatch(key, fingerprint, fp);
-                        return (CallOutcome::Mismatch, Err(e.into()));
+                        return (CallOutcome::Mismatch.into(), Err(e.into()));
                     }
                     if !waiter.wait(exec, key, remaining).await {
                         unclaimed.disarm();
@@ -142,7 +144,7 @@ impl Call<'_> {
                             key: key.to_owned(),
                             waited: waiter.elapsed(),
                         };
-                        return (CallOutcome::InProgress, Err(e.into()));
+                        return (CallOutcome::InProgress.into(), Err(e.into()));
                     }
                 }
                 Err(e) => {
@@ -163,14 +165,16 @@ impl Call<'_> {
                     }
                     if outage && self.policy.degrade {
                         // The body starts now and its effects may commit: a claim that
-                        // did apply must stay and lapse with its lease (rule 8), not be
-                        // released for a duplicate to run the body again (§A5).
+                        // did apply must not be released while it runs, for a duplicate
+                        // to run the body again (rule 8, §A5). Once it has ended, the
+                        // degraded path settles a claim that was sent.
                         unclaimed.disarm();
+                        let sent = handed.then_some(owner);
                         // Boxed: a cold path kept out of every call's future.
-                        return Box::pin(self.degraded(hooks, body)).await;
+                        return Box::pin(self.degraded(fp, sent, hooks, body)).await;
                     }
                     return (
-                        CallOutcome::Failed,
+                        CallOutcome::Failed.into(),
                         Err(self.idem.store_error(key, e).into()),
                     );
                 }

@@ -1,6 +1,5 @@
 //! After the body: store the result (or a terminal error), turn a backstop
-//! violation into the existing result, or release the claim; and the degraded path
-//! that runs the body with the database constraint as the only guard.
+//! violation into the existing result, or release the claim.
 
 use std::future::Future;
 
@@ -41,7 +40,7 @@ impl Call<'_> {
                     CallOutcome::NotStored
                 };
                 let out = Outcome::new(value, How::Executed, held.fence).with_stored(stored);
-                (outcome, Ok(out))
+                (outcome.into(), Ok(out))
             }
             Err(err) => {
                 if let Some(t) = hooks.terminal
@@ -54,7 +53,7 @@ impl Call<'_> {
                     } else {
                         CallOutcome::NotStored
                     };
-                    return (outcome, Err(err));
+                    return (outcome.into(), Err(err));
                 }
                 if let Some(constraint) = self.backstop_hit(&err, hooks.detect).await {
                     // Boxed: the user's lookup future stays out of the common path's size.
@@ -67,7 +66,7 @@ impl Call<'_> {
                     .await;
                 }
                 self.release(held).await;
-                (CallOutcome::Released, Err(err))
+                (CallOutcome::Released.into(), Err(err))
             }
         }
     }
@@ -112,7 +111,7 @@ impl Call<'_> {
     /// Is `err` a violation of this call's backstop constraint? The violation is
     /// extracted before the first await, so the future does not hold `&E` (a
     /// guarded future is then `Send` without `E: Sync`).
-    fn backstop_hit<'s, E>(
+    pub(super) fn backstop_hit<'s, E>(
         &'s self,
         err: &E,
         detect: Option<DetectFn<E>>,
@@ -133,7 +132,7 @@ impl Call<'_> {
     /// The backstop caught a duplicate: load the existing result with
     /// `on_conflict` (and store it for later replays), or report `Duplicate`.
     /// `held` is `None` on the degraded path, which holds no claim.
-    async fn after_backstop<T, E, C>(
+    pub(super) async fn after_backstop<T, E, C>(
         &self,
         held: Option<&Held<'_>>,
         constraint: String,
@@ -155,7 +154,7 @@ impl Call<'_> {
                 key: self.key.as_str().to_owned(),
                 constraint,
             };
-            return (CallOutcome::Backstop, Err(e.into()));
+            return (CallOutcome::Backstop.into(), Err(e.into()));
         };
         match lookup.await {
             Ok(value) => {
@@ -167,40 +166,14 @@ impl Call<'_> {
                     None => false,
                 };
                 let out = Outcome::new(value, How::Backstop, fence).with_stored(stored);
-                (CallOutcome::Backstop, Ok(out))
+                (CallOutcome::Backstop.into(), Ok(out))
             }
             Err(e) => {
                 if let Some(h) = held {
                     self.release(h).await;
                 }
-                (CallOutcome::Failed, Err(e))
+                (CallOutcome::Failed.into(), Err(e))
             }
-        }
-    }
-
-    /// `degrade = "backstop"`: the store is down, the body runs unguarded and the
-    /// database constraint decides. The fence is `Fence::NONE`.
-    pub(super) async fn degraded<T, E, C, B, Fut>(&self, hooks: Hooks<E, C>, body: B) -> Step<T, E>
-    where
-        T: Serialize + DeserializeOwned + Send,
-        E: From<Error> + Send,
-        C: OnConflict<T, E>,
-        B: FnOnce(Fence) -> Fut + Send,
-        Fut: Future<Output = Result<T, E>> + Send,
-    {
-        tracing::warn!(
-            key = self.key.as_str(),
-            "store unavailable: running under the backstop only"
-        );
-        match body(Fence::NONE).await {
-            Ok(v) => {
-                let out = Outcome::new(v, How::Degraded, Fence::NONE).with_stored(false);
-                (CallOutcome::Degraded, Ok(out))
-            }
-            Err(err) => match self.backstop_hit(&err, hooks.detect).await {
-                Some(c) => self.after_backstop(None, c, hooks.on_conflict, err).await,
-                None => (CallOutcome::Failed, Err(err)),
-            },
         }
     }
 }

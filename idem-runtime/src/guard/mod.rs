@@ -2,8 +2,9 @@
 //! and hands it to the engine, which the `#[idempotent]` expansion also calls.
 //!
 //! - [`engine`]: the protocol (claim, wait or reject, run under the lease watchdog);
-//! - [`finish`]: after the body (complete, terminal errors, backstop, release) and
-//!   the degraded path;
+//! - [`finish`]: after the body (complete, terminal errors, backstop, release);
+//! - [`degraded`]: the store is down, the body runs under the backstop (and, with
+//!   `degrade_local`, under an in-process claim per key);
 //! - [`replay`]: decoding stored records and the encodings the guard stores.
 //!
 //! The store operations, the lease watchdog and the detached finish are the
@@ -22,6 +23,7 @@ use crate::key::{Key, KeyPart};
 use crate::outcome::{Fence, Outcome};
 use crate::policy::{Concurrency, Policy};
 
+mod degraded;
 pub(crate) mod engine;
 mod finish;
 pub(crate) mod replay;
@@ -120,8 +122,44 @@ impl Guard<'_> {
         self
     }
     /// Run the body when the store is unavailable, relying on the backstop.
+    /// Each call runs its body: during an outage a key called N times runs N
+    /// bodies, and the constraint stops all but one (see the README's cost table).
     pub fn degrade_to_backstop(mut self) -> Self {
         self.policy.degrade = true;
+        self
+    }
+    /// [`degrade_to_backstop`](Self::degrade_to_backstop), holding an in-process
+    /// claim per key while the store is down: same-process duplicates wait (up to
+    /// `wait`; `concurrent = Reject` refuses them) for the body that runs and
+    /// receive its value (`How::Waited`, not stored) instead of each running into
+    /// the constraint. Other processes are still stopped by the constraint only.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use idem_runtime::{Error, FaultyStore, Hooks, How, Idem, MemoryStore, std_error};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Error> {
+    /// let store = Arc::new(FaultyStore::new(MemoryStore::new()));
+    /// let idem = Idem::builder().shared_store(store.clone()).build()?;
+    /// store.set_unavailable(true); // an outage
+    /// let call = || {
+    ///     idem.guard("order-create", &[&"o-1"])
+    ///         .backstop("uk_order_no") // the body's insert is the first effect
+    ///         .degrade_locally()
+    ///         .run_with(Hooks::new().detect(std_error), |_| async {
+    ///             tokio::time::sleep(std::time::Duration::from_millis(50)).await; // the insert
+    ///             Ok::<_, Error>(7)
+    ///         })
+    /// };
+    /// let (a, b) = tokio::join!(call(), call());
+    /// let mut hows = [a?.how(), b?.how()];
+    /// hows.sort_by_key(|h| h.as_str());
+    /// assert_eq!(hows, [How::Degraded, How::Waited]); // one body ran
+    /// assert_eq!(idem.stats().count("degraded"), 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn degrade_locally(mut self) -> Self {
+        self.policy.degrade = true;
+        self.policy.degrade_local = true;
         self
     }
     /// Replaces all settings at once.

@@ -36,6 +36,19 @@ where
     }
 }
 
+/// Decodes the `Ok` value a same-process holder handed over on the degraded
+/// path (only `Ok` values are handed over).
+pub(super) fn handed<T: DeserializeOwned>(
+    key: &str,
+    version: u32,
+    payload: &[u8],
+) -> Result<T, Error> {
+    match record::open(key, version, payload)? {
+        (Kind::Ok, json) => record::decode(key, json),
+        (Kind::Err, _) => Err(Error::codec(key, "a handed-over result holds an error")),
+    }
+}
+
 pub(crate) fn mismatch(key: &str, stored: Fingerprint, given: Fingerprint) -> Error {
     Error::PayloadMismatch {
         key: key.to_owned(),

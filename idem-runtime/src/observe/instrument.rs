@@ -7,8 +7,9 @@ use std::future::Future;
 
 use tracing::Instrument;
 
-use super::labels::{CallOutcome, Technique};
+use super::labels::Technique;
 use super::recorder::Recorder;
+use super::verdict::Verdict;
 use crate::fence::Fence;
 use crate::key::Key;
 use crate::outcome::Outcome;
@@ -27,6 +28,8 @@ impl<T, E> Fenced for Result<Outcome<T>, E> {
 
 /// Runs the operation `op` starts inside the `idem` span, records its outcome
 /// (and fence) on the span and counts the call; returns the operation's value.
+/// The operation reports a [`CallOutcome`](super::CallOutcome), or a [`Verdict`] when the outcome
+/// alone does not say whether the constraint caught a duplicate (a degraded call).
 ///
 /// ```text
 /// observe::instrument(&recorder, Technique::Lock, &key, || async {
@@ -37,14 +40,15 @@ impl<T, E> Fenced for Result<Outcome<T>, E> {
 /// `op` is a closure, not a future: an `async fn` stores its arguments beside
 /// the futures it awaits, so a future argument would be held twice (the guard's
 /// call future doubled, 1.6 to 3.2 kB, when `execute` passed one).
-pub(crate) async fn instrument<R, F>(
+pub(crate) async fn instrument<R, V, F>(
     recorder: &Recorder,
     technique: Technique,
     key: &Key,
     op: impl FnOnce() -> F,
 ) -> R
 where
-    F: Future<Output = (CallOutcome, R)>,
+    F: Future<Output = (V, R)>,
+    V: Into<Verdict>,
     R: Fenced,
 {
     let span = tracing::info_span!(
@@ -57,18 +61,20 @@ where
     );
     // No subscriber wants the span: skip entering and leaving it on every poll
     // (and the `log`-compatibility activity records that would go with it).
-    let (outcome, value) = if span.is_disabled() {
-        op().await
+    let (verdict, value) = if span.is_disabled() {
+        let (v, value) = op().await;
+        (v.into(), value)
     } else {
-        let (outcome, value) = op().instrument(span.clone()).await;
-        span.record("outcome", outcome.as_str());
+        let (v, value) = op().instrument(span.clone()).await;
+        let verdict: Verdict = v.into();
+        span.record("outcome", verdict.outcome.as_str());
         if let Some(fence) = value.fence() {
             span.record("fence", fence.get());
         }
-        (outcome, value)
+        (verdict, value)
     };
-    recorder.record(technique, key.scope(), key.as_str(), outcome);
-    super::report::note(outcome, value.fence());
+    recorder.record(technique, key.scope(), key.as_str(), verdict);
+    super::report::note(verdict, value.fence());
     value
 }
 
@@ -76,6 +82,7 @@ where
 mod tests {
     use super::*;
     use crate::error::Error;
+    use crate::observe::CallOutcome;
     use crate::observe::testing::SpanFields;
     use crate::outcome::How;
 

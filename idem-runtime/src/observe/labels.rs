@@ -20,9 +20,12 @@ pub enum CallOutcome {
     InProgress,
     /// Same key, different payload: `Error::PayloadMismatch`.
     Mismatch,
-    /// The business constraint caught a duplicate the store missed.
+    /// The store granted the claim, and the business constraint caught a
+    /// duplicate its record had missed (lost, expired): a backstop hit.
     Backstop,
-    /// The store was down; the body ran under `degrade = "backstop"`.
+    /// The store was down; the body ran under `degrade = "backstop"`, whatever it
+    /// then did. One the constraint stopped is also a backstop hit (counted in
+    /// `Stats::degraded_backstop_hits`, not as `Backstop`).
     Degraded,
     /// The call failed before or around the body (store, codec, lookup errors).
     Failed,

@@ -13,6 +13,7 @@
 //! | `idem_calls_total` | counter | `technique`, `scope`, `outcome` |
 //! | `idem_store_seconds` | histogram | `store`, `op` |
 //! | `idem_store_errors_total` | counter | `store`, `op` |
+//! | `idem_backstop_hits_total` | counter | `technique`, `scope`, `path` |
 //!
 //! - `technique`: `idempotent`, `state_machine`, `lock`, `token`, `consume`, `http`,
 //!   `state_cas`, `tx_guard`, `optimistic`, `pessimistic`, `insert_once`.
@@ -24,8 +25,17 @@
 //!   `verify`; one-time tokens: `token_issue`, `token_take`, `token_renew`,
 //!   `token_consume`, `token_return`; state check-and-set: `state_cas`.
 //!
-//! Interception rate = (replayed + waited + backstop + duplicate_message) / calls;
-//! backstop hits = calls with `outcome="backstop"`. The most-repeated keys of each
+//! - `path`: `guarded` (the store granted a claim, the constraint caught a
+//!   duplicate whose record was lost: these calls are `outcome="backstop"`) or
+//!   `degraded` (the store was down, the body ran under `degrade = "backstop"`
+//!   and hit the constraint: these calls are `outcome="degraded"`).
+//!
+//! Every call is counted once in `idem_calls_total`. `degraded` counts every call
+//! whose body ran without the store, whatever the body did; a degraded call that
+//! hit the constraint is also a backstop hit (see `verdict`). Backstop hits =
+//! `sum(idem_backstop_hits_total)` = `outcome="backstop"` + degraded hits;
+//! interception rate = (replayed + waited + backstop hits + duplicate_message) /
+//! calls. The most-repeated keys of each
 //! scope are kept by a Space-Saving top-K: bounded memory, and any key repeated
 //! more than `calls / capacity` times is guaranteed to be listed.
 //!
@@ -35,7 +45,8 @@
 //! - `store_ops`: `idem_store_seconds` / `idem_store_errors_total` with cached keys;
 //! - `report`: [`reported`], how one call went, for its caller (`CallReport`);
 //! - `stats`: [`Stats`] and [`TopKey`], the in-process snapshot;
-//! - `topk`: the Space-Saving summary.
+//! - `topk`: the Space-Saving summary;
+//! - `verdict`: an outcome plus whether the constraint caught a duplicate.
 
 pub(crate) mod instrument;
 pub mod labels;
@@ -47,6 +58,7 @@ mod store_ops;
 #[cfg(test)]
 mod testing;
 mod topk;
+mod verdict;
 
 pub(crate) use instrument::instrument;
 pub use labels::{CallOutcome, Op, Technique};
@@ -55,6 +67,7 @@ pub use report::{CallReport, reported};
 pub(crate) use sql::Observer;
 pub use stats::{Stats, TopKey};
 pub(crate) use store_ops::StoreOpKeys;
+pub(crate) use verdict::Verdict;
 
 /// Metadata of every metric registration: the target is this module.
 static METADATA: metrics::Metadata<'static> =

@@ -1,5 +1,6 @@
 //! The per-handle call counters behind [`Stats`], and the emission of
-//! `idem_calls_total{technique,scope,outcome}` through the `metrics` facade.
+//! `idem_calls_total{technique,scope,outcome}` and
+//! `idem_backstop_hits_total{technique,scope,path}` through the `metrics` facade.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,6 +10,7 @@ use super::METADATA;
 use super::labels::{CallOutcome, Technique};
 use super::stats::{Stats, TopKey};
 use super::topk::SpaceSaving;
+use super::verdict::Verdict;
 
 /// At most this many `idem_calls_total` keys are cached per handle; calls past it
 /// (an unbounded set of scopes) build their key each time, as the macro would.
@@ -19,6 +21,8 @@ const CALL_KEYS_CAPACITY: usize = 1024;
 pub(crate) struct Recorder {
     /// Indexed by [`CallOutcome::index`].
     by_outcome: [AtomicU64; CallOutcome::ALL.len()],
+    /// Degraded calls whose body hit the constraint (also counted as `degraded`).
+    degraded_hits: AtomicU64,
     top: Mutex<HashMap<String, SpaceSaving>>,
     /// `idem_calls_total` keys by scope, then (technique, outcome). Keys, not
     /// registered handles: a key means the same to every recorder, so a global
@@ -38,6 +42,7 @@ impl Default for Recorder {
     fn default() -> Self {
         Recorder {
             by_outcome: std::array::from_fn(|_| AtomicU64::new(0)),
+            degraded_hits: AtomicU64::new(0),
             top: Mutex::new(HashMap::new()),
             call_keys: RwLock::new(CallKeys::default()),
         }
@@ -53,14 +58,31 @@ fn call_key(technique: Technique, scope: &str, outcome: CallOutcome) -> metrics:
     metrics::Key::from_parts("idem_calls_total", labels)
 }
 
+/// `idem_backstop_hits_total`: only on a constraint hit, a rare path, so the
+/// key is built per hit.
+fn count_backstop_hit(technique: Technique, scope: &str, path: &'static str) {
+    let labels = vec![
+        metrics::Label::new("technique", technique.as_str()),
+        metrics::Label::new("scope", scope.to_owned()),
+        metrics::Label::new("path", path),
+    ];
+    increment(&metrics::Key::from_parts(
+        "idem_backstop_hits_total",
+        labels,
+    ));
+}
+
 fn increment(key: &metrics::Key) {
     metrics::with_recorder(|r| r.register_counter(key, &METADATA).increment(1));
 }
 
-/// Outcomes whose key goes into the top-K: duplicates, intercepted or refused
-/// (a state transition finding its row already moved is a repeated request).
-fn is_repeat(outcome: CallOutcome) -> bool {
-    outcome.is_intercepted()
+/// Calls whose key goes into the top-K: duplicates, intercepted or refused
+/// (a state transition finding its row already moved is a repeated request),
+/// degraded calls the constraint stopped included.
+fn is_repeat(verdict: Verdict) -> bool {
+    let outcome = verdict.outcome;
+    verdict.backstop_hit
+        || outcome.is_intercepted()
         || matches!(
             outcome,
             CallOutcome::InProgress | CallOutcome::Mismatch | CallOutcome::AlreadyApplied
@@ -68,18 +90,27 @@ fn is_repeat(outcome: CallOutcome) -> bool {
 }
 
 impl Recorder {
-    /// Counts one call: the in-process counter, `idem_calls_total`, and the key in
-    /// its scope's top-K when the call was a duplicate.
+    /// Counts one call: the in-process counter, `idem_calls_total`, a backstop
+    /// hit when the constraint caught a duplicate, and the key in its scope's
+    /// top-K when the call was a duplicate.
     pub(crate) fn record(
         &self,
         technique: Technique,
         scope: &str,
         key: &str,
-        outcome: CallOutcome,
+        verdict: impl Into<Verdict>,
     ) {
+        let verdict = verdict.into();
+        let outcome = verdict.outcome;
         self.by_outcome[outcome.index()].fetch_add(1, Ordering::Relaxed);
         self.count_call(technique, scope, outcome);
-        if is_repeat(outcome) {
+        if let Some(path) = verdict.backstop_path() {
+            if outcome == CallOutcome::Degraded {
+                self.degraded_hits.fetch_add(1, Ordering::Relaxed);
+            }
+            count_backstop_hit(technique, scope, path);
+        }
+        if is_repeat(verdict) {
             let mut top = self.top.lock().unwrap_or_else(|p| p.into_inner());
             match top.get_mut(scope) {
                 Some(ss) => ss.hit(key),
@@ -139,6 +170,7 @@ impl Recorder {
         top_keys.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
         Stats {
             by_outcome,
+            degraded_backstop_hits: self.degraded_hits.load(Ordering::Relaxed),
             top_keys,
         }
     }
@@ -255,5 +287,37 @@ mod tests {
             r.snapshot().count("executed"),
             CALL_KEYS_CAPACITY as u64 + 15
         );
+    }
+
+    /// A degraded call the constraint stopped is one `degraded` call and one
+    /// backstop hit (path `degraded`); a guarded hit is `backstop` (path
+    /// `guarded`). Both count as intercepted and reach the top-K.
+    #[test]
+    fn degraded_hits_are_degraded_calls_and_backstop_hits() {
+        let r = Recorder::default();
+        let seen = Seen::default();
+        metrics::with_local_recorder(&seen, || {
+            r.record(IDEM, "s", "a", Verdict::degraded(false));
+            r.record(IDEM, "s", "b", Verdict::degraded(true));
+            r.record(IDEM, "s", "c", CallOutcome::Backstop);
+            r.record(IDEM, "s", "d", CallOutcome::Executed);
+        });
+        let s = r.snapshot();
+        assert_eq!(s.count("degraded"), 2);
+        assert_eq!(s.count("backstop"), 1);
+        assert_eq!(s.degraded_backstop_hits, 1);
+        assert_eq!(s.backstop_hits(), 2);
+        assert!((s.interception_rate() - 0.5).abs() < 1e-9);
+        let mut top: Vec<&str> = s.top_keys.iter().map(|t| t.key.as_str()).collect();
+        top.sort();
+        assert_eq!(top, ["b", "c"]);
+        let seen = seen.0.into_inner().unwrap();
+        let hits: Vec<&String> = seen
+            .iter()
+            .filter(|k| k.contains("idem_backstop_hits_total"))
+            .collect();
+        assert_eq!(hits.len(), 2, "{seen:?}");
+        assert!(hits[0].contains("path = degraded"), "{hits:?}");
+        assert!(hits[1].contains("path = guarded"), "{hits:?}");
     }
 }

@@ -16,6 +16,7 @@ use std::cell::Cell;
 use std::future::Future;
 
 use super::labels::CallOutcome;
+use super::verdict::Verdict;
 use crate::fence::Fence;
 
 tokio::task_local! {
@@ -26,6 +27,7 @@ tokio::task_local! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallReport {
     outcome: CallOutcome,
+    backstop_hit: bool,
     fence: Option<Fence>,
 }
 
@@ -41,11 +43,18 @@ impl CallReport {
         self.fence
     }
 
+    /// True when the business constraint caught a duplicate: `backstop` calls,
+    /// and `degraded` calls whose body hit the constraint while the store was
+    /// down (one call, counted as `degraded` and as a backstop hit).
+    pub fn is_backstop_hit(&self) -> bool {
+        self.backstop_hit
+    }
+
     /// True when the value was not produced by this call's own body: replayed,
-    /// waited for, loaded through the backstop, or a duplicate message skipped.
-    /// What the HTTP layer answers with `Idempotent-Replayed: true`.
+    /// waited for, loaded through the backstop (degraded or not), or a duplicate
+    /// message skipped. What the HTTP layer answers with `Idempotent-Replayed: true`.
     pub fn is_replay(&self) -> bool {
-        self.outcome.is_intercepted()
+        self.outcome.is_intercepted() || self.backstop_hit
     }
 }
 
@@ -72,6 +81,11 @@ pub async fn reported<F: Future>(fut: F) -> (F::Output, Option<CallReport>) {
 }
 
 /// Writes the report of a call that just ended, if someone asked for it.
-pub(crate) fn note(outcome: CallOutcome, fence: Option<Fence>) {
-    let _ = SLOT.try_with(|slot| slot.set(Some(CallReport { outcome, fence })));
+pub(crate) fn note(verdict: Verdict, fence: Option<Fence>) {
+    let report = CallReport {
+        outcome: verdict.outcome,
+        backstop_hit: verdict.backstop_hit,
+        fence,
+    };
+    let _ = SLOT.try_with(|slot| slot.set(Some(report)));
 }

@@ -23,6 +23,9 @@ pub struct TopKey {
 pub struct Stats {
     /// Calls per outcome label (only labels seen).
     pub by_outcome: BTreeMap<&'static str, u64>,
+    /// Degraded calls (counted under `degraded`) whose body hit the backstop
+    /// constraint: backstop hits on the degraded path.
+    pub degraded_backstop_hits: u64,
     /// Most-intercepted keys, most first.
     pub top_keys: Vec<TopKey>,
 }
@@ -38,7 +41,8 @@ impl Stats {
         self.by_outcome.values().sum()
     }
 
-    /// (replayed + waited + backstop + duplicate_message) / calls.
+    /// (replayed + waited + backstop hits + duplicate_message) / calls: a degraded
+    /// call the constraint stopped was a duplicate intercepted too.
     pub fn interception_rate(&self) -> f64 {
         let calls = self.calls();
         if calls == 0 {
@@ -49,13 +53,18 @@ impl Stats {
             .filter(|o| o.is_intercepted())
             .map(|o| self.count(o.as_str()))
             .sum();
-        intercepted as f64 / calls as f64
+        (intercepted + self.degraded_backstop_hits) as f64 / calls as f64
     }
 
     /// Duplicates caught only by the database constraint: each one is a duplicate
-    /// the fast store missed (lost key, outage, expiry).
+    /// the fast store missed. Guarded calls whose record was lost (expiry,
+    /// failover, `FLUSHALL`: `outcome="backstop"`) plus degraded calls whose body
+    /// hit the constraint while the store was down ([`degraded_backstop_hits`],
+    /// counted under `degraded`). Equals `sum(idem_backstop_hits_total)`.
+    ///
+    /// [`degraded_backstop_hits`]: Stats::degraded_backstop_hits
     pub fn backstop_hits(&self) -> u64 {
-        self.count(CallOutcome::Backstop.as_str())
+        self.count(CallOutcome::Backstop.as_str()) + self.degraded_backstop_hits
     }
 }
 

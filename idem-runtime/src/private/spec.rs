@@ -32,8 +32,10 @@ pub struct Spec {
     pub version: u32,
     /// The backstop constraint.
     pub backstop: Option<&'static str>,
-    /// `degrade = "backstop"`.
+    /// `degrade = "backstop"` (or `"local"`).
     pub degrade: bool,
+    /// `degrade = "local"`: an in-process claim per key while degraded.
+    pub degrade_local: bool,
 }
 
 impl Spec {
@@ -52,6 +54,7 @@ impl Spec {
         version: 1,
         backstop: None,
         degrade: false,
+        degrade_local: false,
     };
 
     pub(super) fn policy(&self) -> Policy {
@@ -63,6 +66,7 @@ impl Spec {
             concurrent: self.concurrent,
             version: self.version,
             degrade: self.degrade,
+            degrade_local: self.degrade_local,
             backstop: self.backstop.map(std::borrow::Cow::Borrowed),
         }
     }

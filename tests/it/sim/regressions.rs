@@ -25,6 +25,7 @@ fn key(lease: u64, backstop: bool, degrade: bool, on_conflict: bool) -> KeySpec 
             concurrent: Concurrency::Wait,
             version: 1,
             degrade,
+            degrade_local: false,
             backstop: backstop.then_some("uk_sim".into()),
         },
         on_conflict,

@@ -280,6 +280,7 @@ impl Schedule {
                     },
                     version: 1,
                     degrade: backstop && r.chance(50),
+                    degrade_local: false,
                     backstop: backstop.then_some("uk_sim".into()),
                 };
                 KeySpec {

@@ -27,6 +27,19 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
         } = &e.op
         {
             let Some(&f) = owner_fence.get(owner) else {
+                // A degraded call settles the claim it sent without an answer with
+                // its value, which is the row's (it inserted it or loaded it: issue
+                // 19); on a real store that claim's reply, and with it the log line
+                // naming its fence, may never have come back.
+                let row = key_index
+                    .get(e.key.as_str())
+                    .and_then(|k| out.rows.get(k).copied());
+                let val = payload
+                    .get(7..)
+                    .and_then(|j| serde_json::from_slice::<u64>(j).ok());
+                if !atomic && val.is_some() && val == row {
+                    continue;
+                }
                 v.push(format!(
                     "[values] owner {owner:?} completed {} without a claim",
                     e.key

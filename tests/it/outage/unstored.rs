@@ -1,0 +1,86 @@
+//! A result that was never stored must not look stored (issue 19, case 4): a
+//! black hole longer than the lease takes the claim's record away while the body
+//! runs (its renewals are held until the heal, after the record expired), so
+//! `complete` finds nothing to complete, or gets no answer at all. The caller
+//! sees `is_stored() == false` and the `not_stored` outcome (in `reported` and in
+//! the counters), and a retry runs the body again, as it must.
+
+use std::time::{Duration, Instant};
+
+use idem::observe::CallOutcome;
+use idem::{Error, How, reported};
+
+use super::Rig;
+use crate::support::Counter;
+
+/// This test waits for the lease to lapse: the shortest lease tests may use.
+const SHORT_LEASE: Duration = Duration::from_secs(1);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn result_lost_in_a_black_hole_is_reported_not_stored() {
+    let rig = Rig::start(Duration::from_millis(500)).await;
+    let idem = &rig.idem;
+    let runs = Counter::default();
+    let call = |id: &'static str, body: Duration| {
+        let runs = runs.clone();
+        reported(
+            idem.guard("unstored", &[&id])
+                .lease(SHORT_LEASE)
+                .run(move |_| async move {
+                    let n = runs.hit();
+                    tokio::time::sleep(body).await;
+                    Ok::<_, Error>(n)
+                }),
+        )
+    };
+
+    // (hole starts, hole ends) after the call starts, and the body's length:
+    // "after-heal" ends its body after the heal (its `complete` finds the record
+    // expired: not the owner); "in-hole" ends it inside the hole (its `complete`
+    // gets no answer within its budget).
+    let cases = [
+        ("after-heal", (200, 1_800), 2_500),
+        ("in-hole", (200, 2_600), 1_500),
+    ];
+    for (id, (from, to), body) in cases {
+        let t0 = Instant::now();
+        let hole = async {
+            tokio::time::sleep(Duration::from_millis(from)).await;
+            rig.proxy.black_hole();
+            tokio::time::sleep(Duration::from_millis(to - from)).await;
+            rig.proxy.heal();
+        };
+        let ((r, report), ()) = tokio::join!(call(id, Duration::from_millis(body)), hole);
+        let out = r.unwrap_or_else(|e| panic!("{id}: {e:?}"));
+        let report = report.unwrap();
+        println!("{id}: {:?} after {:?}", report.outcome(), t0.elapsed());
+        assert_eq!(out.how(), How::Executed, "{id}: the body ran");
+        assert!(!out.is_stored(), "{id}: reported as stored");
+        assert_eq!(report.outcome(), CallOutcome::NotStored, "{id}");
+
+        // Nothing was stored: the retry runs the body again (once the breaker,
+        // if the failed renewals opened it, lets it through).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let again = loop {
+            match call(id, Duration::ZERO).await.0 {
+                Ok(o) => break o,
+                Err(Error::StoreUnavailable { .. }) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("{id}: {e:?}"),
+            }
+        };
+        assert_eq!(
+            (again.how(), again.is_stored()),
+            (How::Executed, true),
+            "{id}"
+        );
+    }
+    assert_eq!(runs.get(), 4, "each case: the lost run and its retry");
+    let stats = idem.stats();
+    assert_eq!(
+        (stats.count("not_stored"), stats.count("executed")),
+        (2, 2),
+        "{stats:?}"
+    );
+}
