@@ -12,6 +12,8 @@ pub mod fingerprint;
 pub mod guard;
 mod handle;
 pub mod hooks;
+#[cfg(feature = "axum")]
+pub mod http;
 pub mod key;
 pub mod lock;
 pub mod observe;

@@ -50,6 +50,8 @@ pub struct Guard<'h> {
     key: Key,
     policy: Policy,
     fingerprint: Result<Fingerprint, String>,
+    /// The `technique` label its outcome is counted under.
+    technique: crate::observe::Technique,
 }
 
 impl Idem {
@@ -70,6 +72,7 @@ impl Idem {
             key,
             policy: Policy::default(),
             fingerprint: Ok(Fingerprint::NONE),
+            technique: crate::observe::Technique::Idempotent,
         }
     }
 }
@@ -124,6 +127,11 @@ impl Guard<'_> {
         self.policy.degrade = true;
         self
     }
+    /// Counts the call under another technique label (the HTTP layer's `http`).
+    pub(crate) fn technique(mut self, technique: crate::observe::Technique) -> Self {
+        self.technique = technique;
+        self
+    }
     /// Replaces all settings at once.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
@@ -165,7 +173,7 @@ impl Guard<'_> {
             idem: self.idem,
             key: &self.key,
             policy: &self.policy,
-            technique: crate::observe::Technique::Idempotent,
+            technique: self.technique,
         };
         call.execute(self.fingerprint, hooks, body).await
     }
