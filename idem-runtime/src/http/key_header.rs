@@ -24,7 +24,9 @@ pub(super) fn read(headers: &HeaderMap, max_len: usize) -> Result<String, BadKey
     }
     let bytes = value.as_bytes();
     if bytes.is_empty() {
-        return Err(BadKey::Malformed("the `Idempotency-Key` header is empty".into()));
+        return Err(BadKey::Malformed(
+            "the `Idempotency-Key` header is empty".into(),
+        ));
     }
     if bytes.len() > max_len {
         return Err(BadKey::Malformed(format!(
@@ -65,7 +67,10 @@ mod tests {
             headers(&[b"caf\xc3\xa9"]),
             headers(&[b"a", b"b"]),
         ] {
-            assert!(matches!(read(&bad, 8), Err(BadKey::Malformed(_))), "{bad:?}");
+            assert!(
+                matches!(read(&bad, 8), Err(BadKey::Malformed(_))),
+                "{bad:?}"
+            );
         }
     }
 }

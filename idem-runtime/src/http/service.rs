@@ -92,10 +92,7 @@ fn is_safe(m: &Method) -> bool {
 
 impl<S, B, ResBody> tower_service::Service<Request<B>> for Idempotency<S>
 where
-    S: tower_service::Service<Request<Body>, Response = Response<ResBody>>
-        + Clone
-        + Send
-        + 'static,
+    S: tower_service::Service<Request<Body>, Response = Response<ResBody>> + Clone + Send + 'static,
     S::Future: Send,
     S::Error: Send,
     B: http_body::Body<Data = Bytes> + Send + 'static,
@@ -147,24 +144,47 @@ where
         }
         Err(BadKey::Missing) => {
             let detail = "this endpoint requires an `Idempotency-Key` header";
-            return Ok(problem(StatusCode::BAD_REQUEST, "missing idempotency key", detail));
+            return Ok(problem(
+                StatusCode::BAD_REQUEST,
+                "missing idempotency key",
+                detail,
+            ));
         }
         Err(BadKey::Malformed(detail)) => {
-            return Ok(problem(StatusCode::BAD_REQUEST, "malformed idempotency key", &detail));
+            return Ok(problem(
+                StatusCode::BAD_REQUEST,
+                "malformed idempotency key",
+                &detail,
+            ));
         }
     };
     let bytes = match body::buffer(body, cfg.max_request_body).await {
         Ok(b) => b,
         Err(ReadError::TooLarge) => {
-            let detail = format!("request bodies are limited to {} bytes", cfg.max_request_body);
-            return Ok(problem(StatusCode::PAYLOAD_TOO_LARGE, "request body too large", &detail));
+            let detail = format!(
+                "request bodies are limited to {} bytes",
+                cfg.max_request_body
+            );
+            return Ok(problem(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request body too large",
+                &detail,
+            ));
         }
         Err(ReadError::Broken(e)) => {
             let detail = format!("the request body could not be read: {e}");
-            return Ok(problem(StatusCode::BAD_REQUEST, "unreadable request body", &detail));
+            return Ok(problem(
+                StatusCode::BAD_REQUEST,
+                "unreadable request body",
+                &detail,
+            ));
         }
     };
-    let scope = cfg.scope.as_ref().and_then(|f| f(&parts)).unwrap_or_default();
+    let scope = cfg
+        .scope
+        .as_ref()
+        .and_then(|f| f(&parts))
+        .unwrap_or_default();
     let over = cfg.fingerprint;
     let payload = Payload {
         method: over.method.then(|| parts.method.as_str()),
