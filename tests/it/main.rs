@@ -11,6 +11,8 @@ mod http;
 #[cfg(feature = "axum")]
 mod http_concurrency;
 #[cfg(feature = "axum")]
+mod http_macro;
+#[cfg(feature = "axum")]
 mod http_support;
 mod keys;
 mod lock;

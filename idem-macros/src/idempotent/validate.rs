@@ -40,6 +40,9 @@ pub(crate) struct Plan<'a> {
     pub(crate) terminal: Option<Path>,
     pub(crate) handle: Option<Expr>,
     pub(crate) ret: &'a Type,
+    /// The `Ok` type is an axum response (`Json<T>`, `(StatusCode, Json<T>)`):
+    /// stored through `__private::Reply`.
+    pub(crate) reply: bool,
     /// The `idem::Fence` parameter and whether it was declared `mut`.
     pub(crate) fence: Option<(Ident, bool)>,
     /// `token = "<param>"`: where the one-time token comes from.
@@ -49,11 +52,15 @@ pub(crate) struct Plan<'a> {
 /// Checks `args` against `item`; `None` when anything is wrong (see `errors`).
 pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) -> Option<Plan<'a>> {
     item::require_async(&TABLE, &item.sig, errors);
-    let ret = item::result_type(
-        &item.sig,
-        "`#[idempotent]` functions return `Result<T, E>` with `T: Serialize + DeserializeOwned` and `E: From<idem::Error>`",
-        errors,
-    );
+    let ret = if super::reply::refuse_impl_trait(&item.sig, errors) {
+        None
+    } else {
+        item::result_type(
+            &item.sig,
+            "`#[idempotent]` functions return `Result<T, E>` with `T: Serialize + DeserializeOwned` and `E: From<idem::Error>`",
+            errors,
+        )
+    };
     let params = Params::of(item, errors);
     let key = match &args.key {
         None => {
@@ -173,6 +180,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         terminal: args.terminal.map(|o| o.value),
         handle: args.handle.map(|o| o.value),
         ret,
+        reply: super::reply::is_axum_reply(ret),
         fence: params.fence,
         token,
     })

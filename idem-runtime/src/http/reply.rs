@@ -11,32 +11,25 @@ use axum::response::Response;
 use http::{HeaderValue, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
+
 use super::IDEMPOTENT_REPLAYED;
 use crate::observe::reported;
 
-/// An axum response type an `#[idempotent]` handler may return as its `Ok`
-/// value: what is stored is [`Reply::Stored`], and a replay rebuilds the
-/// response from it.
+/// The response types an `#[idempotent]` handler may return as its `Ok`
+/// value, beside any `T: Serialize + DeserializeOwned`:
 ///
 /// | handler returns `Result<_, E>` of | stored |
 /// |---|---|
 /// | `Json<T>` | `T` |
 /// | `(StatusCode, Json<T>)` | the status and `T` |
-/// | [`StoredResponse`](super::StoredResponse) (the adapter for `impl IntoResponse`) | status, headers, body (plain serde) |
-/// | any `T: Serialize + DeserializeOwned` | `T` (plain serde) |
+/// | [`StoredResponse`](super::StoredResponse) (the adapter for `impl IntoResponse`) | status, headers, body |
 ///
 /// The attribute recognises the first two by name (`Json<..>`, a tuple ending
-/// in `Json<..>`) and stores them through this trait; put a type alias of them
-/// behind `Json` spelled out. A replay sets `Idempotent-Replayed: true` when the
-/// route has a [`MarkReplaysLayer`] (a `Json<T>` cannot carry a header itself).
-pub trait Reply: Sized {
-    /// What is stored.
-    type Stored: Serialize + DeserializeOwned + Send;
-    /// The stored form.
-    fn store(self) -> Self::Stored;
-    /// The response again.
-    fn replay(stored: Self::Stored) -> Self;
-}
+/// in `Json<..>`: write them out rather than behind an alias) and stores them
+/// through this trait. A replay sets `Idempotent-Replayed: true` when the
+/// route has a [`MarkReplaysLayer`] (a `Json<T>` cannot carry a header itself);
+/// a `StoredResponse` sets it on its own.
+pub use crate::__private::Reply;
 
 impl<T: Serialize + DeserializeOwned + Send> Reply for Json<T> {
     type Stored = T;

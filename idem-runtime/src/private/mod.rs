@@ -11,6 +11,7 @@
 //! - `fence`: [`FenceCell`], the body's `idem::Fence` parameter;
 //! - `idempotent`: [`Guarded`] and [`run`];
 //! - `lock`: [`LockSpec`], [`Locked`] and [`lock`] (`#[distributed_lock]`);
+//! - `reply`: [`Http`] and [`Reply`], axum responses as an `#[idempotent]` result;
 //! - `bounds`: the traits checked once at the user's return type;
 //! - `detect`: backstop detection by autoref specialisation;
 //! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`.
@@ -21,6 +22,7 @@ mod fence;
 mod idempotent;
 mod key;
 mod lock;
+mod reply;
 mod spec;
 /// `#[state_transition]` and `#[derive(StateMachine)]`.
 #[cfg(feature = "sql")]
@@ -36,4 +38,5 @@ pub use fence::FenceCell;
 pub use idempotent::{Guarded, run};
 pub use key::KeyBuf;
 pub use lock::{LockReturns, LockSpec, Locked, lock};
+pub use reply::{Http, Reply, stored};
 pub use spec::Spec;
