@@ -47,7 +47,10 @@ struct User {
 impl<S: Send + Sync> FromRequestParts<S> for User {
     type Rejection = StatusCode;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, StatusCode> {
-        let id = parts.headers.get("x-user-id").ok_or(StatusCode::UNAUTHORIZED)?;
+        let id = parts
+            .headers
+            .get("x-user-id")
+            .ok_or(StatusCode::UNAUTHORIZED)?;
         let id = id.to_str().map_err(|_| StatusCode::UNAUTHORIZED)?;
         Ok(User { id: id.to_owned() })
     }
@@ -199,8 +202,14 @@ async fn json_and_adapter_returns_replay() {
     assert!(!a.is_replay() && b.is_replay());
     let r1 = post("/refunds/R-1").await;
     let r2 = post("/refunds/R-1").await;
-    assert_eq!((r1.status, r2.status), (StatusCode::ACCEPTED, StatusCode::ACCEPTED));
-    assert_eq!((r1.body.as_str(), r2.body.as_str()), ("refund run 2", "refund run 2"));
+    assert_eq!(
+        (r1.status, r2.status),
+        (StatusCode::ACCEPTED, StatusCode::ACCEPTED)
+    );
+    assert_eq!(
+        (r1.body.as_str(), r2.body.as_str()),
+        ("refund run 2", "refund run 2")
+    );
     assert_eq!(r2.header("location"), Some("/refunds/R-1"));
     assert!(!r1.is_replay() && r2.is_replay());
     assert_eq!(app.runs.get(), 2);

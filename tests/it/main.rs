@@ -12,6 +12,8 @@ mod http;
 mod http_concurrency;
 #[cfg(feature = "axum")]
 mod http_macro;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
+mod http_shop;
 #[cfg(feature = "axum")]
 mod http_support;
 mod keys;

@@ -1,9 +1,9 @@
 //! The function's parameters as an attribute sees them: the names a key
 //! template or an option may refer to (with did-you-mean on a typo), `self`
-//! receivers (`<self.tenant>`), the one `idem::Fence` parameter, and patterns
-//! without a plain name (which hooks taking every parameter cannot pass on).
-//! A pattern's bound identifiers are names too: an axum handler's
-//! `Json(req): Json<CreateOrder>` lets a template say `<req.order_no>`.
+//! receivers (`<self.tenant>`) and the one `idem::Fence` parameter. A
+//! pattern's bound identifiers are names too: an axum handler's
+//! `Json(req): Json<CreateOrder>` lets a template say `<req.order_no>`, and
+//! `on_conflict` receives `&req`.
 
 use proc_macro2::Span;
 use syn::ext::IdentExt;
@@ -28,9 +28,6 @@ pub(crate) struct Params {
     named: Vec<Named>,
     /// The `idem::Fence` parameter and whether it was declared `mut`.
     pub(crate) fence: Option<(Ident, bool)>,
-    /// The first parameter bound by a pattern rather than a plain name (its
-    /// bound identifiers are in `named`).
-    pub(crate) unnamed: Option<Span>,
 }
 
 impl Params {
@@ -39,23 +36,18 @@ impl Params {
         let mut params = Params {
             named: Vec::new(),
             fence: None,
-            unnamed: None,
         };
         for arg in &item.sig.inputs {
-            let (ident, mutable, ty, span) = match arg {
+            let (ident, mutable, ty) = match arg {
                 FnArg::Receiver(r) => (
                     Some(Ident::from(r.self_token)),
                     r.mutability.is_some(),
                     &*r.ty,
-                    r.self_token.span,
                 ),
                 FnArg::Typed(t) => match &*t.pat {
-                    Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() => (
-                        Some(p.ident.clone()),
-                        p.mutability.is_some(),
-                        &*t.ty,
-                        t.span(),
-                    ),
+                    Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() => {
+                        (Some(p.ident.clone()), p.mutability.is_some(), &*t.ty)
+                    }
                     pat => {
                         let mut bound = Vec::new();
                         bindings(pat, &mut bound);
@@ -63,7 +55,7 @@ impl Params {
                             anchor: ident.span(),
                             ident,
                         }));
-                        (None, false, &*t.ty, t.span())
+                        (None, false, &*t.ty)
                     }
                 },
             };
@@ -82,7 +74,7 @@ impl Params {
                     ident,
                     anchor: type_anchor(ty),
                 }),
-                None => params.unnamed = params.unnamed.or(Some(span)),
+                None => {}
             }
         }
         params
@@ -192,8 +184,11 @@ mod tests {
         let params = Params::of(&item, &mut errors);
         let names: Vec<String> = params.names().map(ToString::to_string).collect();
         assert_eq!(names, ["app", "req", "a", "b", "id"]);
-        assert!(params.unnamed.is_some(), "patterns are still not plain names");
         assert!(errors.is_empty());
-        assert!(params.unknown("rq", "key template").contains("did you mean `req`?"));
+        assert!(
+            params
+                .unknown("rq", "key template")
+                .contains("did you mean `req`?")
+        );
     }
 }

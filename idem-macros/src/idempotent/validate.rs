@@ -35,7 +35,9 @@ pub(crate) struct Plan<'a> {
     pub(crate) degrade: bool,
     pub(crate) fingerprint: Vec<Ident>,
     pub(crate) on_conflict: Option<Path>,
-    /// Every named parameter, passed by reference to `on_conflict`.
+    /// Every named parameter and every identifier a parameter pattern binds
+    /// (`req` in `Json(req): Json<T>`), in order, passed by reference to
+    /// `on_conflict`.
     pub(crate) conflict_args: Vec<Ident>,
     pub(crate) terminal: Option<Path>,
     pub(crate) handle: Option<Expr>,
@@ -151,12 +153,6 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         .and_then(|o| super::token::resolve(&o.value, &params, errors));
     let krate = crate_path(args.krate.as_ref(), errors);
     let on_conflict = args.on_conflict.map(|o| o.value);
-    if let (Some(_), Some(span)) = (&on_conflict, params.unnamed) {
-        errors.at(
-            span,
-            "`on_conflict` receives every parameter by reference, so each parameter needs a plain name",
-        );
-    }
 
     let ret = ret?;
     if !errors.is_empty() {

@@ -11,7 +11,6 @@ use axum::response::Response;
 use http::{HeaderValue, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
-
 use super::IDEMPOTENT_REPLAYED;
 use crate::observe::reported;
 

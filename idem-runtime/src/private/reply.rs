@@ -54,6 +54,8 @@ impl<R: IsResult<Ok: Reply>> IsResult for Http<R> {
 impl<R: IsResult<Ok: Reply, Err: IdemErrorInto>> Returns for Http<R> {}
 
 /// An `on_conflict` lookup returning the handler's response → its stored form.
-pub async fn stored<T: Reply, E>(lookup: impl Future<Output = Result<T, E>>) -> Result<T::Stored, E> {
+pub async fn stored<T: Reply, E>(
+    lookup: impl Future<Output = Result<T, E>>,
+) -> Result<T::Stored, E> {
     lookup.await.map(Reply::store)
 }
