@@ -20,6 +20,7 @@ pub mod observe;
 pub mod outcome;
 pub mod policy;
 pub(crate) mod record;
+mod reply;
 mod scene;
 #[cfg(feature = "sql")]
 pub mod state;

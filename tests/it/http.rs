@@ -288,23 +288,19 @@ async fn store_down_is_503() {
     store.set_unavailable(false);
 }
 
-/// Two handles on one SQLite file are two processes: the second replays what
-/// the first stored (the stored response is an ordinary guarded result).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replay_across_processes_on_sqlite() {
-    let dir = crate::support::tempdir::TempDir::new();
-    let path = dir.path().join("idem.db");
+/// Two handles on one store are two processes: the second replays what the
+/// first stored (the stored response is an ordinary guarded result).
+async fn replay_across_processes(stores: [Arc<dyn idem::Store>; 2], ns: &str) {
     let mut servers = Vec::new();
-    let ns = crate::support::unique_ns("http-sqlite");
-    for _ in 0..2 {
-        let store = idem::sql::SqlStore::open(&path).await.expect("open sqlite");
-        store.migrate().await.expect("migrate");
+    let mut handles = Vec::new();
+    for store in stores {
         let idem = Idem::builder()
-            .store(store)
-            .namespace(ns.clone())
+            .shared_store(store)
+            .namespace(ns)
             .build()
             .unwrap();
-        servers.push(start(Orders::default(), layer(&idem)).await);
+        servers.push(start(Orders::default(), layer(&idem).ttl(Duration::from_secs(60))).await);
+        handles.push(idem);
     }
     let a = servers[0].1.post("/orders", "key-8", "{}").await;
     let b = servers[1].1.post("/orders", "key-8", "{}").await;
@@ -316,4 +312,38 @@ async fn replay_across_processes_on_sqlite() {
     assert_eq!(a.body, b.body);
     assert_eq!(a.header("location"), b.header("location"));
     assert_eq!(servers[0].2.runs.get() + servers[1].2.runs.get(), 1);
+    // The layer's key: scene, scope (none here), the client's key.
+    let key = handles[0].key("orders", &[&"", &"key-8"]);
+    assert!(
+        handles[0].forget(&key).await.expect("forget"),
+        "the record was there"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_across_processes_on_sqlite() {
+    let dir = crate::support::tempdir::TempDir::new();
+    let path = dir.path().join("idem.db");
+    let mut stores: Vec<Arc<dyn idem::Store>> = Vec::new();
+    for _ in 0..2 {
+        let store = idem::sql::SqlStore::open(&path).await.expect("open sqlite");
+        store.migrate().await.expect("migrate");
+        stores.push(Arc::new(store));
+    }
+    let stores = [stores.remove(0), stores.remove(0)];
+    replay_across_processes(stores, &crate::support::unique_ns("http-sqlite")).await;
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_across_processes_on_redis() {
+    let connect = || idem::store::redis::RedisStore::connect("redis://127.0.0.1:6379");
+    let a = connect().await.expect("Redis on 127.0.0.1:6379");
+    let b = connect().await.expect("Redis on 127.0.0.1:6379");
+    // A fresh namespace; the records expire after the layer's 60 s ttl.
+    replay_across_processes(
+        [Arc::new(a), Arc::new(b)],
+        &crate::support::unique_ns("http-redis"),
+    )
+    .await;
 }

@@ -28,7 +28,7 @@ use crate::observe::reported;
 /// through this trait. A replay sets `Idempotent-Replayed: true` when the
 /// route has a [`MarkReplaysLayer`] (a `Json<T>` cannot carry a header itself);
 /// a `StoredResponse` sets it on its own.
-pub use crate::__private::Reply;
+pub use crate::reply::Reply;
 
 impl<T: Serialize + DeserializeOwned + Send> Reply for Json<T> {
     type Stored = T;

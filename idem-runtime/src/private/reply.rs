@@ -5,25 +5,8 @@
 
 use std::future::Future;
 
-use super::bounds::{IdemErrorInto, IsResult, Returns, Storable};
-
-/// An axum response type an `#[idempotent]` handler may return as its `Ok`
-/// value: what is stored is [`Reply::Stored`], and a replay rebuilds the
-/// response from it (implemented for `Json<T>` and `(StatusCode, Json<T>)`
-/// with the `axum` feature; see `idem::http`).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a response `#[idempotent]` can store",
-    label = "the `Ok` type names `Json`, so it is stored as an axum response",
-    note = "enable idem's `axum` feature; `Json<T>` and `(StatusCode, Json<T>)` with `T: Serialize + DeserializeOwned` are stored, other responses go through `idem::http::StoredResponse`"
-)]
-pub trait Reply: Sized {
-    /// What is stored.
-    type Stored: Storable;
-    /// The stored form.
-    fn store(self) -> Self::Stored;
-    /// The response again.
-    fn replay(stored: Self::Stored) -> Self;
-}
+use super::bounds::{IdemErrorInto, IsResult, Returns};
+pub use crate::reply::Reply;
 
 /// A handler's return type `R` seen through its stored form.
 #[derive(Debug)]

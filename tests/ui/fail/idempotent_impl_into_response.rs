@@ -1,3 +1,4 @@
+#![allow(unused_variables)]
 use axum::response::IntoResponse;
 use idem::Idem;
 

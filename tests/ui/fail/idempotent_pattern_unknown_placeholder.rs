@@ -1,3 +1,4 @@
+#![allow(unused_variables)]
 use idem::Idem;
 
 #[derive(Debug)]
@@ -13,7 +14,7 @@ pub struct CreateOrder {
     pub order_no: String,
 }
 
-#[idem::idempotent(key = "order-create:<request.order_no>", handle = idem)]
+#[idem::idempotent(key = "order-create:<reqs.order_no>", handle = idem)]
 async fn create(idem: &Idem, Json(req): Json<CreateOrder>) -> Result<String, AppError> {
     Ok(req.order_no)
 }
