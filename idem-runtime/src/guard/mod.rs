@@ -128,6 +128,7 @@ impl Guard<'_> {
         self
     }
     /// Counts the call under another technique label (the HTTP layer's `http`).
+    #[cfg(feature = "axum")]
     pub(crate) fn technique(mut self, technique: crate::observe::Technique) -> Self {
         self.technique = technique;
         self
