@@ -38,6 +38,9 @@ pub use idem_runtime::{FaultPlan, FaultyStore, MemoryStore, Stats, Store, TopKey
 /// The caller's SQL database: dialects, identifiers, conflict retries.
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use idem_runtime::db;
+/// The `Idempotency-Key` tower layer and the axum handler adapters (feature `axum`).
+#[cfg(feature = "axum")]
+pub use idem_runtime::http;
 /// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use idem_runtime::sql;

@@ -7,4 +7,9 @@ fn ui() {
     let t = trybuild::TestCases::new();
     t.pass("tests/ui/pass/*.rs");
     t.compile_fail("tests/ui/fail/*.rs");
+    // Axum handlers need idem's `axum` feature (trybuild builds the cases with
+    // the features of this run).
+    if cfg!(feature = "axum") {
+        t.pass("tests/ui/axum/*.rs");
+    }
 }

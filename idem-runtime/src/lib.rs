@@ -12,12 +12,15 @@ pub mod fingerprint;
 pub mod guard;
 mod handle;
 pub mod hooks;
+#[cfg(feature = "axum")]
+pub mod http;
 pub mod key;
 pub mod lock;
 pub mod observe;
 pub mod outcome;
 pub mod policy;
 pub(crate) mod record;
+mod reply;
 mod scene;
 #[cfg(feature = "sql")]
 pub mod state;

@@ -6,6 +6,16 @@ mod support;
 mod conformance;
 mod conformance_limits;
 mod guard_safety;
+#[cfg(feature = "axum")]
+mod http;
+#[cfg(feature = "axum")]
+mod http_concurrency;
+#[cfg(feature = "axum")]
+mod http_macro;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
+mod http_shop;
+#[cfg(feature = "axum")]
+mod http_support;
 mod keys;
 mod lock;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]

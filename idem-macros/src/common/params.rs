@@ -1,7 +1,9 @@
 //! The function's parameters as an attribute sees them: the names a key
 //! template or an option may refer to (with did-you-mean on a typo), `self`
-//! receivers (`<self.tenant>`), the one `idem::Fence` parameter, and patterns
-//! without a plain name (which hooks taking every parameter cannot pass on).
+//! receivers (`<self.tenant>`) and the one `idem::Fence` parameter. A
+//! pattern's bound identifiers are names too: an axum handler's
+//! `Json(req): Json<CreateOrder>` lets a template say `<req.order_no>`, and
+//! `on_conflict` receives `&req`.
 
 use proc_macro2::Span;
 use syn::ext::IdentExt;
@@ -26,8 +28,6 @@ pub(crate) struct Params {
     named: Vec<Named>,
     /// The `idem::Fence` parameter and whether it was declared `mut`.
     pub(crate) fence: Option<(Ident, bool)>,
-    /// The first parameter bound by a pattern rather than a plain name.
-    pub(crate) unnamed: Option<Span>,
 }
 
 impl Params {
@@ -36,24 +36,27 @@ impl Params {
         let mut params = Params {
             named: Vec::new(),
             fence: None,
-            unnamed: None,
         };
         for arg in &item.sig.inputs {
-            let (ident, mutable, ty, span) = match arg {
+            let (ident, mutable, ty) = match arg {
                 FnArg::Receiver(r) => (
                     Some(Ident::from(r.self_token)),
                     r.mutability.is_some(),
                     &*r.ty,
-                    r.self_token.span,
                 ),
                 FnArg::Typed(t) => match &*t.pat {
-                    Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() => (
-                        Some(p.ident.clone()),
-                        p.mutability.is_some(),
-                        &*t.ty,
-                        t.span(),
-                    ),
-                    _ => (None, false, &*t.ty, t.span()),
+                    Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() => {
+                        (Some(p.ident.clone()), p.mutability.is_some(), &*t.ty)
+                    }
+                    pat => {
+                        let mut bound = Vec::new();
+                        bindings(pat, &mut bound);
+                        params.named.extend(bound.into_iter().map(|ident| Named {
+                            anchor: ident.span(),
+                            ident,
+                        }));
+                        (None, false, &*t.ty)
+                    }
                 },
             };
             match ident {
@@ -71,7 +74,7 @@ impl Params {
                     ident,
                     anchor: type_anchor(ty),
                 }),
-                None => params.unnamed = params.unnamed.or(Some(span)),
+                None => {}
             }
         }
         params
@@ -110,6 +113,34 @@ impl Params {
     }
 }
 
+/// The identifiers a pattern binds (`req` in `Json(req)`, `a` and `b` in
+/// `Pair { a, b: (b, _) }`), in order. Identifiers that are constants or unit
+/// structs in other positions (`None`) cannot be told apart without types; a
+/// template naming one would not compile in the expansion either.
+fn bindings(pat: &Pat, out: &mut Vec<Ident>) {
+    match pat {
+        Pat::Ident(p) => {
+            out.push(p.ident.clone());
+            if let Some((_, sub)) = &p.subpat {
+                bindings(sub, out);
+            }
+        }
+        Pat::TupleStruct(p) => p.elems.iter().for_each(|e| bindings(e, out)),
+        Pat::Tuple(p) => p.elems.iter().for_each(|e| bindings(e, out)),
+        Pat::Slice(p) => p.elems.iter().for_each(|e| bindings(e, out)),
+        Pat::Struct(p) => p.fields.iter().for_each(|f| bindings(&f.pat, out)),
+        Pat::Reference(p) => bindings(&p.pat, out),
+        Pat::Paren(p) => bindings(&p.pat, out),
+        Pat::Type(p) => bindings(&p.pat, out),
+        Pat::Or(p) => {
+            if let Some(first) = p.cases.first() {
+                bindings(first, out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Is this type written as a path ending in `Fence` (`idem::Fence`, `Fence`)?
 fn is_fence(ty: &Type) -> bool {
     match ty {
@@ -135,5 +166,29 @@ fn type_anchor(ty: &Type) -> Span {
             .last()
             .map_or_else(|| ty.span(), |s| s.ident.span()),
         _ => ty.span(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_bindings_are_names() {
+        let item: ItemFn = syn::parse_str(
+            "async fn h(State(app): State<App>, Json(req): Json<Cmd>, \
+             Pair { a, b: (b, _) }: Pair, id: u64) -> R { }",
+        )
+        .unwrap();
+        let mut errors = Errors::default();
+        let params = Params::of(&item, &mut errors);
+        let names: Vec<String> = params.names().map(ToString::to_string).collect();
+        assert_eq!(names, ["app", "req", "a", "b", "id"]);
+        assert!(errors.is_empty());
+        assert!(
+            params
+                .unknown("rq", "key template")
+                .contains("did you mean `req`?")
+        );
     }
 }

@@ -145,7 +145,13 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
     }
     if let Some(path) = &plan.on_conflict {
         let args = &plan.conflict_args;
-        hooks.extend(quote_spanned!(path.span()=> .on_conflict(|| #path(#(&#args),*))));
+        let lookup = quote_spanned!(path.span()=> #path(#(&#args),*));
+        let lookup = match plan.reply {
+            // The lookup returns the handler's response; the call stores its form.
+            true => quote!(#krate::__private::stored(#lookup)),
+            false => lookup,
+        };
+        hooks.extend(quote!(.on_conflict(|| #lookup)));
     }
     if let Some(path) = &plan.terminal {
         hooks.extend(quote_spanned!(path.span()=> .terminal(#path)));
@@ -161,21 +167,32 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
         hooks.extend(quote!(.fence(&__idem_fence)));
     }
     let fake_return = codegen::fake_return(ret);
+    let body = quote! {
+        async {
+            #fake_return
+            #take
+            // The body in its own block: a `use` inside it cannot change what
+            // the generated paths mean (tracing #3306).
+            { #body }
+        }
+    };
+    // An axum response (`Json<T>`, ..) is stored in its `Reply::Stored` form:
+    // the call is typed `Http<R>` and the body's result wrapped and unwrapped.
+    let (typed, body, unwrap) = match plan.reply {
+        true => (
+            quote!(#krate::__private::Http<#ret>),
+            quote!(async { #krate::__private::Http::wrap(#body.await) }),
+            quote!(.into_inner()),
+        ),
+        false => (quote!(#ret), body, TokenStream::new()),
+    };
     quote! {
         #cell
         // `Guarded::<ReturnType>` and `run::<ReturnType, ..>` name the user's type,
         // so a result that cannot be stored is one error there (cached 0043a).
-        let __idem_call = #krate::__private::Guarded::<#ret>::new(&__IDEM_SPEC, __idem_key) #hooks;
-        #krate::__private::run::<#ret, _, _>(
-            __idem_call,
-            async {
-                #fake_return
-                #take
-                // The body in its own block: a `use` inside it cannot change what
-                // the generated paths mean (tracing #3306).
-                { #body }
-            },
-        )
-        .await
+        let __idem_call = #krate::__private::Guarded::<#typed>::new(&__IDEM_SPEC, __idem_key) #hooks;
+        #krate::__private::run::<#typed, _, _>(__idem_call, #body)
+            .await
+            #unwrap
     }
 }

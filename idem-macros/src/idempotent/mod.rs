@@ -5,6 +5,7 @@
 
 mod args;
 mod codegen;
+mod reply;
 mod token;
 mod tx;
 mod validate;

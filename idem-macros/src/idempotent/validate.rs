@@ -37,11 +37,16 @@ pub(crate) struct Plan<'a> {
     pub(crate) degrade_local: bool,
     pub(crate) fingerprint: Vec<Ident>,
     pub(crate) on_conflict: Option<Path>,
-    /// Every named parameter, passed by reference to `on_conflict`.
+    /// Every named parameter and every identifier a parameter pattern binds
+    /// (`req` in `Json(req): Json<T>`), in order, passed by reference to
+    /// `on_conflict`.
     pub(crate) conflict_args: Vec<Ident>,
     pub(crate) terminal: Option<Path>,
     pub(crate) handle: Option<Expr>,
     pub(crate) ret: &'a Type,
+    /// The `Ok` type is an axum response (`Json<T>`, `(StatusCode, Json<T>)`):
+    /// stored through `__private::Reply`.
+    pub(crate) reply: bool,
     /// The `idem::Fence` parameter and whether it was declared `mut`.
     pub(crate) fence: Option<(Ident, bool)>,
     /// `token = "<param>"`: where the one-time token comes from.
@@ -53,11 +58,15 @@ pub(crate) struct Plan<'a> {
 /// Checks `args` against `item`; `None` when anything is wrong (see `errors`).
 pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) -> Option<Plan<'a>> {
     item::require_async(&TABLE, &item.sig, errors);
-    let ret = item::result_type(
-        &item.sig,
-        "`#[idempotent]` functions return `Result<T, E>` with `T: Serialize + DeserializeOwned` and `E: From<idem::Error>`",
-        errors,
-    );
+    let ret = if super::reply::refuse_impl_trait(&item.sig, errors) {
+        None
+    } else {
+        item::result_type(
+            &item.sig,
+            "`#[idempotent]` functions return `Result<T, E>` with `T: Serialize + DeserializeOwned` and `E: From<idem::Error>`",
+            errors,
+        )
+    };
     let params = Params::of(item, errors);
     let key = match &args.key {
         None => {
@@ -152,12 +161,6 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     let tx = super::tx::resolve(&args, item, &params, errors);
     let krate = crate_path(args.krate.as_ref(), errors);
     let on_conflict = args.on_conflict.map(|o| o.value);
-    if let (Some(_), Some(span)) = (&on_conflict, params.unnamed) {
-        errors.at(
-            span,
-            "`on_conflict` receives every parameter by reference, so each parameter needs a plain name",
-        );
-    }
 
     let ret = ret?;
     if !errors.is_empty() {
@@ -182,6 +185,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         terminal: args.terminal.map(|o| o.value),
         handle: args.handle.map(|o| o.value),
         ret,
+        reply: super::reply::is_axum_reply(ret),
         fence: params.fence,
         token,
         tx,

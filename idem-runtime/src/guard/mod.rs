@@ -52,6 +52,8 @@ pub struct Guard<'h> {
     pub(crate) key: Key,
     pub(crate) policy: Policy,
     pub(crate) fingerprint: Result<Fingerprint, String>,
+    /// The `technique` label its outcome is counted under.
+    pub(crate) technique: crate::observe::Technique,
 }
 
 impl Idem {
@@ -72,6 +74,7 @@ impl Idem {
             key,
             policy: Policy::default(),
             fingerprint: Ok(Fingerprint::NONE),
+            technique: crate::observe::Technique::Idempotent,
         }
     }
 }
@@ -162,6 +165,12 @@ impl Guard<'_> {
         self.policy.degrade_local = true;
         self
     }
+    /// Counts the call under another technique label (the HTTP layer's `http`).
+    #[cfg(feature = "axum")]
+    pub(crate) fn technique(mut self, technique: crate::observe::Technique) -> Self {
+        self.technique = technique;
+        self
+    }
     /// Replaces all settings at once.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
@@ -203,7 +212,7 @@ impl Guard<'_> {
             idem: self.idem,
             key: &self.key,
             policy: &self.policy,
-            technique: crate::observe::Technique::Idempotent,
+            technique: self.technique,
         };
         call.execute(self.fingerprint, hooks, body).await
     }

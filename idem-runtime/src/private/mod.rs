@@ -11,6 +11,7 @@
 //! - `fence`: [`FenceCell`], the body's `idem::Fence` parameter;
 //! - `idempotent`: [`Guarded`] and [`run`];
 //! - `lock`: [`LockSpec`], [`Locked`] and [`lock`] (`#[distributed_lock]`);
+//! - `reply`: [`Http`] and [`Reply`], axum responses as an `#[idempotent]` result;
 //! - `bounds`: the traits checked once at the user's return type;
 //! - `detect`: backstop detection by autoref specialisation;
 //! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`;
@@ -22,6 +23,7 @@ mod fence;
 mod idempotent;
 mod key;
 mod lock;
+mod reply;
 mod spec;
 /// `#[state_transition]` and `#[derive(StateMachine)]`.
 #[cfg(feature = "sql")]
@@ -39,6 +41,7 @@ pub use fence::FenceCell;
 pub use idempotent::{Guarded, run};
 pub use key::KeyBuf;
 pub use lock::{LockReturns, LockSpec, Locked, lock};
+pub use reply::{Http, Reply, stored};
 pub use spec::Spec;
 #[cfg(feature = "sql")]
 pub use tx::run_in_tx;

@@ -44,6 +44,7 @@ where
             key: key.into_key(idem.namespace()),
             policy: spec.policy(),
             fingerprint,
+            technique: crate::observe::Technique::Idempotent,
         };
         let r = guard
             .in_tx(tx)

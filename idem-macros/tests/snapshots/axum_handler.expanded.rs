@@ -1,0 +1,55 @@
+async fn create_order(
+    State(app): State<App>,
+    user: User,
+    Json(req): Json<CreateOrder>,
+) -> Result<(StatusCode, Json<Order>), AppError> {
+    static __IDEM_SPEC: ::idem::__private::Spec = ::idem::__private::Spec {
+        function: ::core::concat!(::core::module_path!(), "::create_order"),
+        template: "order-create:<user.id>:<req.order_no>",
+        scene: "order-create",
+        backstop: ::core::option::Option::Some("uk_order_no"),
+        ..::idem::__private::Spec::DEFAULT
+    };
+    let __idem_key = ::idem::__private::KeyBuf::new(&__IDEM_SPEC)
+        .lit("order-create:")
+        .arg(&user.id)
+        .lit(":")
+        .arg(&req.order_no)
+        .finish();
+    let __idem_call = ::idem::__private::Guarded::<
+        ::idem::__private::Http<Result<(StatusCode, Json<Order>), AppError>>,
+    >::new(&__IDEM_SPEC, __idem_key)
+        .handle(&app.idem)
+        .fingerprint_with(|__idem_fp| {
+            __idem_fp.add(&req);
+        })
+        .detect(|__idem_e| ::idem::__private::detect!(__idem_e))
+        .on_conflict(|| ::idem::__private::stored(find_order(&app, &user, &req)));
+    ::idem::__private::run::<
+        ::idem::__private::Http<Result<(StatusCode, Json<Order>), AppError>>,
+        _,
+        _,
+    >(
+            __idem_call,
+            async {
+                ::idem::__private::Http::wrap(
+                    async {
+                        if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
+                            Result<(StatusCode, Json<Order>), AppError>,
+                        > {
+                            return __idem_ret;
+                        }
+                        {
+                            Ok((
+                                StatusCode::CREATED,
+                                Json(insert(&app, &user, &req).await?),
+                            ))
+                        }
+                    }
+                        .await,
+                )
+            },
+        )
+        .await
+        .into_inner()
+}

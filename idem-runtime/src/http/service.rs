@@ -1,0 +1,245 @@
+//! [`Idempotency`]: the service the layer wraps around the route. One keyed
+//! request is one guarded call (`Idem::guard`), counted with
+//! `technique="http"`; the handler's response is its body's value.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use serde::Serialize;
+
+use super::body::{self, BoxError, Collected, ReadError};
+use super::key_header::{self, BadKey};
+use super::layer::Settings;
+use super::problem::{from_error, problem};
+use super::stored::StoredResponse;
+use crate::error::Error;
+use crate::handle::Idem;
+use crate::observe::Technique;
+
+/// The service [`IdempotencyLayer`](super::IdempotencyLayer) builds around `S`.
+#[derive(Clone)]
+pub struct Idempotency<S> {
+    inner: S,
+    idem: Idem,
+    settings: Arc<Settings>,
+}
+
+impl<S> fmt::Debug for Idempotency<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Idempotency")
+            .field("scene", &self.settings.scene)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> Idempotency<S> {
+    pub(super) fn new(inner: S, idem: Idem, settings: Arc<Settings>) -> Self {
+        Idempotency {
+            inner,
+            idem,
+            settings,
+        }
+    }
+}
+
+/// Why the guarded body did not produce a response to store.
+enum NotStored<E> {
+    /// An idem error (mismatch, in progress, store down): answered by the layer.
+    Idem(Error),
+    /// A response that must not be stored (a `5xx`, an oversize body): returned
+    /// as is, and the key released.
+    Pass(Response),
+    /// The inner service failed.
+    Inner(E),
+}
+
+impl<E> From<Error> for NotStored<E> {
+    fn from(e: Error) -> Self {
+        NotStored::Idem(e)
+    }
+}
+
+/// What the fingerprint hashes (canonically, through `Guard::fingerprint`).
+#[derive(Serialize)]
+struct Payload<'a> {
+    method: Option<&'a str>,
+    path: Option<&'a str>,
+    body: Option<Raw<'a>>,
+}
+
+/// Body bytes, hashed as bytes rather than as a sequence of numbers.
+struct Raw<'a>(&'a [u8]);
+
+impl Serialize for Raw<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
+}
+
+fn is_safe(m: &Method) -> bool {
+    matches!(
+        *m,
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
+    )
+}
+
+impl<S, B, ResBody> tower_service::Service<Request<B>> for Idempotency<S>
+where
+    S: tower_service::Service<Request<Body>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Error: Send,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        // The clone that was driven to readiness serves this request (tower's rule).
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let (idem, settings) = (self.idem.clone(), self.settings.clone());
+        Box::pin(serve(inner, idem, settings, req))
+    }
+}
+
+/// One request through the layer (see the module docs' table).
+async fn serve<S, B, ResBody>(
+    inner: S,
+    idem: Idem,
+    cfg: Arc<Settings>,
+    req: Request<B>,
+) -> Result<Response, S::Error>
+where
+    S: tower_service::Service<Request<Body>, Response = Response<ResBody>> + Send,
+    S::Future: Send,
+    S::Error: Send,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
+{
+    let (parts, body) = req.into_parts();
+    if is_safe(&parts.method) {
+        return pass(inner, Request::from_parts(parts, Body::new(body))).await;
+    }
+    let key = match key_header::read(&parts.headers, cfg.max_key_len) {
+        Ok(key) => key,
+        Err(BadKey::Missing) if !cfg.required => {
+            return pass(inner, Request::from_parts(parts, Body::new(body))).await;
+        }
+        Err(BadKey::Missing) => {
+            let detail = "this endpoint requires an `Idempotency-Key` header";
+            return Ok(problem(
+                StatusCode::BAD_REQUEST,
+                "missing idempotency key",
+                detail,
+            ));
+        }
+        Err(BadKey::Malformed(detail)) => {
+            return Ok(problem(
+                StatusCode::BAD_REQUEST,
+                "malformed idempotency key",
+                &detail,
+            ));
+        }
+    };
+    let bytes = match body::buffer(body, cfg.max_request_body).await {
+        Ok(b) => b,
+        Err(ReadError::TooLarge) => {
+            let detail = format!(
+                "request bodies are limited to {} bytes",
+                cfg.max_request_body
+            );
+            return Ok(problem(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request body too large",
+                &detail,
+            ));
+        }
+        Err(ReadError::Broken(e)) => {
+            let detail = format!("the request body could not be read: {e}");
+            return Ok(problem(
+                StatusCode::BAD_REQUEST,
+                "unreadable request body",
+                &detail,
+            ));
+        }
+    };
+    let scope = cfg
+        .scope
+        .as_ref()
+        .and_then(|f| f(&parts))
+        .unwrap_or_default();
+    let over = cfg.fingerprint;
+    let payload = Payload {
+        method: over.method.then(|| parts.method.as_str()),
+        path: over
+            .path
+            .then(|| parts.uri.path_and_query().map_or("/", |p| p.as_str())),
+        body: over.body.then_some(Raw(&bytes)),
+    };
+    let guard = idem
+        .guard(&cfg.scene, &[&scope, &key])
+        .policy(cfg.policy.clone())
+        .fingerprint(&payload)
+        .technique(Technique::Http);
+    let req = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
+    // The first response keeps all its headers; only its stored copy is trimmed.
+    let mut first: Option<(http::response::Parts, Bytes)> = None;
+    let slot = &mut first;
+    let body_cfg = cfg.clone();
+    let out = guard
+        .run(move |_fence| async move {
+            let mut inner = inner;
+            let response = inner.call(req).await.map_err(NotStored::Inner)?;
+            let (parts, body) = response.into_parts();
+            if !(body_cfg.store_status)(parts.status) {
+                let response = Response::from_parts(parts, Body::new(body));
+                return Err(NotStored::Pass(response));
+            }
+            match body::collect(body, body_cfg.max_stored_body).await {
+                Collected::Whole(bytes) => {
+                    let stored = StoredResponse::new(&parts, &body_cfg.replay_headers, &bytes);
+                    *slot = Some((parts, bytes));
+                    Ok(stored)
+                }
+                Collected::Passed(body) => Err(NotStored::Pass(Response::from_parts(parts, body))),
+            }
+        })
+        .await;
+    match out {
+        Ok(outcome) if !outcome.is_replay() => match first {
+            Some((parts, bytes)) => Ok(Response::from_parts(parts, Body::from(bytes))),
+            None => Ok(outcome.into_inner().into_response()),
+        },
+        Ok(outcome) => Ok(outcome.into_inner().into_response()),
+        Err(NotStored::Pass(response)) => Ok(response),
+        Err(NotStored::Idem(e)) => Ok(from_error(&e, cfg.retry_after)),
+        Err(NotStored::Inner(e)) => Err(e),
+    }
+}
+
+/// An unguarded request: straight to the inner service.
+async fn pass<S, ResBody>(mut inner: S, req: Request<Body>) -> Result<Response, S::Error>
+where
+    S: tower_service::Service<Request<Body>, Response = Response<ResBody>>,
+    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
+{
+    Ok(inner.call(req).await?.map(Body::new))
+}
