@@ -142,10 +142,10 @@ impl Exec {
             };
             self.store_ops
                 .record(op, t0.elapsed().as_secs_f64(), r.is_ok());
-            if !matches!(r, Err(StoreError::Unavailable(_))) {
-                if let Some(q) = self.store.send_queue() {
-                    q.answered();
-                }
+            if !matches!(r, Err(StoreError::Unavailable(_)))
+                && let Some(q) = self.store.send_queue()
+            {
+                q.answered();
             }
             match r {
                 Ok(v) => {
