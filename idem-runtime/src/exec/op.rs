@@ -7,8 +7,9 @@
 //! `StoreError::Overloaded` when that runs out, and never counted against the
 //! circuit breaker. The operation budget starts once the operation has its turn
 //! and measures only the server's answer: that is what says whether the store is
-//! up. A queue that stops moving (no answer to anyone for an operation budget)
-//! is an outage whatever the caller's budget.
+//! up. A queue that stops moving (no answer to anyone for two operation
+//! budgets, the longest an operation in flight waits for its answer) is an
+//! outage whatever the caller's budget.
 //!
 //! Silence is only evidence against the store if this process could listen: the
 //! answer to a command is read by the connection's own task, and when a burst
@@ -26,7 +27,7 @@ use tokio::time::Instant;
 
 use super::Exec;
 use crate::observe::Op;
-use crate::store::queue::{NoTurn, Turn};
+use crate::store::queue::{NoTurn, STARVED, Turn};
 use crate::store::{BoxFuture, StoreError};
 
 impl Exec {
@@ -190,7 +191,9 @@ impl Exec {
         }
         let open_before = self.breaker.is_open();
         let t0 = Instant::now();
-        let turn = q.turn(t0 + queue, budget).await;
+        // Stuck: nothing answered for as long as an operation in flight may
+        // wait for its answer (its budget, and as much again if starved).
+        let turn = q.turn(t0 + queue, budget * 2).await;
         let now = Instant::now();
         self.store_ops.queued(op, (now - t0).as_secs_f64());
         match turn {
@@ -213,10 +216,6 @@ impl Exec {
         }
     }
 }
-
-/// A timer that fires later than this after its deadline means this process
-/// was starved of CPU (a scheduler cycle over a burst of runnable tasks).
-const STARVED: Duration = Duration::from_millis(50);
 
 /// `fut`'s output if it comes by `deadline`, or later while this process was
 /// too starved to have read it (see the module docs), never later than one

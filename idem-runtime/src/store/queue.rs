@@ -14,9 +14,10 @@
 //!   caller that cannot get one in time is told the store is overloaded
 //!   (`Error::Overloaded`), which never counts against the circuit breaker;
 //! - the operation timeout measures only the server's answer, as it should;
-//! - a store that stops answering is still found out within one operation
-//!   budget: a queued caller that sees no answer to *anyone* for that long gives
-//!   up as unavailable, whatever its own budget.
+//! - a store that stops answering is still found out within two operation
+//!   budgets: a queued caller that sees no answer to *anyone* for as long as an
+//!   operation in flight may wait for its answer gives up as unavailable,
+//!   whatever its own budget.
 //!
 //! The queue is fair (first come, first served) and costs nothing while turns are
 //! free (one atomic operation).
@@ -28,6 +29,10 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 
 use super::StoreError;
+
+/// A timer that fires later than this after its deadline means this process
+/// was starved of CPU (a scheduler cycle over a burst of runnable tasks).
+pub(crate) const STARVED: Duration = Duration::from_millis(50);
 
 /// Bounds a store's operations in flight; see the [module docs](self).
 ///
@@ -58,7 +63,7 @@ pub(crate) struct Turn<'a> {
 pub(crate) enum NoTurn {
     /// The store kept answering, but not this caller within its budget.
     Overloaded(StoreError),
-    /// Nobody got an answer for a whole operation budget: the store is down.
+    /// Nobody got an answer for the stall period: the store is down.
     Unavailable(StoreError),
 }
 
@@ -134,6 +139,9 @@ impl SendQueue {
                 () = tokio::time::sleep_until(check) => {}
             }
             let now = Instant::now();
+            // A check that ran late means this process was starved of CPU: the
+            // silence says nothing about the store (see `exec::op`'s `answer`).
+            let starved = now.saturating_duration_since(check) >= STARVED;
             if now >= deadline {
                 return Err(NoTurn::Overloaded(StoreError::overloaded(format!(
                     "no turn to send within {:?} ({} in flight, {} waiting)",
@@ -142,7 +150,7 @@ impl SendQueue {
                     self.waiting()
                 ))));
             }
-            if self.answers.load(Ordering::Relaxed) == seen {
+            if !starved && self.answers.load(Ordering::Relaxed) == seen {
                 return Err(NoTurn::Unavailable(StoreError::unavailable(format!(
                     "no answer to any of {} operations in flight within {stall:?}",
                     self.in_flight()

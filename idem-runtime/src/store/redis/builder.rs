@@ -55,8 +55,8 @@ impl RedisStoreBuilder {
     }
 
     /// Multiplexed connections the store spreads its commands over (default
-    /// [`DEFAULT_CONNECTIONS`], 2). Redis runs commands one at a time, so more
-    /// only helps the client side (encoding, decoding) on more cores.
+    /// [`DEFAULT_CONNECTIONS`], 1). Redis runs commands one at a time, so more
+    /// only help the client side (encoding, decoding) on more cores.
     pub fn connections(mut self, n: usize) -> Self {
         self.pool.connections = n;
         self
@@ -110,19 +110,24 @@ impl RedisStoreBuilder {
         // a server that cannot be reached should fail the application's start fast.
         let budget = self.connect_timeout * CONNECT_BUDGET_FACTOR;
         let store = self.build_lazy()?;
-        // Every connection opens (a lazy one would make the first burst wait
-        // for it); the scripts load once per server.
+        // Every connection opens, side by side (a lazy one would make the
+        // first burst wait for it); the scripts load once per server.
         let open = async {
-            for i in 0..store.conns.len() {
+            let mut pings = tokio::task::JoinSet::new();
+            for _ in 1..store.conns.len() {
                 let mut con = store.conns.get();
-                if i == 0 {
-                    scripts::preload(&mut con).await?;
-                } else {
-                    let _: () = redis::cmd("PING")
-                        .query_async(&mut con)
+                pings.spawn(async move {
+                    redis::cmd("PING")
+                        .query_async::<()>(&mut con)
                         .await
-                        .map_err(scripts::map_err)?;
-                }
+                        .map_err(scripts::map_err)
+                });
+            }
+            scripts::preload(&mut store.conns.get()).await?;
+            while let Some(r) = pings.join_next().await {
+                r.map_err(|e| {
+                    StoreError::unavailable(format!("redis: opening a connection: {e}"))
+                })??;
             }
             Ok::<_, StoreError>(())
         };

@@ -76,7 +76,7 @@ impl RedisClusterStoreBuilder {
     }
 
     /// Cluster connections the store spreads its commands over (default
-    /// [`DEFAULT_CONNECTIONS`](super::DEFAULT_CONNECTIONS), 2); each reaches every
+    /// [`DEFAULT_CONNECTIONS`](super::DEFAULT_CONNECTIONS), 1); each reaches every
     /// master over one multiplexed connection per node.
     pub fn connections(mut self, n: usize) -> Self {
         self.pool.connections = n;

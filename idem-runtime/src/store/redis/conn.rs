@@ -17,9 +17,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::store::SendQueue;
 
-/// Default number of multiplexed connections per store (per node for a cluster,
-/// where each connection reaches every master).
-pub const DEFAULT_CONNECTIONS: usize = 2;
+/// Default number of multiplexed connections per store (a cluster connection
+/// reaches every master). One: on the development machine (two cores shared
+/// with Redis) 1, 2 and 4 connections drained 10,000-caller bursts equally
+/// within the noise (BENCHMARKS.md, burst rows), and each more connection is
+/// one more to open at start-up and to reconnect.
+pub const DEFAULT_CONNECTIONS: usize = 1;
 /// Default limit of commands in flight on one connection.
 pub const DEFAULT_IN_FLIGHT: usize = 128;
 

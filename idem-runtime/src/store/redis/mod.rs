@@ -71,7 +71,7 @@
 //! # Bursts
 //! A flash sale sends thousands of calls at once, most of them duplicates. The
 //! store spreads its commands over a few multiplexed connections
-//! ([`RedisStoreBuilder::connections`], default 2) and lets at most
+//! ([`RedisStoreBuilder::connections`], default 1) and lets at most
 //! [`max_in_flight`](RedisStoreBuilder::max_in_flight) commands (default 128)
 //! be in flight on each; further operations wait for a turn in the store's
 //! [`SendQueue`](crate::store::SendQueue), in arrival order. That wait is the
@@ -79,7 +79,7 @@
 //! left of its caller's `wait`, the operation timeout starts only once its
 //! command is sent, and a caller that gets no turn in time fails with
 //! `Error::Overloaded` (never counted by the circuit breaker). A queue that
-//! stops moving (no answer to anyone for an operation budget) is still an
+//! stops moving (no answer to anyone for two operation budgets) is still an
 //! outage. Operations on a claim already held (complete, release, renew) skip
 //! the queue, so admitted work always finishes. The wait is measured as
 //! `idem_store_queue_seconds{store,op}`, give-ups as
