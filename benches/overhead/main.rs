@@ -3,7 +3,9 @@
 //!
 //! ```text
 //! cargo bench --bench overhead --all-features -- [--quick] [--out FILE] [--only TEXT]
+//! cargo bench --bench overhead --all-features -- --burst [--quick]
 //! ```
+//! `--burst` runs the flash-sale burst rows instead (see `burst.rs`).
 //! Services (override with the environment): `IDEM_BENCH_REDIS` (redis://127.0.0.1:6379),
 //! `IDEM_BENCH_PG` (postgres://postgres@127.0.0.1/test), `IDEM_BENCH_MYSQL`
 //! (mysql://root@127.0.0.1/test). A service that does not answer fails the run.
@@ -13,6 +15,7 @@
 //! A B B A … so machine noise hits every side; the ratio is the median over batch
 //! pairs of A's cost per call over B's. See BENCHMARKS.md for how to read it.
 
+mod burst;
 mod harness;
 mod memory;
 mod redis;
@@ -217,6 +220,7 @@ struct ScenarioResult {
 
 struct Args {
     quick: bool,
+    burst: bool,
     out: String,
     only: Option<String>,
     worker: Option<String>,
@@ -229,6 +233,7 @@ struct Args {
 fn parse_args() -> anyhow::Result<Args> {
     let mut a = Args {
         quick: false,
+        burst: false,
         out: "target/bench/overhead.json".into(),
         only: None,
         worker: None,
@@ -244,6 +249,7 @@ fn parse_args() -> anyhow::Result<Args> {
         };
         match x.as_str() {
             "--quick" => a.quick = true,
+            "--burst" => a.burst = true,
             "--out" => a.out = val()?,
             "--only" => a.only = Some(val()?),
             "--worker" => a.worker = Some(val()?),
@@ -253,7 +259,7 @@ fn parse_args() -> anyhow::Result<Args> {
             // cargo bench passes `--bench` to harness-less targets.
             "--bench" => {}
             other => anyhow::bail!(
-                "unknown argument `{other}`; expected --quick, --out FILE, --only TEXT, --side N"
+                "unknown argument `{other}`; expected --quick, --burst, --out FILE, --only TEXT, --side N"
             ),
         }
     }
@@ -294,6 +300,9 @@ fn main() -> anyhow::Result<()> {
     };
     if let Some(id) = &args.worker {
         return rt.block_on(worker(&env, id, plan));
+    }
+    if args.burst {
+        return rt.block_on(burst::main(&env, args.quick));
     }
     rt.block_on(run(&env, &args, plan))
 }

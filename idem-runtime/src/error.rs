@@ -90,6 +90,22 @@ pub enum Error {
         #[source]
         source: Option<crate::store::BoxError>,
     },
+    /// The store answers, but a burst of operations filled its queue (see
+    /// `store::SendQueue`) and this call got no turn to send its operation within
+    /// its budget (what was left of its `wait`; the operation timeout for a
+    /// caller that does not wait). Nothing was sent
+    /// and the body did not run; not an outage, so the circuit breaker is
+    /// untouched and `degrade` does not apply. Retry later (an HTTP service
+    /// would answer 503 with `Retry-After`).
+    #[error("idempotency store `{store}` is overloaded for `{key}`: {reason}")]
+    Overloaded {
+        /// The rendered key.
+        key: String,
+        /// The store's name.
+        store: &'static str,
+        /// How long the call queued, and the queue's state then.
+        reason: String,
+    },
     /// The store cannot hold this key as rendered: longer than a SQL record's key
     /// column (`store::sql::MAX_KEY_BYTES`, 768 bytes), or a NUL byte on
     /// PostgreSQL. The caller's input, not an outage: nothing was sent, the body
@@ -172,6 +188,7 @@ impl Error {
             | Error::TokenInvalid { key }
             | Error::LockBusy { key }
             | Error::StoreUnavailable { key, .. }
+            | Error::Overloaded { key, .. }
             | Error::InvalidKey { key, .. }
             | Error::Codec { key, .. }
             | Error::Database { key, .. }
@@ -186,6 +203,7 @@ impl Error {
             self,
             Error::InProgress { .. }
                 | Error::StoreUnavailable { .. }
+                | Error::Overloaded { .. }
                 | Error::LockBusy { .. }
                 | Error::TxConflict { .. }
         )

@@ -269,6 +269,11 @@ impl Idem {
                 key: key.to_owned(),
                 reason: r.into_parts().0,
             },
+            StoreError::Overloaded(r) => Error::Overloaded {
+                key: key.to_owned(),
+                store: self.inner.exec.store.name(),
+                reason: r.into_parts().0,
+            },
             StoreError::Unavailable(r) | StoreError::Config(r) => {
                 let (reason, source) = r.into_parts();
                 Error::StoreUnavailable {

@@ -168,77 +168,55 @@ pub async fn concurrent_wait_runs_once(store: Arc<dyn Store>) {
     assert_eq!(stats.count("waited") + stats.count("replayed"), 49);
 }
 
+/// The operation timeout of the burst tests: the server's answer only, which
+/// stays far below it on this machine even at load 15 (answers under 500 ms
+/// measured during the `IDEM_STRESS=1` runs, with rare stalls of the whole
+/// machine near 1 s), while a 10,000-caller burst takes 3–6 s to drain: the
+/// queueing that used to count against this timeout (issue 20) is longer than it.
+pub const BURST_OP_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// `keys` × 50 callers start at once: one body per key, every caller gets its
 /// key's value, waiters are observed.
 ///
-/// The burst puts `keys` × 50 claims in flight on one connection at once, and on
-/// a loaded machine the last replies queue for a long time (issue 18: 1000 claims
-/// took up to 1.2 s at load 11 on the test cluster, 58 ms idle). This test is
-/// about concurrency, not timeouts, so its budgets come from its lease:
-/// - the operation budget is the largest the lease allows (a third of it, so
-///   renewal keeps up): `complete` retries for all of it, so a slow store takes
-///   the result late rather than losing it. (With the 800 ms budget of the outage
-///   tests, at load 17 `complete`s failed, the claims lapsed and waiters ran the
-///   body again: rules 7 and 8 protect a result the store never took only for
-///   the lease.)
-/// - a claim may still fail closed (`StoreUnavailable`, rule 7, no body run)
-///   before that budget: it gives up after three attempts that failed fast (a
-///   dropped connection). The caller then does what a service would: it tries
-///   again once the breaker lets calls through, within its wait.
+/// The burst puts `keys` × 50 claims on the store at once (10,000 under
+/// `IDEM_STRESS=1`). On a store with a send queue (Redis, the SQL stores) they
+/// wait for a turn in the client, bounded by their `wait` (60 s), and the
+/// operation timeout measures only the server's answer (issue 20): a healthy
+/// store under a burst is never reported unavailable, so every caller is
+/// served on its first call. (Before, the queueing counted against the
+/// timeout: at 200 keys the claims failed closed with "no answer within
+/// 800ms" and opened the breaker for everyone; the test then retried them.)
 pub async fn many_keys_concurrent(store: Arc<dyn Store>, keys: usize) {
-    let lease = Duration::from_secs(30);
-    let wait = Duration::from_secs(60);
-    let cooldown = Duration::from_secs(2);
     let idem = idem::Idem::builder()
         .shared_store(store)
         .namespace(crate::support::unique_ns("mk"))
-        .op_timeout(lease / 3)
-        .circuit_breaker(5, cooldown)
+        .op_timeout(BURST_OP_TIMEOUT)
         .build()
         .expect("valid handle");
     let per_key = 50;
     let runs: Vec<Counter> = (0..keys).map(|_| Counter::default()).collect();
-    let fail_closed = Counter::default();
     let barrier = Arc::new(Barrier::new(keys * per_key));
     let mut tasks = tokio::task::JoinSet::new();
     for (k, counter) in runs.iter().enumerate() {
         for _ in 0..per_key {
-            let (idem, counter, barrier, fail_closed) = (
-                idem.clone(),
-                counter.clone(),
-                barrier.clone(),
-                fail_closed.clone(),
-            );
+            let (idem, counter, barrier) = (idem.clone(), counter.clone(), barrier.clone());
             tasks.spawn(async move {
                 barrier.wait().await;
-                let give_up = std::time::Instant::now() + wait;
-                loop {
-                    let counter = counter.clone();
-                    let r = idem
-                        .guard("many", &[&k])
-                        .lease(lease)
-                        .wait(wait)
-                        .run(|_| async move {
-                            counter.hit();
-                            tokio::time::sleep(Duration::from_millis(200)).await;
-                            Res::Ok(k)
-                        })
-                        .await;
-                    match r {
-                        Err(AppError::Idem(Error::StoreUnavailable { .. }))
-                            if std::time::Instant::now() < give_up =>
-                        {
-                            fail_closed.hit();
-                            tokio::time::sleep(cooldown).await;
-                        }
-                        r => return r.map(|o| (k, o.into_inner())),
-                    }
-                }
+                idem.guard("many", &[&k])
+                    .lease(Duration::from_secs(30))
+                    .wait(Duration::from_secs(60))
+                    .run(|_| async move {
+                        counter.hit();
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        Res::Ok(k)
+                    })
+                    .await
+                    .map(|o| (k, o.into_inner()))
             });
         }
     }
     for r in tasks.join_all().await {
-        let (k, v) = r.unwrap();
+        let (k, v) = r.expect("every caller is served on its first call");
         assert_eq!(k, v, "each caller gets its own key's value");
     }
     for (k, c) in runs.iter().enumerate() {
@@ -247,10 +225,6 @@ pub async fn many_keys_concurrent(store: Arc<dyn Store>, keys: usize) {
     let stats = idem.stats();
     assert_eq!(stats.count("executed") as usize, keys);
     assert!(stats.count("waited") > 0, "waiters were observed");
-    println!(
-        "many_keys_concurrent: {} claims failed closed and were tried again",
-        fail_closed.get()
-    );
 }
 
 pub async fn concurrent_reject(store: Arc<dyn Store>) {

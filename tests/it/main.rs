@@ -3,6 +3,8 @@
 
 mod support;
 
+#[cfg(all(feature = "redis", feature = "sqlite"))]
+mod burst;
 mod conformance;
 mod conformance_limits;
 mod guard_safety;

@@ -13,7 +13,7 @@ use crate::support::{AppError, handle};
 
 /// Keeps every counter and histogram by name and sorted labels.
 #[derive(Default)]
-struct Captured {
+pub(crate) struct Captured {
     counters: Mutex<BTreeMap<String, Arc<AtomicU64>>>,
     histograms: Mutex<BTreeMap<String, Arc<Samples>>>,
 }
@@ -66,14 +66,14 @@ impl Recorder for Captured {
 }
 
 impl Captured {
-    fn counter(&self, rendered: &str) -> u64 {
+    pub(crate) fn counter(&self, rendered: &str) -> u64 {
         self.counters
             .lock()
             .unwrap()
             .get(rendered)
             .map_or(0, |c| c.load(Ordering::SeqCst))
     }
-    fn samples(&self, rendered: &str) -> usize {
+    pub(crate) fn samples(&self, rendered: &str) -> usize {
         self.histograms
             .lock()
             .unwrap()

@@ -549,6 +549,9 @@ impl idem::Store for FixtureStore {
     fn tokens(&self) -> Option<&dyn idem::store::token::TokenStore> {
         self.0.store.tokens()
     }
+    fn send_queue(&self) -> Option<&idem::store::SendQueue> {
+        self.0.store.send_queue()
+    }
 }
 
 /// A fresh store on `dialect` for the shared conformance suite.

@@ -232,6 +232,17 @@ impl Waiter {
         self.started.elapsed()
     }
 
+    /// How long the next attempt may wait for a turn in the store's send queue
+    /// under a burst: what is left of this caller's wait, or, for a caller that
+    /// does not wait (`reject`, or its wait is spent), the operation budget it
+    /// always had.
+    pub(crate) fn queue(&self, op_budget: Duration) -> Duration {
+        match self.budget.saturating_sub(self.elapsed()) {
+            Duration::ZERO => op_budget,
+            left => left,
+        }
+    }
+
     /// True once the caller has waited at least once.
     pub(crate) fn waited(&self) -> bool {
         self.waited

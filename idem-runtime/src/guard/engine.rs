@@ -97,10 +97,13 @@ impl Call<'_> {
                 fingerprint: fp,
                 lease: self.policy.lease,
             };
-            let sent = waiter.attempt();
+            let mut sent = waiter.attempt();
             // Set when the claim is handed to the store (the breaker let it through).
             let mut handed = false;
-            let claim = exec.op_in(Op::Claim, key, budget, || {
+            // Under a burst the claim may queue in the client for what is left
+            // of the caller's wait (issue 20); `sent` then moves to its turn.
+            let queue = waiter.queue(budget);
+            let claim = exec.op_queued(Op::Claim, key, budget, queue, &mut sent, || {
                 handed = true;
                 exec.store.claim(req)
             });

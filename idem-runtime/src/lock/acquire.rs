@@ -88,9 +88,10 @@ impl Acquire<'_> {
                 fingerprint: Fingerprint::NONE,
                 lease,
             };
-            let sent = waiter.attempt();
+            let mut sent = waiter.attempt();
             let mut handed = false;
-            let claim = exec.op_in(Op::Claim, key, budget, || {
+            let queue = waiter.queue(budget);
+            let claim = exec.op_queued(Op::Claim, key, budget, queue, &mut sent, || {
                 handed = true;
                 exec.store.claim(req)
             });

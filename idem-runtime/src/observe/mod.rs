@@ -14,6 +14,8 @@
 //! | `idem_store_seconds` | histogram | `store`, `op` |
 //! | `idem_store_errors_total` | counter | `store`, `op` |
 //! | `idem_backstop_hits_total` | counter | `technique`, `scope`, `path` |
+//! | `idem_store_queue_seconds` | histogram: waits for a turn in a store's send queue (bursts) | `store`, `op` |
+//! | `idem_store_overloaded_total` | counter: operations with no turn within the caller's budget | `store`, `op` |
 //!
 //! - `technique`: `idempotent`, `state_machine`, `lock`, `token`, `consume`, `http`,
 //!   `state_cas`, `tx_guard`, `optimistic`, `pessimistic`, `insert_once`.
@@ -42,7 +44,8 @@
 //! - [`labels`]: the typed label values;
 //! - `instrument`: the span + counters wrapper;
 //! - `recorder`: per-handle counters and `idem_calls_total` with cached keys;
-//! - `store_ops`: `idem_store_seconds` / `idem_store_errors_total` with cached keys;
+//! - `store_ops`: `idem_store_seconds` / `idem_store_errors_total` and the send
+//!   queue's `idem_store_queue_seconds` / `idem_store_overloaded_total`, with cached keys;
 //! - `report`: [`reported`], how one call went, for its caller (`CallReport`);
 //! - `stats`: [`Stats`] and [`TopKey`], the in-process snapshot;
 //! - `topk`: the Space-Saving summary;

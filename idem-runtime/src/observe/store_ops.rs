@@ -1,6 +1,10 @@
 //! Store operation timing: `idem_store_seconds{store,op}` and
 //! `idem_store_errors_total{store,op}`, recorded by the op wrapper around every
-//! store call (stores themselves know no metrics).
+//! store call (stores themselves know no metrics); and the backpressure of a
+//! store's send queue under a burst: `idem_store_queue_seconds{store,op}`, the
+//! wait of each operation that found no free turn, and
+//! `idem_store_overloaded_total{store,op}`, operations that got none within
+//! their caller's budget (`Error::Overloaded`).
 
 use super::METADATA;
 use super::labels::Op;
@@ -15,6 +19,10 @@ pub(crate) struct StoreOpKeys {
     seconds: Vec<metrics::Key>,
     /// `idem_store_errors_total` keys, indexed by [`Op::index`].
     errors: Vec<metrics::Key>,
+    /// `idem_store_queue_seconds` keys, indexed by [`Op::index`].
+    queue: Vec<metrics::Key>,
+    /// `idem_store_overloaded_total` keys, indexed by [`Op::index`].
+    overloaded: Vec<metrics::Key>,
 }
 
 fn key(name: &'static str, store: &'static str, op: Op) -> metrics::Key {
@@ -27,15 +35,12 @@ fn key(name: &'static str, store: &'static str, op: Op) -> metrics::Key {
 
 impl StoreOpKeys {
     pub(crate) fn new(store: &'static str) -> Self {
+        let keys = |name| Op::ALL.iter().map(|&op| key(name, store, op)).collect();
         StoreOpKeys {
-            seconds: Op::ALL
-                .iter()
-                .map(|&op| key("idem_store_seconds", store, op))
-                .collect(),
-            errors: Op::ALL
-                .iter()
-                .map(|&op| key("idem_store_errors_total", store, op))
-                .collect(),
+            seconds: keys("idem_store_seconds"),
+            errors: keys("idem_store_errors_total"),
+            queue: keys("idem_store_queue_seconds"),
+            overloaded: keys("idem_store_overloaded_total"),
         }
     }
 
@@ -48,6 +53,22 @@ impl StoreOpKeys {
             if !ok {
                 r.register_counter(&self.errors[i], &METADATA).increment(1);
             }
+        });
+    }
+
+    /// An operation waited `secs` for a turn in the store's send queue.
+    pub(crate) fn queued(&self, op: Op, secs: f64) {
+        metrics::with_recorder(|r| {
+            r.register_histogram(&self.queue[op.index()], &METADATA)
+                .record(secs);
+        });
+    }
+
+    /// An operation got no turn within its caller's budget.
+    pub(crate) fn overloaded(&self, op: Op) {
+        metrics::with_recorder(|r| {
+            r.register_counter(&self.overloaded[op.index()], &METADATA)
+                .increment(1);
         });
     }
 }

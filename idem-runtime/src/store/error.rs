@@ -140,6 +140,10 @@ pub enum StoreError {
     /// column, a byte its text type cannot hold): the caller's input, which no
     /// retry fixes. Nothing was sent; never counted by the circuit breaker.
     Input(Reason),
+    /// The store answers, but this operation got no turn to be sent within the
+    /// caller's budget (a burst filled the store's [`SendQueue`](super::SendQueue)).
+    /// Nothing was sent. Not an outage: never counted by the circuit breaker.
+    Overloaded(Reason),
 }
 
 impl StoreError {
@@ -163,6 +167,11 @@ impl StoreError {
         StoreError::Input(Reason::new(text))
     }
 
+    /// [`StoreError::Overloaded`] with this text.
+    pub fn overloaded(text: impl Into<String>) -> Self {
+        StoreError::Overloaded(Reason::new(text))
+    }
+
     /// Keeps `e` (the driver's error) as this error's `source()`.
     pub fn with_source(self, e: impl StdError + Send + Sync + 'static) -> Self {
         match self {
@@ -170,6 +179,7 @@ impl StoreError {
             StoreError::Codec(r) => StoreError::Codec(r.with_source(e)),
             StoreError::Config(r) => StoreError::Config(r.with_source(e)),
             StoreError::Input(r) => StoreError::Input(r.with_source(e)),
+            StoreError::Overloaded(r) => StoreError::Overloaded(r.with_source(e)),
         }
     }
 
@@ -179,7 +189,8 @@ impl StoreError {
             StoreError::Unavailable(r)
             | StoreError::Codec(r)
             | StoreError::Config(r)
-            | StoreError::Input(r) => r,
+            | StoreError::Input(r)
+            | StoreError::Overloaded(r) => r,
         }
     }
 }
@@ -191,6 +202,7 @@ impl fmt::Display for StoreError {
             StoreError::Codec(r) => write!(f, "unreadable record: {r}"),
             StoreError::Config(r) => write!(f, "configuration: {r}"),
             StoreError::Input(r) => write!(f, "invalid input: {r}"),
+            StoreError::Overloaded(r) => write!(f, "overloaded: {r}"),
         }
     }
 }

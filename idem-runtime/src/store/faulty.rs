@@ -325,4 +325,9 @@ impl<S: Store> Store for FaultyStore<S> {
     fn states(&self) -> Option<&dyn super::state::StateStore> {
         self.inner.states()
     }
+
+    /// The inner store's queue: its connections are the ones in use.
+    fn send_queue(&self) -> Option<&super::SendQueue> {
+        self.inner.send_queue()
+    }
 }

@@ -21,11 +21,13 @@ use crate::outcome::Fence;
 
 pub use catalog::{ConstraintCatalog, ConstraintDef};
 pub use error::{BoxError, Reason, StoreError};
+pub use queue::SendQueue;
 
 pub mod catalog;
 mod error;
 pub mod faulty;
 pub mod memory;
+pub(crate) mod queue;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "sql")]
@@ -222,6 +224,15 @@ pub trait Store: Send + Sync + 'static {
     fn states(&self) -> Option<&dyn state::StateStore> {
         None
     }
+
+    /// The queue that bounds this store's operations in flight, if it has one
+    /// (Redis, Redis Cluster, the SQL stores): the execution layer takes a turn
+    /// from it before an operation's timer starts, so time spent queueing in the
+    /// client under a burst is bounded by the caller's budget and never reported
+    /// as an outage (see [`SendQueue`]). `None` (the default): no limit.
+    fn send_queue(&self) -> Option<&SendQueue> {
+        None
+    }
 }
 
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
@@ -275,6 +286,9 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     }
     fn states(&self) -> Option<&dyn state::StateStore> {
         (**self).states()
+    }
+    fn send_queue(&self) -> Option<&SendQueue> {
+        (**self).send_queue()
     }
 }
 

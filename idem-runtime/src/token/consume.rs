@@ -114,9 +114,12 @@ impl Consumption<'_> {
             .max(Duration::from_millis(1));
         let mut waiter = Waiter::new(self.wait);
         let held = loop {
-            let sent = waiter.attempt();
+            let mut sent = waiter.attempt();
+            let queue = waiter.queue(budget);
             match exec
-                .op_in(Op::TokenTake, k, budget, || tokens.take(k, owner, lease))
+                .op_queued(Op::TokenTake, k, budget, queue, &mut sent, || {
+                    tokens.take(k, owner, lease)
+                })
                 .await
             {
                 Ok(TokenTake::Taken { fence }) => {

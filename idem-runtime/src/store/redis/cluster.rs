@@ -13,6 +13,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 
 use super::codec::KeyLayout;
+use super::conn::{Conns, PoolSize};
 use super::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, scripts};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
@@ -22,7 +23,7 @@ use crate::store::{
 /// what a failover can lose.
 #[derive(Clone)]
 pub struct RedisClusterStore {
-    con: ClusterConnection,
+    conns: Conns<ClusterConnection>,
     layout: KeyLayout,
 }
 
@@ -43,6 +44,7 @@ pub struct RedisClusterStoreBuilder {
     connect_timeout: Duration,
     response_timeout: Duration,
     retries: u32,
+    pool: PoolSize,
 }
 
 impl RedisClusterStoreBuilder {
@@ -73,11 +75,28 @@ impl RedisClusterStoreBuilder {
         self
     }
 
+    /// Cluster connections the store spreads its commands over (default
+    /// [`DEFAULT_CONNECTIONS`](super::DEFAULT_CONNECTIONS), 1); each reaches every
+    /// master over one multiplexed connection per node.
+    pub fn connections(mut self, n: usize) -> Self {
+        self.pool.connections = n;
+        self
+    }
+
+    /// Commands in flight on one cluster connection before further operations
+    /// wait for a turn (default [`DEFAULT_IN_FLIGHT`](super::DEFAULT_IN_FLIGHT),
+    /// 128); see [Bursts](super#bursts).
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.pool.in_flight = n;
+        self
+    }
+
     /// Connects to the cluster (any reachable seed node) and loads the scripts on
     /// every node. `StoreError::Config` for malformed URLs, `Unavailable` when no
     /// node answers.
     pub async fn connect(self) -> Result<RedisClusterStore, StoreError> {
         let layout = KeyLayout::new(&self.prefix)?;
+        self.pool.check()?;
         if self.nodes.is_empty() {
             return Err(StoreError::Config("no redis cluster nodes given".into()));
         }
@@ -93,17 +112,26 @@ impl RedisClusterStoreBuilder {
         // on every node; not derived from the (deliberately long) response timeout.
         let budget = self.connect_timeout * (super::CONNECT_BUDGET_FACTOR + 1);
         let connect = async {
-            let mut con = client
-                .get_async_connection()
-                .await
-                .map_err(scripts::map_err)?;
-            scripts::preload(&mut con).await?;
-            Ok::<_, StoreError>(con)
+            let mut all = Vec::with_capacity(self.pool.connections);
+            for _ in 0..self.pool.connections {
+                let mut con = client
+                    .get_async_connection()
+                    .await
+                    .map_err(scripts::map_err)?;
+                if all.is_empty() {
+                    scripts::preload(&mut con).await?;
+                }
+                all.push(con);
+            }
+            Ok::<_, StoreError>(all)
         };
-        let con = tokio::time::timeout(budget, connect).await.map_err(|_| {
+        let all = tokio::time::timeout(budget, connect).await.map_err(|_| {
             StoreError::unavailable(format!("redis cluster: no answer within {budget:?}"))
         })??;
-        Ok(RedisClusterStore { con, layout })
+        Ok(RedisClusterStore {
+            conns: Conns::new(all, self.pool.in_flight),
+            layout,
+        })
     }
 }
 
@@ -118,6 +146,7 @@ impl RedisClusterStore {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             retries: 3,
+            pool: PoolSize::default(),
         }
     }
 
@@ -133,9 +162,10 @@ impl RedisClusterStore {
         self.layout.record_key(key)
     }
 
-    /// The underlying cluster connection, for commands of your own.
+    /// One of the store's cluster connections (the next in turn), for commands
+    /// of your own. They do not take turns in the store's send queue.
     pub fn connection(&self) -> ClusterConnection {
-        self.con.clone()
+        self.conns.get()
     }
 }
 
@@ -157,9 +187,13 @@ impl Store for RedisClusterStore {
         Some(self)
     }
 
+    fn send_queue(&self) -> Option<&crate::store::SendQueue> {
+        Some(self.conns.queue())
+    }
+
     /// Reads `maxmemory-policy` on every master.
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
-        let mut con = self.con.clone();
+        let mut con = self.conns.get();
         Box::pin(async move {
             let mut cmd = redis::cmd("CONFIG");
             cmd.arg("GET").arg("maxmemory-policy");

@@ -68,31 +68,52 @@
 //! server answers. A later caller takes over a key whose release never landed
 //! once its lease lapses, with a larger fence.
 //!
+//! # Bursts
+//! A flash sale sends thousands of calls at once, most of them duplicates. The
+//! store spreads its commands over a few multiplexed connections
+//! ([`RedisStoreBuilder::connections`], default 1) and lets at most
+//! [`max_in_flight`](RedisStoreBuilder::max_in_flight) commands (default 128)
+//! be in flight on each; further operations wait for a turn in the store's
+//! [`SendQueue`](crate::store::SendQueue), in arrival order. That wait is the
+//! client's own backlog, not the server's health: a claim may queue for what is
+//! left of its caller's `wait`, the operation timeout starts only once its
+//! command is sent, and a caller that gets no turn in time fails with
+//! `Error::Overloaded` (never counted by the circuit breaker). A queue that
+//! stops moving (no answer to anyone for two operation budgets) is still an
+//! outage. Operations on a claim already held (complete, release, renew) skip
+//! the queue, so admitted work always finishes. The wait is measured as
+//! `idem_store_queue_seconds{store,op}`, give-ups as
+//! `idem_store_overloaded_total{store,op}`.
+//!
 //! Requires Redis 5 or newer (scripts that read `TIME` and then write need
 //! effect replication, the default since Redis 5).
 
+mod builder;
 mod cluster;
 mod codec;
+mod conn;
 mod scripts;
 mod state_scripts;
 mod token_scripts;
 
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 
 use self::codec::KeyLayout;
+use self::conn::{Conns, PoolSize};
 use super::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
 
-/// The record operations both Redis stores share: each clones the multiplexed
-/// connection (cheap) and runs one script or command on one key. Expanded inside
+/// The record operations both Redis stores share: each takes the next
+/// multiplexed connection of the pool (a cheap clone) and runs one script or
+/// command on one key. Expanded inside
 /// each `impl Store`, since the two connection types differ.
 macro_rules! record_ops {
     () => {
         fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
-            let mut con = self.con.clone();
+            let mut con = self.conns.get();
             Box::pin(async move { scripts::claim(&mut con, &self.layout, req).await })
         }
 
@@ -103,7 +124,7 @@ macro_rules! record_ops {
             payload: &'a [u8],
             ttl: Duration,
         ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-            let mut con = self.con.clone();
+            let mut con = self.conns.get();
             Box::pin(async move {
                 scripts::complete(&mut con, &self.layout, key, owner, payload, ttl).await
             })
@@ -114,7 +135,7 @@ macro_rules! record_ops {
             key: &'a str,
             owner: Owner,
         ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-            let mut con = self.con.clone();
+            let mut con = self.conns.get();
             Box::pin(async move { scripts::release(&mut con, &self.layout, key, owner).await })
         }
 
@@ -124,7 +145,7 @@ macro_rules! record_ops {
             owner: Owner,
             lease: Duration,
         ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-            let mut con = self.con.clone();
+            let mut con = self.conns.get();
             Box::pin(async move { scripts::renew(&mut con, &self.layout, key, owner, lease).await })
         }
 
@@ -132,12 +153,12 @@ macro_rules! record_ops {
             &'a self,
             key: &'a str,
         ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
-            let mut con = self.con.clone();
+            let mut con = self.conns.get();
             Box::pin(async move { scripts::inspect(&mut con, &self.layout, key).await })
         }
 
         fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-            let mut con = self.con.clone();
+            let mut con = self.conns.get();
             Box::pin(async move { scripts::forget(&mut con, &self.layout, key).await })
         }
 
@@ -152,7 +173,9 @@ pub(crate) use record_ops;
 /// The redis-rs crate this store is built on, for commands of your own on
 /// [`RedisStore::connection`] and [`RedisClusterStore::connection`].
 pub use ::redis;
+pub use builder::RedisStoreBuilder;
 pub use cluster::{RedisClusterStore, RedisClusterStoreBuilder};
+pub use conn::{DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT};
 
 /// The Lua sources of the claim and complete scripts, so the overhead benchmark
 /// can send the very same scripts by hand. Not part of the API.
@@ -191,7 +214,7 @@ const CONNECT_BUDGET_FACTOR: u32 = 4;
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    con: ConnectionManager,
+    conns: Conns<ConnectionManager>,
     layout: KeyLayout,
 }
 
@@ -199,99 +222,9 @@ impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStore")
             .field("layout", &self.layout)
+            .field("connections", &self.conns.len())
+            .field("in_flight_limit", &self.conns.queue().limit())
             .finish_non_exhaustive()
-    }
-}
-
-/// Configures a [`RedisStore`].
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct RedisStoreBuilder {
-    url: String,
-    prefix: String,
-    connect_timeout: Duration,
-    response_timeout: Duration,
-    reconnect_retries: usize,
-}
-
-impl RedisStoreBuilder {
-    /// Text put in front of every record key (before the `{...}` hash tag), for
-    /// sharing a Redis with other applications. No braces.
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// Time allowed to open a connection (default 1 s).
-    pub fn connect_timeout(mut self, t: Duration) -> Self {
-        self.connect_timeout = t;
-        self
-    }
-
-    /// Time allowed for one response (default 10 s). The guard's operation
-    /// budget is the deadline that matters (see [Timeouts](self#timeouts)); keep
-    /// this at least as long as the longest budget your calls get, or a slow but
-    /// healthy server fails attempts the guard would have waited for.
-    pub fn response_timeout(mut self, t: Duration) -> Self {
-        self.response_timeout = t;
-        self
-    }
-
-    /// Connection attempts per reconnection before the pending commands fail
-    /// (default 2; later commands start a new reconnection).
-    pub fn reconnect_retries(mut self, n: usize) -> Self {
-        self.reconnect_retries = n;
-        self
-    }
-
-    /// Builds the store without contacting the server: the connection opens on the
-    /// first command, so an application can start while Redis is down (its calls fail
-    /// closed, or degrade, until it is back). A malformed URL or prefix is an error
-    /// here. Must be called inside a Tokio runtime.
-    pub fn build_lazy(self) -> Result<RedisStore, StoreError> {
-        let layout = KeyLayout::new(&self.prefix)?;
-        let client = redis::Client::open(self.url.as_str())
-            // No source: the parse error may echo the URL, password included.
-            .map_err(|e| StoreError::config(format!("redis url `{}`: {e}", redact(&self.url))))?;
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Err(StoreError::Config(
-                "RedisStore must be built inside a Tokio runtime".into(),
-            ));
-        }
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(Some(self.response_timeout))
-            .set_number_of_retries(self.reconnect_retries)
-            .set_min_delay(Duration::from_millis(20))
-            .set_max_delay(self.connect_timeout);
-        let con = ConnectionManager::new_lazy_with_config(client, config)
-            .map_err(|e| StoreError::config(e.to_string()).with_source(e))?;
-        Ok(RedisStore { con, layout })
-    }
-
-    /// Builds the store, connects, and loads the scripts. Fails with
-    /// `StoreError::Config` for a malformed URL and `StoreError::Unavailable` when the
-    /// server cannot be reached.
-    pub async fn connect(self) -> Result<RedisStore, StoreError> {
-        // Not derived from the response timeout: that one is long on purpose, and
-        // a server that cannot be reached should fail the application's start fast.
-        let budget = self.connect_timeout * CONNECT_BUDGET_FACTOR;
-        let store = self.build_lazy()?;
-        let mut con = store.con.clone();
-        tokio::time::timeout(budget, scripts::preload(&mut con))
-            .await
-            .map_err(|_| {
-                StoreError::unavailable(format!("redis: no answer within {budget:?}"))
-            })??;
-        Ok(store)
-    }
-}
-
-/// Hides a password in a URL for error messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}://***{}", &url[..s], &url[at..]),
-        _ => url.to_owned(),
     }
 }
 
@@ -310,6 +243,7 @@ impl RedisStore {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             reconnect_retries: 2,
+            pool: PoolSize::default(),
         }
     }
 
@@ -318,9 +252,10 @@ impl RedisStore {
         self.layout.record_key(key)
     }
 
-    /// The underlying connection, for commands of your own.
+    /// One of the store's connections (the next in turn), for commands of your
+    /// own. They do not take turns in the store's send queue.
     pub fn connection(&self) -> ConnectionManager {
-        self.con.clone()
+        self.conns.get()
     }
 }
 
@@ -342,8 +277,12 @@ impl Store for RedisStore {
         Some(self)
     }
 
+    fn send_queue(&self) -> Option<&crate::store::SendQueue> {
+        Some(self.conns.queue())
+    }
+
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
-        let mut con = self.con.clone();
+        let mut con = self.conns.get();
         Box::pin(async move {
             let info: String = redis::cmd("INFO")
                 .arg("server")

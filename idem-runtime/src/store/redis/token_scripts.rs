@@ -210,7 +210,7 @@ macro_rules! token_store {
                 key: &'a str,
                 ttl: std::time::Duration,
             ) -> crate::store::BoxFuture<'a, Result<(), crate::store::StoreError>> {
-                let mut con = self.con.clone();
+                let mut con = self.conns.get();
                 Box::pin(async move {
                     crate::store::redis::token_scripts::issue(&mut con, &self.layout, key, ttl)
                         .await
@@ -225,7 +225,7 @@ macro_rules! token_store {
                 'a,
                 Result<crate::store::token::TokenTake, crate::store::StoreError>,
             > {
-                let mut con = self.con.clone();
+                let mut con = self.conns.get();
                 Box::pin(async move {
                     crate::store::redis::token_scripts::take(
                         &mut con,
@@ -244,7 +244,7 @@ macro_rules! token_store {
                 lease: std::time::Duration,
             ) -> crate::store::BoxFuture<'a, Result<crate::store::Owned, crate::store::StoreError>>
             {
-                let mut con = self.con.clone();
+                let mut con = self.conns.get();
                 Box::pin(async move {
                     crate::store::redis::token_scripts::renew(
                         &mut con,
@@ -262,7 +262,7 @@ macro_rules! token_store {
                 owner: crate::store::Owner,
             ) -> crate::store::BoxFuture<'a, Result<crate::store::Owned, crate::store::StoreError>>
             {
-                let mut con = self.con.clone();
+                let mut con = self.conns.get();
                 Box::pin(async move {
                     crate::store::redis::token_scripts::finish(
                         &mut con,
@@ -280,7 +280,7 @@ macro_rules! token_store {
                 owner: crate::store::Owner,
             ) -> crate::store::BoxFuture<'a, Result<crate::store::Owned, crate::store::StoreError>>
             {
-                let mut con = self.con.clone();
+                let mut con = self.conns.get();
                 Box::pin(async move {
                     crate::store::redis::token_scripts::finish(
                         &mut con,

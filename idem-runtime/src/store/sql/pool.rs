@@ -30,6 +30,30 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// The most connections the pool opens.
+    pub(crate) fn max_connections(&self) -> u32 {
+        match self {
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(p) => p.options().get_max_connections(),
+            #[cfg(feature = "mysql")]
+            Pool::MySql(p) => p.options().get_max_connections(),
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(l) => l.pool.options().get_max_connections(),
+        }
+    }
+}
+
+/// Operations in flight per pool connection before further ones wait for a turn
+/// in the store's [`SendQueue`](crate::store::SendQueue): two, so the next
+/// statement is already waiting for a connection when one comes back, while the
+/// pool's own acquire queue stays about one statement long. A burst then waits
+/// in idem's queue, bounded by each caller's own budget, instead of in the
+/// pool's acquire, bounded by its `acquire_timeout` and reported as
+/// `PoolTimedOut`, which cannot tell a busy pool from a database that cannot
+/// be reached (issue 20).
+pub(crate) const IN_FLIGHT_PER_CONNECTION: usize = 2;
+
 /// A SQLite pool and the lock that makes this process's writers take turns.
 ///
 /// SQLite has one writer at a time; a connection that finds the write lock taken

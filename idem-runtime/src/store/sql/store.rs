@@ -11,7 +11,7 @@ use super::errors::{map_err, missing};
 use super::key::check_key;
 use super::local::{KeyLocks, LocalClaims};
 use super::names::TableNames;
-use super::pool::Pool;
+use super::pool::{IN_FLIGHT_PER_CONNECTION, Pool};
 use super::row::RawRow;
 use super::token_sql::TokenStatements;
 use super::{PURGE_BUDGET, purge_loop};
@@ -70,13 +70,17 @@ pub struct SqlStore {
     pub(crate) dialect: Dialect,
     locks: std::sync::Arc<KeyLocks>,
     local: std::sync::Arc<LocalClaims>,
+    /// Bounds the operations in flight to the pool's size (see `pool.rs`).
+    queue: std::sync::Arc<crate::store::SendQueue>,
     pub(crate) sent: Sent,
 }
 
 impl SqlStore {
     pub(crate) fn from_pool(pool: Pool, names: TableNames) -> Self {
         let dialect = pool.dialect();
+        let limit = (pool.max_connections() as usize).saturating_mul(IN_FLIGHT_PER_CONNECTION);
         SqlStore {
+            queue: std::sync::Arc::new(crate::store::SendQueue::new(limit)),
             sql: Statements::new(dialect, &names),
             tok: TokenStatements::new(dialect, &names),
             pool,
@@ -262,6 +266,10 @@ impl Store for SqlStore {
                 }
             }
         })
+    }
+
+    fn send_queue(&self) -> Option<&crate::store::SendQueue> {
+        Some(&self.queue)
     }
 
     /// One table of the same database (see `token.rs`).
