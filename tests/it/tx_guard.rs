@@ -120,6 +120,15 @@ async fn concurrent_duplicates<D: TestDb>() {
     assert_eq!(waited + replayed, 49);
     assert_eq!(buys(&db, "r-1").await, 1);
     assert_eq!(records(&db).await, 1);
+    // Counted by the shared observe layer (technique `tx_guard`), top-K included.
+    let stats = idem.stats();
+    assert_eq!(stats.count("executed"), 1);
+    assert_eq!(stats.count("replayed") + stats.count("waited"), 49);
+    assert_eq!(
+        stats.top_keys.first().map(|k| k.count),
+        Some(49),
+        "{stats:?}"
+    );
 }
 per_db!(
     concurrent_duplicates_one_row_one_record,
