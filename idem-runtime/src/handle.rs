@@ -292,6 +292,7 @@ impl Idem {
     }
 
     /// Where the SQL helpers count calls made with this handle.
+    #[cfg(feature = "sql")]
     pub(crate) fn observer(&self) -> crate::observe::Observer<'_> {
         crate::observe::Observer::of(&self.inner.recorder, &self.inner.namespace)
     }

@@ -120,6 +120,15 @@ async fn concurrent_duplicates<D: TestDb>() {
     assert_eq!(waited + replayed, 49);
     assert_eq!(buys(&db, "r-1").await, 1);
     assert_eq!(records(&db).await, 1);
+    // Counted by the shared observe layer (technique `tx_guard`), top-K included.
+    let stats = idem.stats();
+    assert_eq!(stats.count("executed"), 1);
+    assert_eq!(stats.count("replayed") + stats.count("waited"), 49);
+    assert_eq!(
+        stats.top_keys.first().map(|k| k.count),
+        Some(49),
+        "{stats:?}"
+    );
 }
 per_db!(
     concurrent_duplicates_one_row_one_record,
@@ -234,4 +243,92 @@ async fn concrete_call_is_send_and_spawns() {
         out.how()
     });
     assert_eq!(task.await.unwrap(), How::Executed);
+}
+
+/// PostgreSQL under `REPEATABLE READ`: a concurrent duplicate waits on the
+/// key, then its transaction is aborted (40001) as `Error::TxConflict`
+/// instead of replaying in place; the retried transaction replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_repeatable_read_duplicate_aborts_then_replays() {
+    let (db, _place) = <sqlx::PgPool as TestDb>::fixture(&TABLES, 4).await;
+    let idem = Arc::new(handle(db.store()));
+    let runs = Counter::default();
+    let rr = "BEGIN ISOLATION LEVEL REPEATABLE READ";
+    let mut first = db.begin_with(rr).await.unwrap();
+    let out = idem
+        .guard("buy", &[&"r-rr"])
+        .in_tx(&mut first)
+        .run(|_tx, _fence| {
+            runs.hit();
+            Box::pin(async { Ok::<_, AppError>(7_i64) })
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.how(), How::Executed);
+    let second = {
+        let (db, idem, runs) = (db.clone(), Arc::clone(&idem), runs.clone());
+        tokio::spawn(async move {
+            let mut tx = db.begin_with(rr).await.unwrap();
+            // Take the snapshot before the first transaction commits.
+            sqlx::query("SELECT 1").execute(&mut *tx).await.unwrap();
+            idem.guard("buy", &[&"r-rr"])
+                .in_tx(&mut tx)
+                .run(|_tx, _fence| {
+                    runs.hit();
+                    Box::pin(async { Ok::<_, AppError>(2_i64) })
+                })
+                .await
+                .map(|o| o.how())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.commit().await.unwrap();
+    let r = second.await.unwrap();
+    assert!(
+        matches!(r, Err(AppError::Idem(idem::Error::TxConflict { .. }))),
+        "{r:?}"
+    );
+    let (how, _) = buy(&db, &idem, "r-rr", &runs).await;
+    assert_eq!(how, How::Replayed);
+    assert_eq!(runs.get(), 1);
+    eprintln!(
+        "tx_guard postgres REPEATABLE READ: duplicate -> TxConflict (40001), retry -> replayed"
+    );
+}
+
+/// SQLite: a deferred transaction that read before another connection wrote
+/// cannot upgrade to a writer; the guard reports it as `Error::TxConflict`
+/// naming `BEGIN IMMEDIATE`, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_deferred_transaction_is_a_typed_conflict() {
+    let (db, _place) = <sqlx::SqlitePool as TestDb>::fixture(&TABLES, 4).await;
+    let idem = handle(db.store());
+    let mut deferred = sqlx::Pool::begin(&db).await.unwrap();
+    sqlx::query("SELECT COUNT(*) FROM t_buy")
+        .execute(&mut *deferred)
+        .await
+        .unwrap();
+    let mut other = TestDb::begin(&db).await;
+    let args = [V::S("w".into()), V::I(1)];
+    <sqlx::SqlitePool as TestDb>::exec(
+        &mut other,
+        "INSERT INTO t_buy (req_id, amount) VALUES (?, ?)",
+        &args,
+    )
+    .await
+    .unwrap();
+    other.commit().await.unwrap();
+    let r = idem
+        .guard("buy", &[&"r-deferred"])
+        .in_tx(&mut deferred)
+        .run(|_tx, _fence| Box::pin(async { Ok::<_, AppError>(1_i64) }))
+        .await;
+    match r {
+        Err(AppError::Idem(idem::Error::TxConflict { detail, .. })) => {
+            assert!(detail.contains("BEGIN IMMEDIATE"), "{detail}")
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(deferred);
+    assert_eq!(records(&db).await, 0);
 }

@@ -33,9 +33,15 @@ async fn optimistic<D: TestDb>() {
     )
     .await
     .unwrap();
+    let idem = idem::Idem::builder()
+        .store(idem::MemoryStore::new())
+        .namespace(crate::support::unique_ns("opt"))
+        .build()
+        .unwrap();
     let deduct = |n: i64| {
         Optimistic::new("t_item", "sku_id", "version")
             .unwrap()
+            .handle(&idem)
             .request_column("last_req")
             .unwrap()
             .add("stock", -n)
@@ -102,7 +108,7 @@ async fn unindexed<D: TestDb>() {
         .lock(&mut tx, Arg::Text("n"))
         .await;
     match D::NAME {
-        "sqlite" => assert_eq!(r.unwrap(), true),
+        "sqlite" => assert!(r.unwrap()),
         _ => match r {
             Err(idem::Error::Config(m)) => assert!(m.contains("index"), "{m}"),
             other => panic!("{}: {other:?}", D::NAME),

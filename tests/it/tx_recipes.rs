@@ -103,14 +103,16 @@ async fn inventory<D: TestDb>() {
     .await
     .unwrap();
     setup.commit().await.unwrap();
-    let barrier = Arc::new(tokio::sync::Barrier::new(150));
-    let mut calls = Vec::new();
+    // 50 buyers at once, each sending its request 3 times (a client retrying).
+    let barrier = Arc::new(tokio::sync::Barrier::new(50));
+    let mut tasks = tokio::task::JoinSet::new();
     for buyer in 0..50 {
-        for _ in 0..3 {
-            let (db, idem, barrier) = (db.clone(), Arc::clone(&idem), Arc::clone(&barrier));
-            calls.push(async move {
-                barrier.wait().await;
-                let req = format!("buyer-{buyer}");
+        let (db, idem, barrier) = (db.clone(), Arc::clone(&idem), Arc::clone(&barrier));
+        tasks.spawn(async move {
+            barrier.wait().await;
+            let req = format!("buyer-{buyer}");
+            let mut got = Vec::new();
+            for _ in 0..3 {
                 let update = (
                     "UPDATE t_sku SET stock = stock - 1 WHERE sku_id = 'hot' AND stock >= 1",
                     vec![],
@@ -119,11 +121,13 @@ async fn inventory<D: TestDb>() {
                     "INSERT INTO t_sale (req_id, sku_id) VALUES (?, 'hot')",
                     vec![V::S(req.clone())],
                 );
-                once(&db, &idem, "sku-buy", &req, update, insert).await
-            });
-        }
+                got.push(once(&db, &idem, "sku-buy", &req, update, insert).await);
+            }
+            assert!(got.iter().all(|(ok, _)| *ok == got[0].0), "{req}: {got:?}");
+            got
+        });
     }
-    let answers = all(calls).await;
+    let answers: Vec<(bool, How)> = tasks.join_all().await.into_iter().flatten().collect();
     let executed_ok = answers
         .iter()
         .filter(|(ok, h)| *ok && *h == How::Executed)
@@ -134,7 +138,7 @@ async fn inventory<D: TestDb>() {
         .await;
     let sales = db.int("SELECT COUNT(*) FROM t_sale", &[]).await;
     eprintln!(
-        "inventory {}: 150 calls (50 buyers x 3) -> {executed_ok} deductions, {intercepted} duplicates replayed, stock {stock}, sale rows {sales}",
+        "inventory {}: 150 calls (50 concurrent buyers x 3) -> {executed_ok} deductions, {intercepted} duplicates replayed, stock {stock}, sale rows {sales}",
         D::NAME
     );
     assert_eq!(executed_ok, 20);

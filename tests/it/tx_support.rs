@@ -70,12 +70,25 @@ macro_rules! test_db {
             }
 
             async fn begin(&self) -> sqlx::Transaction<'static, $db> {
+                // Under a loaded machine 150 callers queue for 12 connections (or
+                // SQLite's write lock) longer than one acquire timeout: waiting
+                // more is what a service would do, so `begin` tries again.
                 let begin: Option<&'static str> = $begin;
-                match begin {
-                    Some(b) => self.begin_with(b).await,
-                    None => sqlx::Pool::begin(self).await,
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+                loop {
+                    let r = match begin {
+                        Some(b) => self.begin_with(b).await,
+                        None => sqlx::Pool::begin(self).await,
+                    };
+                    match r {
+                        Ok(tx) => return tx,
+                        Err(e)
+                            if (matches!(e, sqlx::Error::PoolTimedOut)
+                                || idem::db::is_retryable_conflict(&e))
+                                && std::time::Instant::now() < deadline => {}
+                        Err(e) => panic!("begin: {e}"),
+                    }
                 }
-                .expect("begin")
             }
 
             fn exec<'a>(

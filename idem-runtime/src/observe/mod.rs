@@ -55,6 +55,7 @@ pub(crate) mod instrument;
 pub mod labels;
 mod recorder;
 mod report;
+#[cfg(feature = "sql")]
 mod sql;
 mod stats;
 mod store_ops;
@@ -67,6 +68,7 @@ pub(crate) use instrument::instrument;
 pub use labels::{CallOutcome, Op, Technique};
 pub(crate) use recorder::Recorder;
 pub use report::{CallReport, reported};
+#[cfg(feature = "sql")]
 pub(crate) use sql::Observer;
 pub use stats::{Stats, TopKey};
 pub(crate) use store_ops::StoreOpKeys;

@@ -24,7 +24,7 @@
 
 use std::time::Duration;
 
-use super::bind::{Arg, Sent, bind};
+use super::bind::{Arg, Sent};
 use super::ddl::{Statements, Stmt};
 use super::key::check_key;
 use super::names::TableNames;
@@ -59,6 +59,7 @@ pub(crate) struct TxStatements {
     dialect: Dialect,
     sql: Statements,
     /// MySQL: the live row as a locking (current) read.
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
     select_locked: Stmt,
     sent: Sent,
 }
@@ -86,19 +87,20 @@ impl TxStatements {
     ) -> Result<(Claim, bool), TxFail> {
         check_key(self.dialect, req.key)?;
         let (sql, sent) = (&self.sql, &self.sent);
-        let owner = req.owner.to_bytes();
         for round in 0..super::CLAIM_ROUNDS {
             let answer = match conn.re() {
                 #[cfg(feature = "postgres")]
                 AnyConn::Postgres(c) => {
+                    let owner = req.owner.to_bytes();
                     let args = super::postgres::claim_args(&req, &owner);
-                    let row = bind(sent, &sql.claim, &args)
+                    let row = super::bind::bind(sent, &sql.claim, &args)
                         .fetch_optional(&mut *c)
                         .await?;
                     super::postgres::answer(row, req.owner)?
                 }
                 #[cfg(feature = "mysql")]
                 AnyConn::MySql(c) => {
+                    let owner = req.owner.to_bytes();
                     use super::mysql::{TakeArgs, fetch_on, take_on};
                     let live = [Arg::Text(req.key)];
                     if let Some(row) = fetch_on(c, sent, &sql.select_live, &live).await? {
