@@ -224,6 +224,19 @@ pub(crate) mod read {
         }
     }
 
+    /// `tx = tx`: a parameter name.
+    pub(crate) fn param(value: &Expr, name: &str) -> syn::Result<Ident> {
+        match value {
+            Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                Ok(p.path.get_ident().cloned().expect("checked"))
+            }
+            other => Err(syn::Error::new(
+                other.span(),
+                format!("expected a parameter name: `{name} = tx`"),
+            )),
+        }
+    }
+
     /// `name = <any expression>`, checked by rustc where it is used.
     pub(crate) fn expr(value: &Expr, _name: &str) -> syn::Result<Expr> {
         Ok(value.clone())

@@ -81,7 +81,7 @@ pub(crate) fn parse(table: &Table, tokens: proc_macro2::TokenStream, errors: &mu
             "table" => arg.set(&mut a.table, read::string),
             "key" => arg.set(&mut a.key, read::expr),
             "key_column" => arg.set(&mut a.key_column, read::string),
-            "tx" => arg.set(&mut a.tx, param),
+            "tx" => arg.set(&mut a.tx, read::param),
             "state_column" => arg.set(&mut a.state_column, read::string),
             "version_column" => arg.set(&mut a.version_column, read::string),
             "handle" => arg.set(&mut a.handle, read::expr),
@@ -99,19 +99,6 @@ fn type_path(value: &Expr, name: &str) -> syn::Result<Path> {
         other => Err(syn::Error::new(
             other.span(),
             format!("expected the machine's enum: `{name} = OrderStatus`"),
-        )),
-    }
-}
-
-/// `tx = tx` (a parameter name).
-fn param(value: &Expr, name: &str) -> syn::Result<Ident> {
-    match value {
-        Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
-            Ok(p.path.get_ident().cloned().expect("checked"))
-        }
-        other => Err(syn::Error::new(
-            other.span(),
-            format!("expected a parameter name: `{name} = tx`"),
         )),
     }
 }

@@ -18,20 +18,27 @@
 //!   caller that stops waiting cannot leave a pooled connection inside it.
 //! - [`classify`](mod@classify): what a `sqlx::Error` means for the caller ([`Failure`]):
 //!   an outage, a missing table, a value the column cannot hold, ...
+//! - [`conn`]: the caller's connection ([`SqlConn`]) and the driver calls the
+//!   caller-transaction techniques make ([`SqlDb`]);
+//! - [`savepoint`]: the savepoint a technique takes in the caller's transaction,
+//!   so its own statement and the body roll back together;
 //! - [`time`]: durations as the integer microseconds the drivers bind.
 //!
 //! Nothing here knows idem's records, stores or guard: the stores build on
 //! this module, never the reverse.
 
 pub mod classify;
+pub mod conn;
 pub mod dialect;
 pub mod ident;
 mod reserved;
 pub mod retry;
+pub mod savepoint;
 pub mod time;
 pub mod tx;
 
 pub use classify::{Failure, classify};
+pub use conn::{SqlConn, SqlDb};
 pub use dialect::{Dialect, SqlDialect};
 pub use ident::{Ident, IdentError, MAX_IDENT_BYTES, check_ident};
 pub use retry::{is_retryable_conflict, retry_conflicts};

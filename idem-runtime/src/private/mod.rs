@@ -13,9 +13,13 @@
 //! - `lock`: [`LockSpec`], [`Locked`] and [`lock`] (`#[distributed_lock]`);
 //! - `bounds`: the traits checked once at the user's return type;
 //! - `detect`: backstop detection by autoref specialisation;
-//! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`.
+//! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`;
+//! - `consume`: `#[consume_once]`.
 
 mod bounds;
+/// `#[consume_once]`.
+#[cfg(feature = "sql")]
+pub mod consume;
 mod detect;
 mod fence;
 mod idempotent;

@@ -1,16 +1,20 @@
 //! The caller's connection, whatever holds it: a `sqlx::Transaction`, a pooled
-//! connection or a bare one ([`StateConn`]); and the few driver calls a
-//! transition makes, one implementation per database ([`StateDb`]).
+//! connection or a bare one ([`SqlConn`]); and the few driver calls the
+//! techniques that write in the caller's transaction make (state transitions,
+//! the consume log), one implementation per database ([`SqlDb`]). Generic
+//! code over `sqlx::Database` cannot name `execute` on a connection without
+//! these: each database's executor impl is separate.
 
 use std::future::Future;
 
 use sqlx::{Database, Row as _};
 
-use crate::db::SqlDialect;
+use super::SqlDialect;
 
-/// A database a state transition runs on: PostgreSQL, MySQL/MariaDB, SQLite
-/// (each with its idem feature). The methods are the transition's driver calls.
-pub trait StateDb: SqlDialect {
+/// A database the caller-transaction techniques run on: PostgreSQL,
+/// MySQL/MariaDB, SQLite (each with its idem feature). The methods are their
+/// driver calls.
+pub trait SqlDb: SqlDialect {
     #[doc(hidden)]
     /// Runs a statement; the number of rows it changed.
     fn exec<'c>(
@@ -33,6 +37,20 @@ pub trait StateDb: SqlDialect {
     ) -> sqlx::query::Query<'c, Self, Self::Arguments>;
 
     #[doc(hidden)]
+    /// Binds an optional text value.
+    fn bind_text<'c>(
+        q: sqlx::query::Query<'c, Self, Self::Arguments>,
+        value: Option<String>,
+    ) -> sqlx::query::Query<'c, Self, Self::Arguments>;
+
+    #[doc(hidden)]
+    /// Binds an integer.
+    fn bind_i64<'c>(
+        q: sqlx::query::Query<'c, Self, Self::Arguments>,
+        value: i64,
+    ) -> sqlx::query::Query<'c, Self, Self::Arguments>;
+
+    #[doc(hidden)]
     /// Runs a statement without parameters over the simple protocol
     /// (`SAVEPOINT`, which MySQL does not prepare).
     fn simple<'c>(
@@ -41,17 +59,18 @@ pub trait StateDb: SqlDialect {
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'c;
 }
 
-/// What a transition runs on: the caller's transaction (the usual case), a
-/// pooled connection or a bare one. Without a transaction each statement
-/// commits on its own and the body's writes are not atomic with the update.
-pub trait StateConn: Send {
+/// What a caller-transaction technique runs on: the caller's transaction (the
+/// usual case), a pooled connection or a bare one. Without a transaction each
+/// statement commits on its own and the body's writes are not atomic with the
+/// technique's own statement.
+pub trait SqlConn: Send {
     /// The database.
-    type Db: StateDb;
+    type Db: SqlDb;
     /// The connection to run statements on.
     fn connection(&mut self) -> &mut <Self::Db as Database>::Connection;
 }
 
-impl<DB: StateDb> StateConn for sqlx::Transaction<'_, DB>
+impl<DB: SqlDb> SqlConn for sqlx::Transaction<'_, DB>
 where
     DB::Connection: Send,
 {
@@ -61,24 +80,24 @@ where
     }
 }
 
-impl<DB: StateDb> StateConn for sqlx::pool::PoolConnection<DB> {
+impl<DB: SqlDb> SqlConn for sqlx::pool::PoolConnection<DB> {
     type Db = DB;
     fn connection(&mut self) -> &mut DB::Connection {
         self
     }
 }
 
-impl<C: StateConn + ?Sized> StateConn for &mut C {
+impl<C: SqlConn + ?Sized> SqlConn for &mut C {
     type Db = C::Db;
     fn connection(&mut self) -> &mut <C::Db as Database>::Connection {
         (**self).connection()
     }
 }
 
-macro_rules! state_db {
+macro_rules! sql_db {
     ($feature:literal, $db:ty, $conn:ty) => {
         #[cfg(feature = $feature)]
-        impl StateDb for $db {
+        impl SqlDb for $db {
             fn exec<'c>(
                 conn: &'c mut $conn,
                 q: sqlx::query::Query<'c, $db, <$db as Database>::Arguments>,
@@ -105,6 +124,20 @@ macro_rules! state_db {
                 q.bind(value)
             }
 
+            fn bind_text<'c>(
+                q: sqlx::query::Query<'c, $db, <$db as Database>::Arguments>,
+                value: Option<String>,
+            ) -> sqlx::query::Query<'c, $db, <$db as Database>::Arguments> {
+                q.bind(value)
+            }
+
+            fn bind_i64<'c>(
+                q: sqlx::query::Query<'c, $db, <$db as Database>::Arguments>,
+                value: i64,
+            ) -> sqlx::query::Query<'c, $db, <$db as Database>::Arguments> {
+                q.bind(value)
+            }
+
             fn simple<'c>(
                 conn: &'c mut $conn,
                 sql: String,
@@ -119,7 +152,7 @@ macro_rules! state_db {
         }
 
         #[cfg(feature = $feature)]
-        impl StateConn for $conn {
+        impl SqlConn for $conn {
             type Db = $db;
             fn connection(&mut self) -> &mut $conn {
                 self
@@ -128,6 +161,6 @@ macro_rules! state_db {
     };
 }
 
-state_db!("postgres", sqlx::Postgres, sqlx::PgConnection);
-state_db!("mysql", sqlx::MySql, sqlx::MySqlConnection);
-state_db!("sqlite", sqlx::Sqlite, sqlx::SqliteConnection);
+sql_db!("postgres", sqlx::Postgres, sqlx::PgConnection);
+sql_db!("mysql", sqlx::MySql, sqlx::MySqlConnection);
+sql_db!("sqlite", sqlx::Sqlite, sqlx::SqliteConnection);
