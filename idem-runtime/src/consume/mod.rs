@@ -41,10 +41,23 @@
 //! - [`consume_once`]: the non-macro API (`#[idem::consume_once]` expands to the
 //!   same `begin`/`finish`);
 //! - `amqp` (feature `rabbitmq`) and `nats` (feature `nats`): consumer loops
-//!   that acknowledge only after the handler's commit.
+//!   that acknowledge only after the handler's commit, over the shared
+//!   `worker` pieces ([`ConsumerOptions`], [`Delivery`], [`shutdown`], the
+//!   poison policy).
 
 mod outcome;
 pub use outcome::{Consumed, DuplicateOf};
+
+#[cfg(feature = "rabbitmq")]
+pub mod amqp;
+#[cfg(feature = "nats")]
+pub mod nats;
+#[cfg(any(feature = "rabbitmq", feature = "nats"))]
+mod worker;
+#[cfg(any(feature = "rabbitmq", feature = "nats"))]
+pub use worker::{
+    ConsumerOptions, Counters, Delivery, PoisonHook, Poisoned, Shutdown, ShutdownSignal, shutdown,
+};
 
 #[cfg(feature = "sql")]
 mod builder;

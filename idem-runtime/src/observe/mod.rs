@@ -13,6 +13,7 @@
 //! | `idem_calls_total` | counter | `technique`, `scope`, `outcome` |
 //! | `idem_store_seconds` | histogram | `store`, `op` |
 //! | `idem_store_errors_total` | counter | `store`, `op` |
+//! | `idem_consume_deliveries_total` | counter | `consumer`, `event` (`redelivered`, `retried`, `poison`) |
 //!
 //! - `technique`: `idempotent`, `state_machine`, `lock`, `token`, `consume`, `http`,
 //!   `state_cas`.
@@ -34,9 +35,11 @@
 //! - `recorder`: per-handle counters and `idem_calls_total` with cached keys;
 //! - `store_ops`: `idem_store_seconds` / `idem_store_errors_total` with cached keys;
 //! - `report`: [`reported`], how one call went, for its caller (`CallReport`);
+//! - `deliveries`: the broker loops' delivery events ([`DeliveryEvent`]);
 //! - `stats`: [`Stats`] and [`TopKey`], the in-process snapshot;
 //! - `topk`: the Space-Saving summary.
 
+mod deliveries;
 pub(crate) mod instrument;
 pub mod labels;
 mod recorder;
@@ -47,6 +50,7 @@ mod store_ops;
 mod testing;
 mod topk;
 
+pub use deliveries::{DeliveryEvent, count_delivery};
 pub(crate) use instrument::instrument;
 pub use labels::{CallOutcome, Op, Technique};
 pub(crate) use recorder::Recorder;
