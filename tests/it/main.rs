@@ -5,6 +5,10 @@ mod support;
 
 mod conformance;
 mod conformance_limits;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod consume_log;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod consume_support;
 mod guard_safety;
 mod keys;
 mod lock;

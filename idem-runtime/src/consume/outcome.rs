@@ -18,7 +18,9 @@ pub enum Consumed<T> {
     },
 }
 
-/// Which unique key of the consume log recognised a duplicate.
+/// Which unique key of the consume log recognised a duplicate. A plain
+/// redelivery matches both; which of the two the database reports is its
+/// choice (SQLite names the business-id index, PostgreSQL the primary key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DuplicateOf {
