@@ -98,6 +98,25 @@ impl LogDb {
         db
     }
 
+    /// The schema of a PostgreSQL fixture, for a child process to attach to.
+    pub(crate) fn schema(&self) -> &str {
+        &self.cleanup.as_ref().expect("a server fixture").1
+    }
+
+    /// Attaches to the schema of another process's fixture (no cleanup).
+    pub(crate) async fn attach_pg(schema: &str, max: u32) -> sqlx::PgPool {
+        let opts = sqlx::postgres::PgConnectOptions::from_str(&pg_url())
+            .unwrap()
+            .options([("search_path", schema)]);
+        sqlx::postgres::PgPoolOptions::new()
+            .max_connections(max)
+            .acquire_timeout(Duration::from_secs(20))
+            .test_before_acquire(false)
+            .connect_with(opts)
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL at {} is required: {e}", pg_url()))
+    }
+
     pub(crate) fn pg(&self) -> &sqlx::PgPool {
         match &self.pool {
             Pool::Pg(p) => p,

@@ -5,6 +5,10 @@ mod support;
 
 mod conformance;
 mod conformance_limits;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+mod consume_amqp;
+#[cfg(all(feature = "postgres", any(feature = "rabbitmq", feature = "nats")))]
+mod consume_handler;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod consume_log;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
