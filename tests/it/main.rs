@@ -11,6 +11,8 @@ mod consume_amqp;
 mod consume_handler;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod consume_log;
+#[cfg(all(feature = "postgres", feature = "nats"))]
+mod consume_nats;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod consume_support;
 mod guard_safety;
