@@ -54,11 +54,13 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
             #(#inner_attrs)*
             static __IDEM_CONSUME: #p::ConsumeSpec =
                 #p::ConsumeSpec::new(#consumer, #msg_type, #log, #retention);
-            let __idem_keys = #p::keys(&__IDEM_CONSUME, #handle, #id, #biz);
+            // The handle is evaluated once, like the user wrote it once.
+            let __idem_handle = #handle;
+            let __idem_keys = #p::keys(&__IDEM_CONSUME, __idem_handle, #id, #biz);
             // `begin::<ReturnType, _>` names the user's type: a wrong one is one
             // error there. The body is a plain block between `begin` and
             // `finish`, so it uses `tx` as written and the future stays `Send`.
-            #p::observed::<#ret>(#handle, &__idem_keys, async {
+            #p::observed::<#ret>(__idem_handle, &__idem_keys, async {
                 let __idem_entry = match #p::begin::<#ret, _>(
                     &__IDEM_CONSUME, &mut *#tx, &__idem_keys,
                 ).await {

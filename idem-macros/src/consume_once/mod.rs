@@ -60,7 +60,8 @@ mod tests {
             "did not expand",
             "requires an `async fn`",
             "expected one placeholder",
-            "unknown parameter `mgs` in `biz_id`; did you mean `msg`?",
+            "unknown parameter `mgs` in `biz_id`",
+            "zero",
             "add a parameter `tx",
             "not a usable log table name",
         ] {
