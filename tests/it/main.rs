@@ -7,6 +7,10 @@ mod conformance;
 mod conformance_limits;
 #[cfg(all(feature = "postgres", feature = "rabbitmq"))]
 mod consume_amqp;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+mod consume_amqp_loop;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+mod consume_amqp_support;
 #[cfg(all(feature = "postgres", any(feature = "rabbitmq", feature = "nats")))]
 mod consume_handler;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
