@@ -243,16 +243,21 @@ where
         ..Default::default()
     })
     .await?;
-    for (i, (id, msg)) in sent.iter().enumerate() {
-        if i == sent.len() / 2 {
-            // Past the server's own duplicate window, so a re-sent id reaches us.
+    // JetStream drops a re-sent `Nats-Msg-Id` inside its duplicate window:
+    // send the repeats after it, so they reach the consumer like a retry would.
+    let mut seen = std::collections::HashSet::new();
+    let (first, repeats): (Vec<_>, Vec<_>) = sent.iter().partition(|(id, _)| seen.insert(id));
+    for (i, batch) in [first, repeats].into_iter().enumerate() {
+        if i == 1 {
             tokio::time::sleep(Duration::from_millis(150)).await;
         }
-        let mut h = async_nats::HeaderMap::new();
-        h.insert(idem::consume::nats::MSG_ID_HEADER, id.as_str());
-        js.publish_with_headers(subject.clone(), h, serde_json::to_vec(msg)?.into())
-            .await?
-            .await?;
+        for (id, msg) in batch {
+            let mut h = async_nats::HeaderMap::new();
+            h.insert(idem::consume::nats::MSG_ID_HEADER, id.as_str());
+            js.publish_with_headers(subject.clone(), h, serde_json::to_vec(msg)?.into())
+                .await?
+                .await?;
+        }
     }
     idem::consume::nats::run(client, &name, "refunds", opts, signal, handler).await;
     js.delete_stream(&name).await?;
