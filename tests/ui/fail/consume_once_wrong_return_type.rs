@@ -1,5 +1,5 @@
 #![allow(unused_variables)]
-use idem::Consumed;
+#[allow(unused_imports)] use idem::Consumed;
 
 #[derive(Debug)]
 pub struct AppError;

@@ -41,11 +41,9 @@ async fn on_paid(conn: &mut sqlx::SqliteConnection, idem: &idem::Idem, id: u64) 
 
 fn assert_send<T: Send>(_: T) {}
 
-fn main() {
-    let pool = sqlx::SqlitePool::connect_lazy("sqlite::memory:").unwrap();
-    assert_send(async move {
-        let mut tx = pool.begin().await.unwrap();
-        let m = RefundMsg { id: "m".into(), order_no: "o".into() };
-        let _ = on_refund(&mut tx, &m).await;
-    });
+/// Never called: the point is that it compiles.
+fn send_check<'a>(tx: &'a mut sqlx::Transaction<'a, sqlx::Sqlite>, m: &'a RefundMsg) {
+    assert_send(on_refund(tx, m));
 }
+
+fn main() {}
