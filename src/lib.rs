@@ -6,7 +6,7 @@
 
 /// State machines (`#[derive(StateMachine)]`, `#[state_transition]`, `#[transitions]`).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-pub use idem_macros::{StateMachine, state_transition, transitions};
+pub use idem_macros::{StateMachine, consume_once, state_transition, transitions};
 pub use idem_macros::{distributed_lock, idempotent};
 
 // The handle and the guarded call.
@@ -28,6 +28,10 @@ pub use idem_runtime::{StateMachine, Transition, state};
 // The transactional guard (`Guard::in_tx`, `#[idempotent(tx = …)]`).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use idem_runtime::{InTx, TxBody, TxDb, TxGuard, txguard};
+// The consume log: what a consumer returns, and the module
+// (`idem::consume::consume_once`, `Message`, `LogTable`; broker loops under
+// `idem::consume::amqp` and `idem::consume::nats`).
+pub use idem_runtime::{Consumed, DuplicateOf, consume};
 // Errors.
 pub use idem_runtime::{Error, Result, std_error};
 // Stores and monitoring figures.

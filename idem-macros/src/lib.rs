@@ -7,6 +7,7 @@
 //! the expansion snapshots call the same `expand`.
 
 mod common;
+mod consume_once;
 mod distributed_lock;
 mod idempotent;
 mod state_machine;
@@ -142,6 +143,39 @@ pub fn derive_state_machine(item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn state_transition(args: TokenStream, item: TokenStream) -> TokenStream {
     state_transition::expand(args.into(), item.into()).into()
+}
+
+/// Consumes a broker message at most once per message id and per business id,
+/// in the caller's transaction: a consume-log row is inserted (under a
+/// savepoint) before the body, and the body's writes commit with it.
+///
+/// ```text
+/// #[idem::consume_once(msg_id = "<msg.id>", biz_id = "<msg.order_no>", tx = tx)]
+/// async fn on_refund(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, msg: &RefundMsg)
+///     -> Result<idem::Consumed<()>, AppError> { /* the body returns Result<(), AppError> */ }
+/// ```
+///
+/// | option | value | default |
+/// |---|---|---|
+/// | `msg_id` | `"<param>"` or `"<param.field>"`: the message id | required |
+/// | `biz_id` | `"<param.field>"`: the business id (unique per consumer and message type) | none |
+/// | `tx` | the `&mut Transaction` (or connection) parameter | `tx` |
+/// | `consumer` | `"refund-service"`: the keys' scene | the function's name |
+/// | `msg_type` | `"refund"`: with `biz_id`, the second unique key | the consumer |
+/// | `log` | `"idem_consume_log"`: the log table | `"idem_consume_log"` |
+/// | `retention` | duration (`ms` `s` `m` `h` `d`) a row is kept | `"7d"` |
+/// | `handle` | `&idem::Idem` for the stats and namespace | the installed global |
+/// | `crate` | `"path"` to the `idem` crate | `"::idem"` |
+///
+/// The body returns `Result<T, E>`; the function returns
+/// `Result<idem::Consumed<T>, E>`: `Processed(T)` when this call wrote the log
+/// row (commit, then acknowledge), `Duplicate { by }` when the message id, or
+/// the business id of this type, is already logged (acknowledge and skip). A
+/// body error rolls the row and the body's writes back to the savepoint, so a
+/// redelivery runs again.
+#[proc_macro_attribute]
+pub fn consume_once(args: TokenStream, item: TokenStream) -> TokenStream {
+    consume_once::expand(args.into(), item.into()).into()
 }
 
 /// On an `impl` block: machine-level options (`machine`, `table`, `key`,

@@ -19,6 +19,7 @@ const MACROS: &[(&str, Expand)] = &[
     ("idempotent", crate::idempotent::expand),
     ("distributed_lock", crate::distributed_lock::expand),
     ("state_transition", crate::state_transition::expand),
+    ("consume_once", crate::consume_once::expand),
 ];
 
 /// Expands every function in `source` that carries one of [`MACROS`].

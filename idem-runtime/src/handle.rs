@@ -166,6 +166,21 @@ pub fn install(handle: Idem) -> Result<(), Idem> {
     GLOBAL.set(handle)
 }
 
+/// Counts calls made with no handle at all: the caller-transaction techniques
+/// (state transitions, the consume log) need none (they only talk to the
+/// caller's database), and the `metrics` facade still sees them.
+static UNHANDLED: std::sync::OnceLock<Recorder> = std::sync::OnceLock::new();
+
+/// The recorder and namespace a call counts under: `handle`'s, else the
+/// installed global's, else a process-wide recorder and no namespace.
+#[cfg_attr(not(feature = "sql"), allow(dead_code))]
+pub(crate) fn recorder_for(handle: Option<&Idem>) -> (&Recorder, &str) {
+    match handle.or_else(|| global().ok()) {
+        Some(h) => (&h.inner.recorder, h.namespace()),
+        None => (UNHANDLED.get_or_init(Recorder::default), ""),
+    }
+}
+
 /// The installed handle, or `Error::NotInstalled`.
 pub fn global() -> Result<&'static Idem, Error> {
     GLOBAL.get().ok_or(Error::NotInstalled)

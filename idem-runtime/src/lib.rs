@@ -3,6 +3,7 @@
 //! re-exports everything here; see its documentation for the guide.
 
 pub mod backstop;
+pub mod consume;
 #[cfg(feature = "sql")]
 pub mod db;
 pub mod error;
@@ -35,6 +36,7 @@ pub mod txguard;
 pub mod __private;
 
 pub use backstop::std_error;
+pub use consume::{Consumed, DuplicateOf};
 pub use error::{Error, Result};
 pub use fence::Fence;
 pub use guard::Guard;

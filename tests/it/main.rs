@@ -7,6 +7,20 @@ mod support;
 mod burst;
 mod conformance;
 mod conformance_limits;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+mod consume_amqp;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+mod consume_amqp_loop;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+mod consume_amqp_support;
+#[cfg(all(feature = "postgres", any(feature = "rabbitmq", feature = "nats")))]
+mod consume_handler;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod consume_log;
+#[cfg(all(feature = "postgres", feature = "nats"))]
+mod consume_nats;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod consume_support;
 mod guard_safety;
 #[cfg(feature = "axum")]
 mod http;

@@ -108,6 +108,7 @@ impl Fixture {
                     names.records_name().to_owned(),
                     names.fences_name().to_owned(),
                     names.tokens_name().to_owned(),
+                    names.consume_log_name().to_owned(),
                     format!("{}_orders", names.records_name()),
                 ];
                 Fixture {

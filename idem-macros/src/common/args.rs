@@ -224,12 +224,6 @@ pub(crate) mod read {
         }
     }
 
-    /// `name = <any expression>`, checked by rustc where it is used.
-    pub(crate) fn expr(value: &Expr, _name: &str) -> syn::Result<Expr> {
-        Ok(value.clone())
-    }
-
-    /// `name = [a, b]`: parameter names.
     /// `tx = tx`: a parameter name.
     pub(crate) fn param(value: &Expr, name: &str) -> syn::Result<Ident> {
         match value {
@@ -243,6 +237,12 @@ pub(crate) mod read {
         }
     }
 
+    /// `name = <any expression>`, checked by rustc where it is used.
+    pub(crate) fn expr(value: &Expr, _name: &str) -> syn::Result<Expr> {
+        Ok(value.clone())
+    }
+
+    /// `name = [a, b]`: parameter names.
     pub(crate) fn idents(value: &Expr, name: &str) -> syn::Result<Vec<Ident>> {
         let bad = |span: Span| {
             syn::Error::new(

@@ -67,3 +67,29 @@ pub(crate) fn resolve(lit: &LitStr, params: &Params, option: &str, errors: &mut 
         pieces,
     }
 }
+
+/// A value option (`msg_id = "<msg.id>"`): one placeholder resolved against
+/// `params` like a template's, or its problem recorded at the literal.
+pub(crate) fn resolve_value(
+    lit: &LitStr,
+    params: &Params,
+    option: &str,
+    errors: &mut Errors,
+) -> Option<KeyPiece> {
+    let piece = match template::single_placeholder(&lit.value()) {
+        Err(m) => Err(format!("`{option}`: {m}")),
+        Ok(Segment::Param { root, .. }) if params.is_fence(&root) => Err(format!(
+            "the fence parameter `{root}` cannot be `{option}`: it changes on every claim"
+        )),
+        Ok(Segment::Param { root, fields }) => match params.get(&root) {
+            Some(named) => Ok(KeyPiece::Arg {
+                ident: named.ident.clone(),
+                fields,
+                at: named.anchor,
+            }),
+            None => Err(params.unknown(&root, &format!("`{option}`"))),
+        },
+        Ok(Segment::Lit(_)) => Err(format!("`{option}` must be a placeholder")),
+    };
+    piece.map_err(|m| errors.at(lit.span(), m)).ok()
+}

@@ -169,6 +169,39 @@ fn type_anchor(ty: &Type) -> Span {
     }
 }
 
+/// The transaction parameter of a macro that writes in the caller's
+/// transaction (`#[state_transition]`, `#[consume_once]`): `tx = name`, else a
+/// parameter called `tx`; `at` is where a missing one is reported.
+pub(crate) fn transaction(
+    table: &crate::common::args::Table,
+    opt: Option<crate::common::args::Opt<Ident>>,
+    params: &Params,
+    at: Span,
+    errors: &mut Errors,
+) -> Option<Ident> {
+    match opt {
+        Some(o) if params.get(&o.value.to_string()).is_some() => Some(o.value),
+        Some(o) => {
+            let msg = params.unknown(&o.value.to_string(), "`tx`");
+            errors.at(o.value.span(), msg);
+            None
+        }
+        None => match params.names().find(|n| *n == "tx") {
+            Some(tx) => Some(tx.clone()),
+            None => {
+                errors.at(
+                    at,
+                    format!(
+                        "{} runs in the caller's transaction: add a parameter `tx: &mut sqlx::Transaction<'_, DB>` (or a connection), or name yours with `tx = ...`",
+                        table.attr()
+                    ),
+                );
+                None
+            }
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

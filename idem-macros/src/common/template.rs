@@ -153,6 +153,22 @@ pub(crate) fn parse(text: &str) -> (Template, Vec<String>) {
     (template, errors)
 }
 
+/// A value option written as one placeholder, `"<msg.id>"`
+/// (`#[consume_once(msg_id = ..)]`): no scene, no literal text, since the
+/// value is a key part of its own.
+pub(crate) fn single_placeholder(text: &str) -> Result<Segment, String> {
+    let inner = text
+        .strip_prefix('<')
+        .and_then(|t| t.strip_suffix('>'))
+        .filter(|t| !t.contains(['<', '>']));
+    match inner {
+        Some(inner) => placeholder(inner),
+        None => Err(format!(
+            "expected one placeholder such as `\"<msg.id>\"`, got `{text}`"
+        )),
+    }
+}
+
 fn placeholder(inner: &str) -> Result<Segment, String> {
     if inner.trim().is_empty() {
         return Err(

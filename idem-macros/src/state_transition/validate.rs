@@ -4,7 +4,6 @@
 //! into SQL. Edges and states are checked by rustc against the derive's
 //! `const fn`s (see `codegen.rs`), since only the derive knows the machine.
 
-use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, LitStr, Path, Type};
 
@@ -12,7 +11,7 @@ use super::args::{Args, StateRef, TABLE};
 use crate::common::args::{Opt, crate_path};
 use crate::common::errors::Errors;
 use crate::common::item::{self, ItemFn};
-use crate::common::params::Params;
+use crate::common::params::{self, Params};
 
 /// A checked transition, ready for `codegen.rs`.
 pub(crate) struct Plan<'a> {
@@ -71,7 +70,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     {
         ident_literal(lit, errors);
     }
-    let tx = transaction(args.tx, &params, at, errors);
+    let tx = params::transaction(&TABLE, args.tx, &params, at, errors);
     if let Some(key) = &args.key {
         key_root(&key.value, &params, errors);
     }
@@ -94,33 +93,6 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         version_column: args.version_column.map(|o| o.value),
         handle: args.handle.map(|o| o.value),
     })
-}
-
-/// The transaction parameter: `tx = name`, else a parameter called `tx`.
-fn transaction(
-    opt: Option<Opt<Ident>>,
-    params: &Params,
-    at: Span,
-    errors: &mut Errors,
-) -> Option<Ident> {
-    match opt {
-        Some(o) if params.get(&o.value.to_string()).is_some() => Some(o.value),
-        Some(o) => {
-            let msg = params.unknown(&o.value.to_string(), "`tx`");
-            errors.at(o.value.span(), msg);
-            None
-        }
-        None => match params.names().find(|n| *n == "tx") {
-            Some(tx) => Some(tx.clone()),
-            None => {
-                errors.at(
-                    at,
-                    "`#[state_transition]` runs in the caller's transaction: add a parameter `tx: &mut sqlx::Transaction<'_, DB>` (or a connection), or name yours with `tx = ...`",
-                );
-                None
-            }
-        },
-    }
 }
 
 /// `key = order_no` or `key = cmd.order_no`: the root must be a parameter.

@@ -12,7 +12,7 @@
 //! Put the constrained insert first, so a duplicate costs one statement.
 
 use super::classify::tx_error;
-use super::savepoint::Savepoint;
+use super::tx_savepoint::Savepoint;
 use super::{InTx, TxBody, TxDb};
 use crate::backstop::find_unique_violation;
 use crate::error::Error;

@@ -18,6 +18,10 @@
 //!   caller that stops waiting cannot leave a pooled connection inside it.
 //! - [`classify`](mod@classify): what a `sqlx::Error` means for the caller ([`Failure`]):
 //!   an outage, a missing table, a value the column cannot hold, ...
+//! - [`conn`]: the caller's connection ([`SqlConn`]) and the driver calls the
+//!   caller-transaction techniques make ([`SqlDb`]);
+//! - [`savepoint`]: the savepoint a technique takes in the caller's transaction,
+//!   so its own statement and the body roll back together;
 //! - [`time`]: durations as the integer microseconds the drivers bind.
 //! - [`conn`]: the caller's connection as one of the drivers ([`AnyConn`],
 //!   [`TxDb`]) and bind parameters ([`Arg`]); `savepoint`: savepoints in it.
@@ -40,6 +44,7 @@
 
 pub mod classify;
 pub mod conn;
+pub mod tx_conn;
 pub mod dialect;
 pub mod ident;
 pub mod insert_once;
@@ -47,12 +52,14 @@ pub mod optimistic;
 pub mod pessimistic;
 mod reserved;
 pub mod retry;
-pub(crate) mod savepoint;
+pub mod savepoint;
+pub(crate) mod tx_savepoint;
 pub mod time;
 pub mod tx;
 
 pub use classify::{Failure, classify};
-pub use conn::{AnyConn, Arg, InTx, TxBody, TxDb};
+pub use tx_conn::{AnyConn, Arg, InTx, TxBody, TxDb};
+pub use conn::{SqlConn, SqlDb};
 pub use dialect::{Dialect, SqlDialect};
 pub use ident::{Ident, IdentError, MAX_IDENT_BYTES, check_ident};
 pub use retry::{is_retryable_conflict, retry_conflicts};

@@ -23,7 +23,7 @@
 //! `REPEATABLE READ`'s snapshot cannot hide the version that moved.
 
 use super::classify::tx_error;
-use super::conn::placeholders;
+use super::tx_conn::placeholders;
 use super::{Arg, Dialect, Ident, TxDb};
 use crate::error::Error;
 use crate::observe::instrument::Fenced;

@@ -1,51 +1,38 @@
-//! Savepoints in the caller's transaction, for the in-transaction techniques:
-//! a failed step rolls back to its savepoint, so its own writes go while what
-//! the caller wrote before stays for the caller to commit or roll back (and on
-//! PostgreSQL the transaction is usable again after a failed statement).
+//! Savepoints in the caller's transaction. A technique that writes its own row
+//! there (a state transition's `UPDATE`, the consume log's `INSERT`) takes one
+//! first: a body error (or the technique's own failed statement, such as a
+//! unique violation) rolls back to it, leaving whatever the caller wrote before
+//! for the caller to commit or roll back; on PostgreSQL it also makes the
+//! transaction usable again after a failed statement.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::AnyConn;
+use super::conn::{SqlConn, SqlDb as _};
 
 /// Savepoint names: unique per process, so a technique nested in another's
 /// body (or MySQL's "same name replaces" rule) cannot release the wrong one.
 static SAVEPOINTS: AtomicU64 = AtomicU64::new(0);
 
-/// A savepoint taken in the caller's transaction; end it with
-/// [`release`](Self::release) or [`rollback`](Self::rollback).
-#[derive(Debug)]
-pub(crate) struct Savepoint {
-    name: String,
+/// Takes a fresh savepoint named `idem_<what>_<n>` and returns its name.
+pub async fn take<C: SqlConn + ?Sized>(conn: &mut C, what: &str) -> Result<String, sqlx::Error> {
+    let sp = format!("idem_{what}_{}", SAVEPOINTS.fetch_add(1, Ordering::Relaxed));
+    C::Db::simple(conn.connection(), format!("SAVEPOINT {sp}")).await?;
+    Ok(sp)
 }
 
-impl Savepoint {
-    /// `SAVEPOINT idem_<prefix>_<n>`.
-    pub(crate) async fn take(conn: &mut AnyConn<'_>, prefix: &str) -> Result<Self, sqlx::Error> {
-        let name = format!(
-            "idem_{prefix}_{}",
-            SAVEPOINTS.fetch_add(1, Ordering::Relaxed)
-        );
-        conn.simple(format!("SAVEPOINT {name}")).await?;
-        Ok(Savepoint { name })
-    }
+/// Keeps what was done since `sp` (`RELEASE SAVEPOINT`).
+pub async fn release<C: SqlConn + ?Sized>(conn: &mut C, sp: &str) -> Result<(), sqlx::Error> {
+    C::Db::simple(conn.connection(), format!("RELEASE SAVEPOINT {sp}")).await
+}
 
-    /// Keeps what was written since the savepoint.
-    pub(crate) async fn release(self, conn: &mut AnyConn<'_>) -> Result<(), sqlx::Error> {
-        conn.simple(format!("RELEASE SAVEPOINT {}", self.name))
-            .await
+/// Undoes what was done since `sp` and drops it. A failure here leaves the
+/// caller's transaction unusable, so its commit fails too: logged, and the
+/// original error is what the caller sees.
+pub async fn rollback<C: SqlConn + ?Sized>(conn: &mut C, sp: &str) {
+    let sql = format!("ROLLBACK TO SAVEPOINT {sp}");
+    if let Err(e) = C::Db::simple(conn.connection(), sql).await {
+        tracing::warn!(error = %e, savepoint = sp, "idem: rolling back to a savepoint failed");
+        return;
     }
-
-    /// Undoes what was written since the savepoint. A failure here leaves the
-    /// caller's transaction unusable, so its commit fails too: logged, and the
-    /// error that led here is what the caller sees.
-    pub(crate) async fn rollback(self, conn: &mut AnyConn<'_>) {
-        let sql = format!("ROLLBACK TO SAVEPOINT {}", self.name);
-        if let Err(e) = conn.simple(sql).await {
-            tracing::warn!(error = %e, "idem: rolling back to a savepoint failed");
-            return;
-        }
-        let _ = conn
-            .simple(format!("RELEASE SAVEPOINT {}", self.name))
-            .await;
-    }
+    let _ = release(conn, sp).await;
 }

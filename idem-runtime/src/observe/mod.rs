@@ -16,6 +16,7 @@
 //! | `idem_backstop_hits_total` | counter | `technique`, `scope`, `path` |
 //! | `idem_store_queue_seconds` | histogram: waits for a turn in a store's send queue (bursts) | `store`, `op` |
 //! | `idem_store_overloaded_total` | counter: operations with no turn within the caller's budget | `store`, `op` |
+//! | `idem_consume_deliveries_total` | counter | `consumer`, `event` (`redelivered`, `retried`, `poison`) |
 //!
 //! - `technique`: `idempotent`, `state_machine`, `lock`, `token`, `consume`, `http`,
 //!   `state_cas`, `tx_guard`, `optimistic`, `pessimistic`, `insert_once`.
@@ -47,10 +48,12 @@
 //! - `store_ops`: `idem_store_seconds` / `idem_store_errors_total` and the send
 //!   queue's `idem_store_queue_seconds` / `idem_store_overloaded_total`, with cached keys;
 //! - `report`: [`reported`], how one call went, for its caller (`CallReport`);
+//! - `deliveries`: the broker loops' delivery events ([`DeliveryEvent`]);
 //! - `stats`: [`Stats`] and [`TopKey`], the in-process snapshot;
 //! - `topk`: the Space-Saving summary;
 //! - `verdict`: an outcome plus whether the constraint caught a duplicate.
 
+mod deliveries;
 pub(crate) mod instrument;
 pub mod labels;
 mod recorder;
@@ -64,6 +67,7 @@ mod testing;
 mod topk;
 mod verdict;
 
+pub use deliveries::{DeliveryEvent, count_delivery};
 pub(crate) use instrument::instrument;
 pub use labels::{CallOutcome, Op, Technique};
 pub(crate) use recorder::Recorder;

@@ -16,8 +16,12 @@
 //! - `detect`: backstop detection by autoref specialisation;
 //! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`;
 //! - `tx`: [`run_in_tx`], `#[idempotent(tx = …)]` (the transactional guard).
+//! - `consume`: `#[consume_once]`.
 
 mod bounds;
+/// `#[consume_once]`.
+#[cfg(feature = "sql")]
+pub mod consume;
 mod detect;
 mod fence;
 mod idempotent;

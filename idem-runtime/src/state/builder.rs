@@ -3,11 +3,11 @@
 
 use sqlx::{Encode, Type};
 
-use super::conn::StateConn;
 use super::machine::StateMachine;
 use super::outcome::Transition;
 use super::run::{Edge, Step, begin, error_key, observed};
 use super::statements::{Columns, Statements};
+use crate::db::SqlConn as StateConn;
 use crate::db::SqlDialect;
 use crate::error::Error;
 use crate::handle::Idem;

@@ -14,8 +14,10 @@
 //! - `machine`: [`StateMachine`], what the derive implements;
 //! - `outcome`: [`Transition`];
 //! - `statements`: the statement texts from checked identifiers ([`Columns`]);
-//! - `conn`: [`StateConn`] (transaction, pooled or bare connection) and the
-//!   per-database driver calls ([`StateDb`]);
+//! - [`StateConn`] (transaction, pooled or bare connection) and the
+//!   per-database driver calls ([`StateDb`]): the SQL kernel's
+//!   [`SqlConn`](crate::db::SqlConn) and [`SqlDb`](crate::db::SqlDb), shared
+//!   with the consume log;
 //! - `run`: the transition, its savepoint and the `idem` span;
 //! - `builder`: the non-macro API, [`transition`];
 //! - `sqlx_text`: the derive's `sqlx` text impls, per enabled database.
@@ -26,15 +28,14 @@
 //! [`retry_conflicts`](crate::db::retry_conflicts) where that can happen.
 
 mod builder;
-mod conn;
 mod machine;
 mod outcome;
 mod run;
 mod sqlx_text;
 mod statements;
 
+pub use crate::db::{SqlConn as StateConn, SqlDb as StateDb};
 pub use builder::{TransitionCall, transition};
-pub use conn::{StateConn, StateDb};
 pub use machine::{StateMachine, UnknownState};
 pub use outcome::Transition;
 pub use statements::Columns;

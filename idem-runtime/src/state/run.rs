@@ -10,34 +10,25 @@
 //! decide.
 
 use std::future::Future;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use sqlx::{Encode, Type};
 
-use super::conn::{StateConn, StateDb as _};
 use super::machine::StateMachine;
 use super::outcome::Transition;
 use super::statements::Statements;
+use crate::db::savepoint::{self, release, rollback};
+use crate::db::{SqlConn as StateConn, SqlDb as _};
 use crate::error::Error;
-use crate::handle::{Idem, global};
+use crate::handle::{Idem, recorder_for};
 use crate::key::{Key, KeyPart};
 use crate::observe::instrument::Fenced;
-use crate::observe::{CallOutcome, Recorder, Technique, instrument};
+use crate::observe::{CallOutcome, Technique, instrument};
 
 impl<T, E> Fenced for Result<Transition<T>, E> {
     fn fence(&self) -> Option<crate::fence::Fence> {
         None
     }
 }
-
-/// Counts calls made with no handle at all: a transition needs none (it only
-/// talks to the caller's database), and the `metrics` facade still sees it.
-static UNHANDLED: OnceLock<Recorder> = OnceLock::new();
-
-/// Savepoint names: unique per process, so a transition nested in another's
-/// body (or MySQL's "same name replaces" rule) cannot release the wrong one.
-static SAVEPOINTS: AtomicU64 = AtomicU64::new(0);
 
 /// What one transition does: source states and target.
 pub(crate) struct Edge<'a, M> {
@@ -62,11 +53,7 @@ where
     R: Fenced,
     F: Future<Output = (CallOutcome, R)>,
 {
-    let handle = handle.or_else(|| global().ok());
-    let (recorder, ns) = match handle {
-        Some(h) => (&h.inner.recorder, h.namespace()),
-        None => (UNHANDLED.get_or_init(Recorder::default), ""),
-    };
+    let (recorder, ns) = recorder_for(handle);
     let name = Key::from_parts(ns, table, &[key]);
     instrument(recorder, Technique::StateMachine, &name, || op).await
 }
@@ -120,10 +107,10 @@ where
             edge.from.len()
         )));
     };
-    let sp = format!("idem_state_{}", SAVEPOINTS.fetch_add(1, Ordering::Relaxed));
-    if let Err(e) = C::Db::simple(conn.connection(), format!("SAVEPOINT {sp}")).await {
-        return failed(db(e));
-    }
+    let sp = match savepoint::take(conn, "state").await {
+        Ok(sp) => sp,
+        Err(e) => return failed(db(e)),
+    };
     let q = sqlx::query::<C::Db>(sqlx::AssertSqlSafe(update));
     let mut q = C::Db::bind_state(q, edge.to.stored()).bind(key);
     for f in edge.from {
@@ -223,20 +210,4 @@ where
 {
     let q = sqlx::query::<C::Db>(sqlx::AssertSqlSafe(stmts.current.clone())).bind(key);
     C::Db::text(conn.connection(), q).await
-}
-
-async fn release<C: StateConn + ?Sized>(conn: &mut C, sp: &str) -> Result<(), sqlx::Error> {
-    C::Db::simple(conn.connection(), format!("RELEASE SAVEPOINT {sp}")).await
-}
-
-/// Undoes the update (and the body's writes). A failure here leaves the
-/// caller's transaction unusable, so its commit fails too: logged, and the
-/// original error is what the caller sees.
-async fn rollback<C: StateConn + ?Sized>(conn: &mut C, sp: &str) {
-    let sql = format!("ROLLBACK TO SAVEPOINT {sp}");
-    if let Err(e) = C::Db::simple(conn.connection(), sql).await {
-        tracing::warn!(error = %e, "idem: rolling back a state transition's savepoint failed");
-        return;
-    }
-    let _ = release(conn, sp).await;
 }

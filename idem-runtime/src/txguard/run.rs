@@ -6,7 +6,7 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use super::{TxDb, TxGuard, front};
 use crate::db::classify::tx_error;
-use crate::db::savepoint::Savepoint;
+use crate::db::tx_savepoint::Savepoint;
 use crate::db::{InTx, TxBody};
 use crate::error::Error;
 use crate::fence::Fence;

@@ -38,5 +38,5 @@ where
     for<'t> i64: Encode<'t, DB> + Type<DB>,
 {
     sent.one();
-    crate::db::conn::bind_args(sqlx::query::<DB>(stmt.q()), args)
+    crate::db::tx_conn::bind_args(sqlx::query::<DB>(stmt.q()), args)
 }

@@ -8,7 +8,7 @@ use sqlx::AssertSqlSafe;
 
 use super::{Dialect, PURGE_BATCH, TableNames};
 
-/// The schema idem needs (records, fences, one-time tokens), as idempotent
+/// The schema idem needs (records, fences, one-time tokens, the consume log), as idempotent
 /// `CREATE … IF NOT EXISTS` statements separated by `;\n`. Apply it with your
 /// migration tool, or call `migrate()`.
 ///
@@ -17,6 +17,7 @@ use super::{Dialect, PURGE_BATCH, TableNames};
 /// let text = ddl(Dialect::Postgres, &TableNames::default());
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_records"));
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_tokens"));
+/// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_consume_log"));
 /// ```
 pub fn ddl(dialect: Dialect, names: &TableNames) -> String {
     let mut out = String::new();
@@ -28,10 +29,12 @@ pub fn ddl(dialect: Dialect, names: &TableNames) -> String {
 }
 
 /// The DDL as separate statements (drivers run one statement at a time): the
-/// records' and fences' here, then the one-time tokens' (`token_sql.rs`).
+/// records' and fences' here, then the one-time tokens' (`token_sql.rs`) and
+/// the consume log's (`consume_sql.rs`).
 pub(crate) fn statements(d: Dialect, n: &TableNames) -> Vec<String> {
     let mut v = records_statements(d, n);
     v.extend(super::token_sql::statements(d, n));
+    v.extend(super::consume_sql::statements(d, n));
     v
 }
 

@@ -27,6 +27,10 @@
 //! (`now()`, `UTC_TIMESTAMP(6)`, `unixepoch('subsec')`), never by the callers'
 //! clocks, so several application hosts with skewed clocks agree.
 //!
+//! The consume log of `#[consume_once]` (`idem_consume_log` by default,
+//! [`TableNames::consume_log`]) is created with the rest, and purged with it
+//! (columns and statements: `consume_sql.rs`).
+//!
 //! Migrations never run implicitly: call [`SqlStore::migrate`] or apply [`ddl`]
 //! with your own migration tool, then [`Store::verify`] at start-up (a missing
 //! table, the token table included, is an error naming it). `purge_expired`
@@ -117,6 +121,7 @@ mod driver_calls;
 mod bind;
 mod catalog;
 mod connect;
+pub(crate) mod consume_sql;
 mod ddl;
 mod errors;
 mod in_tx;

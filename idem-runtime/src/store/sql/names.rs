@@ -15,6 +15,7 @@ pub struct TableNames {
     records: String,
     fences: String,
     tokens: String,
+    consume_log: String,
 }
 
 impl Default for TableNames {
@@ -24,6 +25,7 @@ impl Default for TableNames {
             records: "idem_records".into(),
             fences: "idem_fences".into(),
             tokens: "idem_tokens".into(),
+            consume_log: crate::consume::DEFAULT_LOG_TABLE.into(),
         }
     }
 }
@@ -35,18 +37,21 @@ fn ident(s: &str) -> Result<(), StoreError> {
 
 impl TableNames {
     /// Records in `records`, fences in `<records>_fences`, one-time tokens in
-    /// `<records>_tokens`.
+    /// `<records>_tokens`, the consume log in `<records>_consume_log`.
     pub fn new(records: &str) -> Result<Self, StoreError> {
         ident(records)?;
         let fences = format!("{records}_fences");
         ident(&fences)?;
         let tokens = format!("{records}_tokens");
         ident(&tokens)?;
+        let consume_log = format!("{records}_consume_log");
+        crate::consume::check_log_table(&consume_log).map_err(StoreError::config)?;
         Ok(TableNames {
             schema: None,
             records: records.to_owned(),
             fences,
             tokens,
+            consume_log,
         })
     }
 
@@ -61,6 +66,15 @@ impl TableNames {
     pub fn tokens(mut self, tokens: &str) -> Result<Self, StoreError> {
         ident(tokens)?;
         self.tokens = tokens.to_owned();
+        Ok(self)
+    }
+
+    /// Overrides the consume log table name (`#[consume_once(log = "...")]`
+    /// must name the same table). Its indexes are named after it
+    /// (`<name>_biz_uk`, `<name>_expires_idx`), so it is at most 50 bytes.
+    pub fn consume_log(mut self, table: &str) -> Result<Self, StoreError> {
+        crate::consume::check_log_table(table).map_err(StoreError::config)?;
+        self.consume_log = table.to_owned();
         Ok(self)
     }
 
@@ -87,6 +101,11 @@ impl TableNames {
         &self.tokens
     }
 
+    /// The consume log table name (unqualified).
+    pub fn consume_log_name(&self) -> &str {
+        &self.consume_log
+    }
+
     /// The schema, if any.
     pub fn schema_name(&self) -> Option<&str> {
         self.schema.as_deref()
@@ -109,6 +128,10 @@ impl TableNames {
 
     pub(crate) fn tokens_q(&self, d: Dialect) -> String {
         self.qualify(d, &self.tokens)
+    }
+
+    pub(crate) fn consume_log_q(&self, d: Dialect) -> String {
+        self.qualify(d, &self.consume_log)
     }
 }
 

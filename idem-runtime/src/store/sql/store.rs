@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use super::bind::{Arg, Sent};
+use super::consume_sql::ConsumeStatements;
 use super::ddl::{Statements, Stmt, statements};
 use super::errors::{map_err, missing};
 use super::key::check_key;
@@ -67,6 +68,8 @@ pub struct SqlStore {
     pub(crate) sql: Statements,
     /// The one-time token table's statements (`token.rs`).
     pub(crate) tok: TokenStatements,
+    /// The consume log's purge and probe (`consume_sql.rs`).
+    pub(crate) log: ConsumeStatements,
     pub(crate) dialect: Dialect,
     locks: std::sync::Arc<KeyLocks>,
     local: std::sync::Arc<LocalClaims>,
@@ -83,6 +86,7 @@ impl SqlStore {
             queue: std::sync::Arc::new(crate::store::SendQueue::new(limit)),
             sql: Statements::new(dialect, &names),
             tok: TokenStatements::new(dialect, &names),
+            log: ConsumeStatements::new(dialect, &names),
             pool,
             names,
             dialect,
@@ -302,19 +306,26 @@ impl Store for SqlStore {
         })
     }
 
-    /// Expired records, then expired one-time tokens, in one time budget.
+    /// Expired records, then expired one-time tokens, then expired consume log
+    /// rows, in one time budget.
     fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(async move {
             let deadline = std::time::Instant::now() + PURGE_BUDGET;
             let records = purge_loop(deadline, || self.execute(&self.sql.purge, &[])).await?;
             let tokens = purge_loop(deadline, || self.execute(&self.tok.purge, &[])).await?;
-            Ok(records + tokens)
+            let log = purge_loop(deadline, || self.execute(&self.log.purge, &[])).await?;
+            Ok(records + tokens + log)
         })
     }
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         Box::pin(async move {
-            for (name, probe) in self.sql.probes.iter().chain([&self.tok.probe]) {
+            for (name, probe) in self
+                .sql
+                .probes
+                .iter()
+                .chain([&self.tok.probe, &self.log.probe])
+            {
                 self.exists(probe, &[])
                     .await
                     .map_err(|e| missing(name, e))?;

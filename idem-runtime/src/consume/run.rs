@@ -1,0 +1,202 @@
+//! One consumed message: the log row inserted under a savepoint of the
+//! caller's transaction, the body on a fresh row, and the reading of a unique
+//! violation as a duplicate.
+//!
+//! The insert comes *before* the body: a concurrent delivery of the same
+//! message (a broker redelivering while the first attempt still runs) then
+//! waits on the row's unique key until the first transaction ends: committed,
+//! it is a duplicate; rolled back, it inserts and runs. A body error rolls back
+//! to the savepoint, so neither the log row nor the body's rows stay, and the
+//! redelivery runs again.
+
+use std::future::Future;
+
+use super::message::{LogTable, Message};
+use super::outcome::{Consumed, DuplicateOf};
+use crate::backstop::{UniqueViolation, find_unique_violation};
+use crate::db::savepoint::{self, release, rollback};
+use crate::db::{Failure, SqlConn, SqlDb as _, SqlDialect as _, classify};
+use crate::error::Error;
+use crate::handle::{Idem, recorder_for};
+use crate::key::Key;
+use crate::observe::instrument::Fenced;
+use crate::observe::{CallOutcome, Technique, instrument};
+
+impl<T, E> Fenced for Result<Consumed<T>, E> {
+    fn fence(&self) -> Option<crate::fence::Fence> {
+        None
+    }
+}
+
+/// What a consume returns, with its outcome label.
+pub(crate) type Ended<T, E> = (CallOutcome, Result<Consumed<T>, E>);
+
+/// The keys of one message under the namespace of the handle it counts under.
+#[derive(Debug)]
+pub(crate) struct Keys {
+    pub(crate) msg: Key,
+    pub(crate) biz: Option<Key>,
+}
+
+/// Renders `message`'s keys under the namespace of `handle` (or the
+/// installed global's, or none).
+pub(crate) fn keys(handle: Option<&Idem>, message: &Message<'_>) -> Keys {
+    let (_, ns) = recorder_for(handle);
+    let (msg, biz) = message.keys(ns);
+    Keys { msg, biz }
+}
+
+/// Runs a whole consume (`op`: begin, body, finish) inside the `idem` span
+/// (`technique="consume"`, key = the message key), counted under `handle`'s
+/// stats (or the installed global's; without either, the `metrics` facade
+/// only).
+pub(crate) async fn observed<R, F>(handle: Option<&Idem>, key: &Key, op: F) -> R
+where
+    R: Fenced,
+    F: Future<Output = (CallOutcome, R)>,
+{
+    let (recorder, _) = recorder_for(handle);
+    instrument(recorder, Technique::Consume, key, || op).await
+}
+
+/// After the insert: run the body, or the consume already ended.
+#[derive(Debug)]
+pub enum Step<T, E> {
+    /// The row is new: run the body, then [`LogEntry::finish`].
+    Go(LogEntry),
+    /// Nothing to run: a duplicate, or an error.
+    Done(Ended<T, E>),
+}
+
+/// The fresh log row and the savepoint it holds until the body ends.
+#[derive(Debug)]
+pub struct LogEntry {
+    savepoint: String,
+    key: String,
+}
+
+/// Takes the savepoint and inserts the log row into `conn`.
+pub(crate) async fn begin<C, T, E>(log: &LogTable<'_>, conn: &mut C, keys: &Keys) -> Step<T, E>
+where
+    C: SqlConn + ?Sized,
+    E: From<Error>,
+{
+    let name = keys.msg.as_str();
+    let failed = |e: Error| Step::Done((CallOutcome::Failed, Err(E::from(e))));
+    let insert = match log.insert(C::Db::DIALECT) {
+        Ok(sql) => sql,
+        Err(e) => return failed(e),
+    };
+    let sp = match savepoint::take(conn, "consume").await {
+        Ok(sp) => sp,
+        Err(e) => return failed(db_error(name, log.table, e)),
+    };
+    let q = sqlx::query::<C::Db>(sqlx::AssertSqlSafe(insert));
+    let q = C::Db::bind_text(q, Some(name.to_owned()));
+    let q = C::Db::bind_text(q, keys.biz.as_ref().map(|k| k.as_str().to_owned()));
+    let q = C::Db::bind_i64(q, log.retention_us());
+    match C::Db::exec(conn.connection(), q).await {
+        Ok(_) => Step::Go(LogEntry {
+            savepoint: sp,
+            key: name.to_owned(),
+        }),
+        Err(e) => {
+            rollback(conn, &sp).await;
+            match find_unique_violation(&e) {
+                Some(v) => Step::Done((
+                    CallOutcome::DuplicateMessage,
+                    Ok(Consumed::Duplicate {
+                        by: duplicate_of(&v, log.table),
+                    }),
+                )),
+                None => failed(db_error(name, log.table, e)),
+            }
+        }
+    }
+}
+
+impl LogEntry {
+    /// The body ended: keep the row and the body's writes (`Processed`), or
+    /// roll both back to the savepoint and return the body's error.
+    pub(crate) async fn finish<C, T, E>(self, conn: &mut C, out: Result<T, E>) -> Ended<T, E>
+    where
+        C: SqlConn + ?Sized,
+        E: From<Error>,
+    {
+        match out {
+            Ok(v) => match release(conn, &self.savepoint).await {
+                Ok(()) => (CallOutcome::Executed, Ok(Consumed::Processed(v))),
+                Err(e) => {
+                    let e = Error::Database {
+                        key: self.key,
+                        detail: e.to_string(),
+                    };
+                    (CallOutcome::Failed, Err(E::from(e)))
+                }
+            },
+            Err(e) => {
+                rollback(conn, &self.savepoint).await;
+                (CallOutcome::Released, Err(e))
+            }
+        }
+    }
+}
+
+/// Which key a unique violation of the log names: the business-id index
+/// (`<table>_biz_uk` by name on PostgreSQL and MySQL, its column on SQLite),
+/// else the primary key, the message id.
+fn duplicate_of(v: &UniqueViolation, table: &str) -> DuplicateOf {
+    let biz = match v.constraint.as_deref() {
+        Some(c) => c.strip_prefix(table) == Some("_biz_uk"),
+        None => v.columns.iter().any(|c| c == "biz_key"),
+    };
+    if biz {
+        DuplicateOf::BusinessId
+    } else {
+        DuplicateOf::MessageId
+    }
+}
+
+/// A driver error on the log: a missing table is a setup mistake naming the
+/// fix; anything else is a database error on the message's key.
+fn db_error(key: &str, table: &str, e: sqlx::Error) -> Error {
+    match classify(&e) {
+        Failure::MissingObject => Error::Config(format!(
+            "the consume log table `{table}` does not exist in the caller's database: run `migrate()` there, or apply `idem::consume::ddl`"
+        )),
+        _ => Error::Database {
+            key: key.to_owned(),
+            detail: e.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn violations_name_their_key() {
+        let named = |c: &str| UniqueViolation {
+            constraint: Some(c.into()),
+            table: None,
+            columns: vec![],
+        };
+        assert_eq!(
+            duplicate_of(&named("log_biz_uk"), "log"),
+            DuplicateOf::BusinessId
+        );
+        assert_eq!(
+            duplicate_of(&named("log_pkey"), "log"),
+            DuplicateOf::MessageId
+        );
+        assert_eq!(
+            duplicate_of(&named("PRIMARY"), "log"),
+            DuplicateOf::MessageId
+        );
+        let lite = crate::backstop::parse_message("UNIQUE constraint failed: log.biz_key");
+        assert_eq!(duplicate_of(&lite, "log"), DuplicateOf::BusinessId);
+        let lite = crate::backstop::parse_message("UNIQUE constraint failed: log.msg_key");
+        assert_eq!(duplicate_of(&lite, "log"), DuplicateOf::MessageId);
+    }
+}

@@ -1,0 +1,154 @@
+//! The SQL text of the consume log (`#[consume_once]`, `idem::consume`): its
+//! DDL (part of [`ddl`](super::ddl) and `migrate()`), the insert the consumer
+//! runs in the caller's transaction, and the purge and `verify()` probe of the
+//! store. Kept apart from `ddl.rs` (the records' text) so each file holds one
+//! table.
+//!
+//! | column        | PostgreSQL    | MySQL/MariaDB            | SQLite              |
+//! |---------------|---------------|--------------------------|---------------------|
+//! | `msg_key`     | `TEXT` PK     | `VARBINARY(768)` PK      | `TEXT` PK           |
+//! | `biz_key`     | `TEXT`, unique (`<table>_biz_uk`), `NULL` without a business id | `VARBINARY(768)` | `TEXT` |
+//! | `consumed_at` | `TIMESTAMPTZ` | `DATETIME(6)` (UTC)      | `INTEGER` (µs)      |
+//! | `expires_at`  | `TIMESTAMPTZ` | `DATETIME(6)` (UTC)      | `INTEGER` (µs since the epoch, ms resolution) |
+//!
+//! `msg_key` is `ns:consumer:<message id>` and `biz_key` is
+//! `ns:consumer:<message type>:<business id>`, both rendered by the key builder
+//! (escaped, long ones hashed), so two consumers never block each other and a
+//! message of another type about the same order is not a duplicate. Rows live
+//! for the log's retention (default 7 days: longer than any redelivery), on
+//! the database clock, and `purge_expired` deletes them afterwards.
+
+use super::ddl::Stmt;
+use super::{Dialect, PURGE_BATCH, TableNames};
+
+/// The consume log's DDL statements for table `t` (qualified), its indexes
+/// named after `name` (unqualified).
+pub(crate) fn log_ddl(d: Dialect, t: &str, name: &str) -> Vec<String> {
+    let uk = format!("{name}_biz_uk");
+    let idx = format!("{name}_expires_idx");
+    match d {
+        Dialect::Postgres => vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {t} (\n  \
+                 msg_key TEXT PRIMARY KEY,\n  \
+                 biz_key TEXT,\n  \
+                 consumed_at TIMESTAMPTZ NOT NULL,\n  \
+                 expires_at TIMESTAMPTZ NOT NULL\n)"
+            ),
+            format!("CREATE UNIQUE INDEX IF NOT EXISTS {uk} ON {t} (biz_key)"),
+            format!("CREATE INDEX IF NOT EXISTS {idx} ON {t} (expires_at)"),
+        ],
+        Dialect::MySql => vec![format!(
+            "CREATE TABLE IF NOT EXISTS {t} (\n  \
+             msg_key VARBINARY(768) NOT NULL PRIMARY KEY,\n  \
+             biz_key VARBINARY(768) NULL,\n  \
+             consumed_at DATETIME(6) NOT NULL,\n  \
+             expires_at DATETIME(6) NOT NULL,\n  \
+             UNIQUE KEY {uk} (biz_key),\n  \
+             KEY {idx} (expires_at)\n) ENGINE=InnoDB"
+        )],
+        Dialect::Sqlite => vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {t} (\n  \
+                 msg_key TEXT NOT NULL PRIMARY KEY,\n  \
+                 biz_key TEXT,\n  \
+                 consumed_at INTEGER NOT NULL,\n  \
+                 expires_at INTEGER NOT NULL\n)"
+            ),
+            format!("CREATE UNIQUE INDEX IF NOT EXISTS {uk} ON {t} (biz_key)"),
+            format!("CREATE INDEX IF NOT EXISTS {idx} ON {t} (expires_at)"),
+        ],
+    }
+}
+
+/// The store's consume log DDL, appended to the records' by `ddl()`.
+pub(crate) fn statements(d: Dialect, n: &TableNames) -> Vec<String> {
+    log_ddl(d, &n.consume_log_q(d), n.consume_log_name())
+}
+
+/// The row insert of one consumed message (binds: msg_key, biz_key or `NULL`,
+/// retention µs). A unique violation on either key is the duplicate.
+pub(crate) fn insert(d: Dialect, t: &str) -> String {
+    match d {
+        Dialect::Postgres => format!(
+            "INSERT INTO {t} (msg_key, biz_key, consumed_at, expires_at) \
+             VALUES ($1, $2, now(), now() + ($3::INT8 * INTERVAL '1 microsecond'))"
+        ),
+        Dialect::MySql => format!(
+            "INSERT INTO {t} (msg_key, biz_key, consumed_at, expires_at) \
+             VALUES (?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)"
+        ),
+        Dialect::Sqlite => {
+            let now = "CAST(unixepoch('subsec') * 1000000 AS INTEGER)";
+            format!(
+                "INSERT INTO {t} (msg_key, biz_key, consumed_at, expires_at) \
+                 VALUES (?1, ?2, {now}, {now} + ?3)"
+            )
+        }
+    }
+}
+
+/// Deletes up to `PURGE_BATCH` expired log rows.
+pub(crate) fn purge(d: Dialect, t: &str) -> String {
+    match d {
+        Dialect::Postgres => format!(
+            "DELETE FROM {t} WHERE msg_key IN (\
+               SELECT msg_key FROM {t} WHERE expires_at <= now() LIMIT {PURGE_BATCH} \
+               FOR UPDATE SKIP LOCKED) \
+             AND expires_at <= now()"
+        ),
+        Dialect::MySql => format!(
+            "DELETE FROM {t} WHERE expires_at <= UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT {PURGE_BATCH}"
+        ),
+        Dialect::Sqlite => format!(
+            "DELETE FROM {t} WHERE rowid IN (\
+               SELECT rowid FROM {t} WHERE expires_at <= CAST(unixepoch('subsec') * 1000000 AS INTEGER) \
+               LIMIT {PURGE_BATCH})"
+        ),
+    }
+}
+
+/// The store's consume log statements: purge, and the `verify()` probe.
+#[derive(Debug, Clone)]
+pub(crate) struct ConsumeStatements {
+    pub(crate) purge: Stmt,
+    pub(crate) probe: (String, Stmt),
+}
+
+impl ConsumeStatements {
+    pub(crate) fn new(d: Dialect, n: &TableNames) -> Self {
+        let t = n.consume_log_q(d);
+        let never = match d {
+            Dialect::Postgres => "FALSE",
+            Dialect::MySql => "1 = 0",
+            Dialect::Sqlite => "0",
+        };
+        ConsumeStatements {
+            purge: Stmt::from(purge(d, &t)),
+            probe: (
+                t.clone(),
+                Stmt::from(format!(
+                    "SELECT msg_key, biz_key, consumed_at, expires_at FROM {t} WHERE {never}"
+                )),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_name_the_table_and_its_indexes() {
+        let n = TableNames::default().consume_log("refund_log").unwrap();
+        let pg = statements(Dialect::Postgres, &n).join(";\n");
+        assert!(pg.contains("CREATE TABLE IF NOT EXISTS refund_log"));
+        assert!(pg.contains(
+            "CREATE UNIQUE INDEX IF NOT EXISTS refund_log_biz_uk ON refund_log (biz_key)"
+        ));
+        let my = statements(Dialect::MySql, &n).join(";\n");
+        assert!(my.contains("UNIQUE KEY refund_log_biz_uk (biz_key)"));
+        assert!(insert(Dialect::Sqlite, "refund_log").contains("?3"));
+    }
+}
