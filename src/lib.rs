@@ -43,5 +43,12 @@ pub use idem_runtime::{
     store, token,
 };
 
+// The exact versions of the crates idem's API takes values of.
+pub use idem_runtime::metrics;
+#[cfg(feature = "redis")]
+pub use idem_runtime::redis;
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use idem_runtime::sqlx;
+
 #[doc(hidden)]
 pub use idem_runtime::__private;

@@ -3,7 +3,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::backstop::{Backstops, ConstraintCatalog, UniqueViolation};
+use crate::backstop::{
+    Backstops, ConstraintCatalog, Detection, UniqueViolation, ViolationDetector,
+};
 use crate::error::Error;
 use crate::exec::{Breaker, Exec};
 use crate::key::{Key, KeyPart};
@@ -28,6 +30,7 @@ pub struct IdemBuilder {
     breaker_threshold: u32,
     breaker_cooldown: Duration,
     catalog: Option<Arc<dyn ConstraintCatalog>>,
+    detection: Detection,
 }
 
 impl std::fmt::Debug for IdemBuilder {
@@ -87,6 +90,24 @@ impl IdemBuilder {
         self
     }
 
+    /// Adds a unique-violation detector, asked before the built-in detection for
+    /// every link of a business error's chain (see
+    /// [`ViolationDetector`](crate::backstop::ViolationDetector)). `verify()`
+    /// checks that the detection as a whole sees each declared backstop.
+    pub fn violation_detector(mut self, detector: impl ViolationDetector) -> Self {
+        self.detection.push(Arc::new(detector));
+        self
+    }
+
+    /// Turns the built-in detection (idem's sqlx types, then the message and
+    /// SQLSTATE text every sqlx version prints) on or off (default on). With it
+    /// off only the [`violation_detector`](Self::violation_detector)s run, and
+    /// `verify()` fails if they cannot see a declared backstop.
+    pub fn builtin_violation_detection(mut self, on: bool) -> Self {
+        self.detection.set_builtin(on);
+        self
+    }
+
     /// Builds the handle.
     pub fn build(self) -> Result<Idem, Error> {
         let store = self
@@ -105,7 +126,7 @@ impl IdemBuilder {
                 namespace: self.namespace,
                 recorder: Recorder::default(),
                 scenes: SceneRegistry::default(),
-                backstops: Backstops::new(self.catalog),
+                backstops: Backstops::new(self.catalog, self.detection),
             }),
         })
     }
@@ -161,6 +182,7 @@ impl Idem {
             breaker_threshold: 5,
             breaker_cooldown: Duration::from_secs(2),
             catalog: None,
+            detection: Detection::default(),
         }
     }
 
@@ -266,6 +288,14 @@ impl Idem {
     /// Remembers a call's backstop constraint for `verify()`.
     pub(crate) fn note_backstop(&self, name: &str) {
         self.inner.backstops.note(name);
+    }
+
+    /// The first unique violation in `err`'s chain, as this handle detects them.
+    pub(crate) fn find_violation(
+        &self,
+        err: &(dyn std::error::Error + 'static),
+    ) -> Option<UniqueViolation> {
+        self.inner.backstops.find(err)
     }
 
     /// Does `v` violate the constraint called `name`?

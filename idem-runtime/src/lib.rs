@@ -30,6 +30,7 @@ pub mod token;
 pub mod __private;
 
 pub use backstop::std_error;
+
 pub use error::{Error, Result};
 pub use fence::Fence;
 pub use guard::Guard;
@@ -37,9 +38,22 @@ pub use handle::{Idem, IdemBuilder, global, install};
 pub use hooks::{Hooks, NoConflict, Terminal};
 pub use key::{Key, KeyPart};
 pub use lock::{Lock, LockGrant, LockPolicy};
+/// The `metrics` crate idem records to (0.24): install a recorder of this major
+/// version, or idem's counters go nowhere (a recorder of another version sees
+/// nothing and nothing can tell).
+pub use metrics;
 pub use observe::{CallReport, Stats, TopKey, reported};
 pub use outcome::{How, Outcome};
 pub use policy::{Concurrency, Policy};
+/// The `redis` crate idem's Redis stores are built on (1.8): build a
+/// `redis::Client` or `ConnectionManager` for `RedisStore::from_client` with it.
+#[cfg(feature = "redis")]
+pub use redis;
+/// The `sqlx` crate idem's SQL stores and helpers are built on (0.9): the pools
+/// given to `SqlStore`, `SqlConstraints` and the technique helpers are of this
+/// version. Backstop detection does not depend on it (it reads error text too).
+#[cfg(feature = "sql")]
+pub use sqlx;
 #[cfg(feature = "sql")]
 pub use state::{StateMachine, Transition};
 pub use state_cas::{StateCas, StateKey};

@@ -35,6 +35,8 @@ mod macro_support;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_backstop;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_backstop_text;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_conformance;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_layered;

@@ -118,7 +118,7 @@ impl Call<'_> {
         detect: Option<DetectFn<E>>,
     ) -> impl Future<Output = Option<String>> + 's {
         let found = self.policy.backstop.as_deref().and_then(|name| {
-            let v = crate::backstop::find_unique_violation(detect?(err)?)?;
+            let v = self.idem.find_violation(detect?(err)?)?;
             Some((name, v))
         });
         async move {

@@ -19,7 +19,7 @@ use std::time::Duration;
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
 
-pub use catalog::{ConstraintCatalog, ConstraintDef};
+pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use error::{BoxError, Reason, StoreError};
 
 pub mod catalog;
