@@ -114,6 +114,7 @@ impl Stmt {
     fn new(s: String) -> Self {
         Stmt(s.into())
     }
+    #[cfg(feature = "bench")]
     pub(crate) fn text(&self) -> Arc<str> {
         Arc::clone(&self.0)
     }
@@ -130,6 +131,10 @@ pub(crate) struct Statements {
     /// Takes `$key` unless it is live (dialect-specific shape, see the stores).
     pub(crate) claim: Stmt,
     /// Hands out the next fence (MySQL, SQLite; unused on PostgreSQL).
+    #[cfg_attr(
+        not(any(feature = "mysql", feature = "sqlite", feature = "bench")),
+        allow(dead_code)
+    )]
     pub(crate) next_fence: Stmt,
     /// Owner-checked complete (binds: payload, ttl µs, key, owner); retried by the
     /// same owner it matches again and changes nothing.
