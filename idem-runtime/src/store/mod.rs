@@ -157,6 +157,12 @@ pub enum RecordState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning(pub String);
 
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// A backend that keeps idempotency records.
 ///
 /// Implementations must make `claim`, `complete`, `release` and `renew` atomic per
