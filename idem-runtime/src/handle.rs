@@ -31,6 +31,7 @@ pub struct IdemBuilder {
     breaker_cooldown: Duration,
     catalog: Option<Arc<dyn ConstraintCatalog>>,
     detection: Detection,
+    raw_keys: bool,
 }
 
 impl std::fmt::Debug for IdemBuilder {
@@ -108,7 +109,16 @@ impl IdemBuilder {
         self
     }
 
-    /// Builds the handle.
+    /// Records raw keys in the `idem` spans instead of their hashes (default
+    /// off: keys are request data). Log lines outside the span keep the hash;
+    /// `idem::observe::key_hash` maps a key to it.
+    pub fn log_raw_keys(mut self, on: bool) -> Self {
+        self.raw_keys = on;
+        self
+    }
+
+    /// Builds the handle. Registers the metric descriptions with the recorder
+    /// installed now (install it before building the handle).
     pub fn build(self) -> Result<Idem, Error> {
         let store = self
             .store
@@ -120,11 +130,14 @@ impl IdemBuilder {
         within_bounds("the circuit breaker cooldown", self.breaker_cooldown)
             .map_err(Error::Config)?;
         let breaker = Breaker::new(self.breaker_threshold, self.breaker_cooldown);
+        crate::observe::describe();
+        let recorder = Recorder::default();
+        recorder.set_raw_keys(self.raw_keys);
         Ok(Idem {
             inner: Arc::new(Inner {
                 exec: Exec::new(store, self.op_timeout, breaker),
                 namespace: self.namespace,
-                recorder: Recorder::default(),
+                recorder,
                 scenes: SceneRegistry::default(),
                 backstops: Backstops::new(self.catalog, self.detection),
             }),
@@ -183,6 +196,7 @@ impl Idem {
             breaker_cooldown: Duration::from_secs(2),
             catalog: None,
             detection: Detection::default(),
+            raw_keys: false,
         }
     }
 

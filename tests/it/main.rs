@@ -12,6 +12,7 @@ mod lock;
 mod lock_fenced;
 mod memory;
 mod observability;
+mod observability_defaults;
 #[cfg(feature = "redis")]
 mod redis_cluster;
 #[cfg(all(feature = "redis", feature = "sqlite"))]

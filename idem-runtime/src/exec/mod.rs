@@ -23,12 +23,14 @@ use crate::store::Store;
 
 pub(crate) mod breaker;
 mod finish;
+mod jitter;
 mod lease;
 mod local;
 mod op;
 
 pub(crate) use breaker::Breaker;
 pub(crate) use finish::{Finish, ReleaseOnDrop};
+pub(crate) use jitter::jitter;
 pub(crate) use lease::{Held, Liveness, Waiter};
 pub(crate) use local::Inflight;
 

@@ -108,10 +108,10 @@ impl Exec {
                     let give_up = (!held && attempt >= 3) || (background && self.breaker.is_open());
                     if give_up || Instant::now() + pause >= deadline {
                         self.breaker.failure();
-                        tracing::debug!(key, op = op.as_str(), error = %msg, "store unavailable");
+                        tracing::debug!(key = %crate::observe::key_hash(key), op = op.as_str(), error = %msg, "store unavailable");
                         return Err(StoreError::Unavailable(msg));
                     }
-                    tokio::time::sleep(pause).await;
+                    tokio::time::sleep(super::jitter(pause)).await;
                 }
                 Err(other) => return Err(other),
             }

@@ -79,7 +79,7 @@ impl Call<'_> {
         let payload = match payload {
             Ok(p) => p,
             Err(e) => {
-                tracing::error!(key, error = %e, "result cannot be encoded; the claim will lapse");
+                tracing::error!(key = %crate::observe::key_hash(key), error = %e, "result cannot be encoded; the claim will lapse");
                 return false;
             }
         };
@@ -89,13 +89,13 @@ impl Call<'_> {
             Ok(Owned::Applied) => true,
             Ok(Owned::NotOwner) => {
                 tracing::warn!(
-                    key,
+                    key = %crate::observe::key_hash(key),
                     "result not stored: the lease lapsed and another caller owns the key"
                 );
                 false
             }
             Err(e) => {
-                tracing::warn!(key, error = %e, "result not stored; the caller still gets it");
+                tracing::warn!(key = %crate::observe::key_hash(key), error = %e, "result not stored; the caller still gets it");
                 false
             }
         }
@@ -105,7 +105,7 @@ impl Call<'_> {
         let key = self.key.as_str();
         let exec = &self.idem.inner.exec;
         if let Err(e) = exec.finish(held, Finish::Release).await {
-            tracing::warn!(key, error = %e, "release failed; the claim lapses with its lease");
+            tracing::warn!(key = %crate::observe::key_hash(key), error = %e, "release failed; the claim lapses with its lease");
         }
     }
 
@@ -189,7 +189,7 @@ impl Call<'_> {
         Fut: Future<Output = Result<T, E>> + Send,
     {
         tracing::warn!(
-            key = self.key.as_str(),
+            key = %crate::observe::key_hash(self.key.as_str()),
             "store unavailable: running under the backstop only"
         );
         match body(Fence::NONE).await {
