@@ -21,6 +21,8 @@ mod redis_faults;
 mod redis_procs;
 #[cfg(feature = "redis")]
 mod redis_store;
+#[cfg(feature = "redis-tls")]
+mod redis_tls;
 mod sim;
 mod state_cas;
 mod token;
@@ -37,6 +39,8 @@ mod macro_support;
 mod sql_backstop;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_backstop_text;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_builder;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_conformance;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]

@@ -73,6 +73,7 @@
 
 mod cluster;
 mod codec;
+mod from;
 mod scripts;
 mod state_scripts;
 mod token_scripts;
@@ -250,6 +251,7 @@ impl RedisStoreBuilder {
     /// here. Must be called inside a Tokio runtime.
     pub fn build_lazy(self) -> Result<RedisStore, StoreError> {
         let layout = KeyLayout::new(&self.prefix)?;
+        from::tls_provider();
         let client = redis::Client::open(self.url.as_str())
             // No source: the parse error may echo the URL, password included.
             .map_err(|e| StoreError::config(format!("redis url `{}`: {e}", redact(&self.url))))?;
@@ -301,8 +303,8 @@ impl RedisStore {
         Self::builder(url).connect().await
     }
 
-    /// A builder for `url` (`redis://[user:pass@]host:port[/db]`, `rediss://` needs a
-    /// TLS feature of redis-rs).
+    /// A builder for `url` (`redis://[user:pass@]host:port[/db]`; `rediss://` with
+    /// feature `redis-tls`, system roots: see [`from_client`](Self::from_client)).
     pub fn builder(url: impl Into<String>) -> RedisStoreBuilder {
         RedisStoreBuilder {
             url: url.into(),

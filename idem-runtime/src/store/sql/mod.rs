@@ -115,6 +115,7 @@ use crate::store::StoreError;
 mod driver_calls;
 
 mod bind;
+mod builder;
 mod catalog;
 mod connect;
 mod ddl;
@@ -135,6 +136,7 @@ mod token;
 mod token_sql;
 
 pub use crate::db::Dialect;
+pub use builder::SqlStoreBuilder;
 pub use catalog::{EXPRESSION, SqlConstraints};
 pub use ddl::ddl;
 pub use key::MAX_KEY_BYTES;
