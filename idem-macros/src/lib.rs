@@ -6,6 +6,9 @@
 //! Entry points convert to `proc_macro2` streams at once, so unit tests and
 //! the expansion snapshots call the same `expand`.
 
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod common;
 mod distributed_lock;
 mod idempotent;
@@ -20,6 +23,36 @@ use proc_macro::TokenStream;
 /// Makes an `async fn` returning `Result<T, E>` idempotent: the body runs once
 /// per rendered key; repeats within `ttl` get the stored result, concurrent
 /// duplicates wait for it (or are rejected), and a failed body releases the key.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use idem::{Idem, MemoryStore};
+///
+/// #[derive(Debug)]
+/// struct AppError(idem::Error);
+/// impl From<idem::Error> for AppError {
+///     fn from(e: idem::Error) -> Self { AppError(e) }
+/// }
+///
+/// static RUNS: AtomicUsize = AtomicUsize::new(0);
+///
+/// #[idem::idempotent(key = "order-create:<user_id>:<req_id>", ttl = "24h", handle = idem)]
+/// async fn create_order(idem: &Idem, user_id: u64, req_id: &str) -> Result<String, AppError> {
+///     RUNS.fetch_add(1, Ordering::SeqCst);
+///     Ok(format!("order of {user_id} for {req_id}"))
+/// }
+///
+/// # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+/// # rt.block_on(async {
+/// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build().unwrap();
+/// let first = create_order(&idem, 7, "req-1").await.unwrap();
+/// let again = create_order(&idem, 7, "req-1").await.unwrap();
+/// assert_eq!((first, RUNS.load(Ordering::SeqCst)), (again, 1));
+/// # });
+/// ```
+///
+/// With a database backstop (the unique index catches what the store missed;
+/// `on_conflict` loads the first result):
 ///
 /// ```text
 /// #[idem::idempotent(key = "order-create:<user_id>:<req_id>", ttl = "24h",

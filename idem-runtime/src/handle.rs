@@ -17,8 +17,8 @@ use crate::store::{RecordState, Store, StoreError, Warning};
 /// Builds an [`Idem`] handle.
 ///
 /// ```
-/// # fn main() -> Result<(), idem_runtime::Error> {
-/// use idem_runtime::{Idem, store::memory::MemoryStore};
+/// # fn main() -> Result<(), idem::Error> {
+/// use idem::{Idem, store::memory::MemoryStore};
 /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
 /// # Ok(()) }
 /// ```

@@ -16,7 +16,7 @@ use super::UniqueViolation;
 ///
 /// ```
 /// use std::error::Error;
-/// use idem_runtime::{Idem, MemoryStore, backstop::UniqueViolation};
+/// use idem::{Idem, MemoryStore, backstop::UniqueViolation};
 ///
 /// #[derive(Debug)]
 /// struct MyDbError { code: u32, index: String }

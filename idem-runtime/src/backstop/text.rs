@@ -34,7 +34,7 @@ const LITE_MESSAGE: &str = "UNIQUE constraint failed: ";
 /// The unique violation one link's text reports, if it reports one.
 ///
 /// ```
-/// use idem_runtime::backstop::from_text;
+/// use idem::backstop::from_text;
 /// let pg = "duplicate key value violates unique constraint \"uk_order_no\"";
 /// assert_eq!(from_text(pg, None).unwrap().constraint.as_deref(), Some("uk_order_no"));
 /// let my = "1062 (23000): Duplicate entry 'A-1' for key 'orders.uk_order_no'";

@@ -10,7 +10,7 @@ use std::fmt;
 /// blake3 hash (64 bits: no collisions among the keys one log shows).
 ///
 /// ```
-/// use idem_runtime::observe::key_hash;
+/// use idem::observe::key_hash;
 /// let h = key_hash("shop:order-create:42:req-1").to_string();
 /// assert_eq!(h.len(), 17);
 /// assert!(h.starts_with('#') && !h.contains("42"));

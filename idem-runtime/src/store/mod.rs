@@ -27,8 +27,10 @@ mod error;
 pub mod faulty;
 pub mod memory;
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 #[cfg(feature = "sql")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
 pub mod sql;
 pub mod state;
 pub mod token;

@@ -17,10 +17,10 @@ impl RedisStore {
     /// [`RedisStoreBuilder::prefix`](super::RedisStoreBuilder::prefix).
     ///
     /// ```no_run
-    /// # async fn f() -> Result<(), idem_runtime::Error> {
-    /// use idem_runtime::store::redis::RedisStore;
+    /// # async fn f() -> Result<(), idem::Error> {
+    /// use idem::store::redis::RedisStore;
     /// let client = redis::Client::open("redis://127.0.0.1:6379").map_err(|e| {
-    ///     idem_runtime::store::StoreError::config("redis url").with_source(e)
+    ///     idem::store::StoreError::config("redis url").with_source(e)
     /// })?;
     /// let store = RedisStore::from_client(client, "idem:").await?;
     /// # drop(store); Ok(()) }

@@ -181,7 +181,7 @@ const CONNECT_BUDGET_FACTOR: u32 = 4;
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use idem_runtime::{Idem, store::redis::RedisStore};
+/// use idem::{Idem, store::redis::RedisStore};
 /// let store = RedisStore::builder("redis://127.0.0.1:6379")
 ///     .prefix("idem:")
 ///     .response_timeout(std::time::Duration::from_millis(300))

@@ -15,8 +15,8 @@ use crate::store::StoreError;
 /// Configures a [`SqlStore`] that opens its own pool.
 ///
 /// ```no_run
-/// # async fn f() -> Result<(), idem_runtime::Error> {
-/// use idem_runtime::store::sql::{SqlStore, TableNames};
+/// # async fn f() -> Result<(), idem::Error> {
+/// use idem::store::sql::{SqlStore, TableNames};
 /// let store = SqlStore::builder("postgres://app@db/shop")
 ///     .tables(TableNames::new("idem_records")?)
 ///     .max_connections(8)

@@ -22,8 +22,8 @@ pub const EXPRESSION: &str = "(expression)";
 ///   SQLite as named unique indexes.
 ///
 /// ```no_run
-/// # async fn f(pool: sqlx::PgPool) -> Result<(), idem_runtime::Error> {
-/// use idem_runtime::{Idem, store::sql::{SqlConstraints, SqlStore}};
+/// # async fn f(pool: sqlx::PgPool) -> Result<(), idem::Error> {
+/// use idem::{Idem, store::sql::{SqlConstraints, SqlStore}};
 /// let idem = Idem::builder()
 ///     .store(SqlStore::postgres(pool.clone()))
 ///     .constraints(SqlConstraints::postgres(pool))

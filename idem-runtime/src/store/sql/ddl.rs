@@ -13,7 +13,7 @@ use super::{Dialect, PURGE_BATCH, TableNames};
 /// migration tool, or call `migrate()`.
 ///
 /// ```
-/// use idem_runtime::store::sql::{ddl, Dialect, TableNames};
+/// use idem::store::sql::{ddl, Dialect, TableNames};
 /// let text = ddl(Dialect::Postgres, &TableNames::default());
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_records"));
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_tokens"));
