@@ -68,7 +68,7 @@ use proc_macro::TokenStream;
 /// | option | value | default |
 /// |---|---|---|
 /// | `key` | `"scene:<param>:<param.field>"` | required |
-/// | `ttl` | duration (`ms` `s` `m` `h` `d`, e.g. `"1h30m"`) | `"24h"` |
+/// | `ttl` | duration (`ms` `s` `m` `h` `d`, e.g. `"1h30m"`, or humantime's `"1h 30m"`) | `"24h"` |
 /// | `lease` | duration, shorter than `ttl` | `"30s"` |
 /// | `wait` | duration | the lease |
 /// | `max_hold` | duration, at least the lease | 20 × the lease |
@@ -109,7 +109,7 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | option | value | default |
 /// |---|---|---|
 /// | `key` | `"scene:<param>:<param.field>"` | required |
-/// | `lease` | duration (`ms` `s` `m` `h` `d`) | `"30s"` |
+/// | `lease` | duration (as for `#[idempotent]`) | `"30s"` |
 /// | `wait` | duration (`"0s"` is not allowed; a short one tries about once) | the lease |
 /// | `max_hold` | duration, longer than the lease | 20 × the lease |
 /// | `handle` | expression of type `&idem::Idem` | the installed global |
