@@ -68,7 +68,7 @@ pub(crate) fn parse(text: &str) -> Result<Duration, String> {
     if total == 0 {
         return Err(format!("duration `{text}` must be greater than zero"));
     }
-    if total % 1_000_000 != 0 {
+    if !total.is_multiple_of(1_000_000) {
         return Err(format!(
             "duration `{text}` is not a whole number of milliseconds"
         ));
