@@ -250,7 +250,7 @@ impl Waiter {
         let budget =
             (self.budget - elapsed).min(holder_left.saturating_add(Duration::from_millis(1)));
         if !exec.wait_local(key, budget).await {
-            tokio::time::sleep(super::jitter(self.backoff).min(budget)).await;
+            tokio::time::sleep(exec.jitter.apply(self.backoff).min(budget)).await;
             self.backoff = (self.backoff * 2).min(Duration::from_millis(50));
         }
         true

@@ -30,7 +30,6 @@ mod op;
 
 pub(crate) use breaker::Breaker;
 pub(crate) use finish::{Finish, ReleaseOnDrop};
-pub(crate) use jitter::jitter;
 pub(crate) use lease::{Held, Liveness, Waiter};
 pub(crate) use local::Inflight;
 
@@ -42,6 +41,8 @@ pub(crate) struct Exec {
     pub(crate) breaker: Breaker,
     store_ops: StoreOpKeys,
     local: local::Local,
+    /// Pauses of retries and remote waiters, desynchronised.
+    pub(crate) jitter: jitter::Jitter,
 }
 
 impl std::fmt::Debug for Exec {
@@ -62,6 +63,7 @@ impl Exec {
             breaker,
             store_ops,
             local: local::Local::default(),
+            jitter: jitter::Jitter::default(),
         })
     }
 }

@@ -111,7 +111,7 @@ impl Exec {
                         tracing::debug!(key = %crate::observe::key_hash(key), op = op.as_str(), error = %msg, "store unavailable");
                         return Err(StoreError::Unavailable(msg));
                     }
-                    tokio::time::sleep(super::jitter(pause)).await;
+                    tokio::time::sleep(self.jitter.apply(pause)).await;
                 }
                 Err(other) => return Err(other),
             }
