@@ -1,11 +1,90 @@
 //! # idem — idempotent service operations
 //!
-//! A request executed once or a hundred times leaves the same business result.
-//! See the README for the guide; this crate re-exports the macros and the runtime,
-//! item by item, so what is public here is a decision, not an accident.
+//! A request executed once or a hundred times leaves the same business result:
+//! a double click, a gateway retry, a payment callback delivered five times, a
+//! message redelivered after a crash. The first call runs; every duplicate gets
+//! the first call's result back; a database unique constraint stands behind the
+//! fast store as the final backstop. The README is the full guide; this page is
+//! the map.
+//!
+//! ## One attribute
+//!
+//! ```
+//! use idem::{Idem, MemoryStore};
+//!
+//! #[derive(Debug)]
+//! enum AppError {
+//!     Idem(idem::Error),
+//! }
+//! impl From<idem::Error> for AppError {
+//!     fn from(e: idem::Error) -> Self {
+//!         AppError::Idem(e)
+//!     }
+//! }
+//!
+//! #[idem::idempotent(key = "order-create:<user_id>:<req_id>", ttl = "24h", handle = idem)]
+//! async fn create_order(idem: &Idem, user_id: u64, req_id: &str) -> Result<u64, AppError> {
+//!     Ok(user_id * 1000) // the business: runs once per (user_id, req_id)
+//! }
+//!
+//! # fn main() -> Result<(), AppError> {
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! # rt.block_on(async {
+//! let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
+//! let first = create_order(&idem, 7, "req-1").await?;
+//! let again = create_order(&idem, 7, "req-1").await?; // replayed, the body did not run
+//! assert_eq!(first, again);
+//! # Ok(()) })
+//! # }
+//! ```
+//!
+//! Pass the handle with `handle = …` (an `&Idem` from your application state),
+//! or [`install`] one global handle at start-up and leave `handle` out. Without
+//! the macro, [`Idem::guard`] is the same machinery for dynamic keys and
+//! frameworks (see [`guard`]).
+//!
+//! ## Choosing features
+//!
+//! | feature | what it brings | builds |
+//! |---|---|---|
+//! | `sqlite` (default) | SQLite record store, catalog, state machines | bundled SQLite (C) |
+//! | `postgres` | PostgreSQL store, catalog, state machines | pure Rust |
+//! | `mysql` | MySQL/MariaDB store, catalog, state machines | pure Rust |
+//! | `redis` | Redis and Redis Cluster stores | pure Rust |
+//! | `redis-tls` | `rediss://` through rustls with ring | ring (small C/asm) |
+//!
+//! The default runs the quickstart on an embedded database with no server. A
+//! service picks its stores and nothing else:
+//! `idem = { version = "0.1", default-features = false, features = ["redis", "postgres"] }`
+//! builds no SQLite. The in-memory and fault-injecting stores are always there.
+//!
+//! ## Versions idem's API takes values of
+//!
+//! [`sqlx`] 0.9, [`redis`] 1.8 and [`metrics`] 0.24 are re-exported: build the
+//! pools, clients and recorders you hand to idem with these paths (or the same
+//! versions). Backstop detection does not depend on your sqlx version: it reads
+//! the database's message and SQLSTATE when the error is of another version's
+//! type ([`backstop`]). A `metrics` recorder of another major version sees
+//! nothing ([`observe`]).
+//!
+//! ## Where things are
+//!
+//! - [`Idem`], [`IdemBuilder`], [`install`]: the handle; `verify()` at start-up;
+//! - [`idempotent`], [`distributed_lock`], [`state_transition`]: the macros;
+//! - [`store`]: memory, Redis, SQL stores and the [`FaultyStore`] for tests;
+//! - [`backstop`]: unique violations in business errors, custom detectors;
+//! - [`observe`]: the span, metric names, [`Stats`];
+//! - [`Error`]: what can go wrong, each naming its key.
+
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// State machines (`#[derive(StateMachine)]`, `#[state_transition]`, `#[transitions]`).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
 pub use idem_macros::{StateMachine, consume_once, state_transition, transitions};
 pub use idem_macros::{distributed_lock, idempotent};
 
@@ -24,6 +103,10 @@ pub use idem_runtime::{Concurrency, Hooks, Key, KeyPart, NoConflict, Policy, Ter
 // State machines: the trait, what a transition returns, and the module
 // (`idem::state::transition`, `StateConn`, `Columns`).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
 pub use idem_runtime::{StateMachine, Transition, state};
 // The transactional guard (`Guard::in_tx`, `#[idempotent(tx = …)]`).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
@@ -41,17 +124,37 @@ pub use idem_runtime::{FaultPlan, FaultyStore, MemoryStore, Stats, Store, TopKey
 // `idem::observe::CallOutcome`, `idem::backstop::find_unique_violation`, ...).
 /// The caller's SQL database: dialects, identifiers, conflict retries.
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
 pub use idem_runtime::db;
 /// The `Idempotency-Key` tower layer and the axum handler adapters (feature `axum`).
 #[cfg(feature = "axum")]
 pub use idem_runtime::http;
 /// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
 pub use idem_runtime::sql;
 pub use idem_runtime::{
     backstop, error, fingerprint, guard, hooks, key, lock, observe, outcome, policy, state_cas,
     store, token,
 };
+
+// The exact versions of the crates idem's API takes values of.
+pub use idem_runtime::metrics;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use idem_runtime::redis;
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
+pub use idem_runtime::sqlx;
 
 #[doc(hidden)]
 pub use idem_runtime::__private;

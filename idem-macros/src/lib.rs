@@ -6,6 +6,9 @@
 //! Entry points convert to `proc_macro2` streams at once, so unit tests and
 //! the expansion snapshots call the same `expand`.
 
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod common;
 mod consume_once;
 mod distributed_lock;
@@ -22,6 +25,36 @@ use proc_macro::TokenStream;
 /// per rendered key; repeats within `ttl` get the stored result, concurrent
 /// duplicates wait for it (or are rejected), and a failed body releases the key.
 ///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use idem::{Idem, MemoryStore};
+///
+/// #[derive(Debug)]
+/// struct AppError(idem::Error);
+/// impl From<idem::Error> for AppError {
+///     fn from(e: idem::Error) -> Self { AppError(e) }
+/// }
+///
+/// static RUNS: AtomicUsize = AtomicUsize::new(0);
+///
+/// #[idem::idempotent(key = "order-create:<user_id>:<req_id>", ttl = "24h", handle = idem)]
+/// async fn create_order(idem: &Idem, user_id: u64, req_id: &str) -> Result<String, AppError> {
+///     RUNS.fetch_add(1, Ordering::SeqCst);
+///     Ok(format!("order of {user_id} for {req_id}"))
+/// }
+///
+/// # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+/// # rt.block_on(async {
+/// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build().unwrap();
+/// let first = create_order(&idem, 7, "req-1").await.unwrap();
+/// let again = create_order(&idem, 7, "req-1").await.unwrap();
+/// assert_eq!((first, RUNS.load(Ordering::SeqCst)), (again, 1));
+/// # });
+/// ```
+///
+/// With a database backstop (the unique index catches what the store missed;
+/// `on_conflict` loads the first result):
+///
 /// ```text
 /// #[idem::idempotent(key = "order-create:<user_id>:<req_id>", ttl = "24h",
 ///                    backstop = "uk_order_no", on_conflict = find_order)]
@@ -36,7 +69,7 @@ use proc_macro::TokenStream;
 /// | option | value | default |
 /// |---|---|---|
 /// | `key` | `"scene:<param>:<param.field>"` | required |
-/// | `ttl` | duration (`ms` `s` `m` `h` `d`, e.g. `"1h30m"`) | `"24h"` |
+/// | `ttl` | duration (`ms` `s` `m` `h` `d`, e.g. `"1h30m"`, or humantime's `"1h 30m"`) | `"24h"` |
 /// | `lease` | duration, shorter than `ttl` | `"30s"` |
 /// | `wait` | duration | the lease |
 /// | `max_hold` | duration, at least the lease | 20 × the lease |
@@ -77,7 +110,7 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | option | value | default |
 /// |---|---|---|
 /// | `key` | `"scene:<param>:<param.field>"` | required |
-/// | `lease` | duration (`ms` `s` `m` `h` `d`) | `"30s"` |
+/// | `lease` | duration (as for `#[idempotent]`) | `"30s"` |
 /// | `wait` | duration (`"0s"` is not allowed; a short one tries about once) | the lease |
 /// | `max_hold` | duration, longer than the lease | 20 × the lease |
 /// | `handle` | expression of type `&idem::Idem` | the installed global |

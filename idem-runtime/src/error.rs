@@ -45,12 +45,14 @@ pub enum Error {
         constraint: String,
     },
     /// A row the technique needs does not exist.
+    #[cfg(feature = "sql")]
     #[error("no row for `{key}`")]
     NotFound {
         /// The business key that was looked up.
         key: String,
     },
     /// A state-machine update found the row in a state from which the edge does not start.
+    #[cfg(feature = "sql")]
     #[error("cannot move `{key}` from `{from}` to `{to}`: it is `{current}`")]
     InvalidTransition {
         /// The business key.
@@ -166,7 +168,15 @@ pub enum Error {
         /// The driver's message and what to do.
         detail: String,
     },
+    /// A store could not be set up or checked outside a keyed call (connecting,
+    /// migrating, `verify()`): the store's error is the `source()`, and the
+    /// driver's error is its `source()` in turn. Every start-up step converts to
+    /// this type with `?`: `RedisStore::connect(url).await?` in a function
+    /// returning `idem::Result`.
+    #[error("idem store: {0}")]
+    Store(#[from] crate::store::StoreError),
     /// The database reported an error the technique cannot interpret.
+    #[cfg(feature = "sql")]
     #[error("database error on `{key}`: {detail}")]
     Database {
         /// The key or business key involved.
@@ -183,16 +193,17 @@ impl Error {
             Error::InProgress { key, .. }
             | Error::PayloadMismatch { key, .. }
             | Error::Duplicate { key, .. }
-            | Error::NotFound { key }
-            | Error::InvalidTransition { key, .. }
             | Error::TokenInvalid { key }
             | Error::LockBusy { key }
             | Error::StoreUnavailable { key, .. }
             | Error::Overloaded { key, .. }
             | Error::InvalidKey { key, .. }
             | Error::Codec { key, .. }
-            | Error::Database { key, .. }
             | Error::TxConflict { key, .. } => Some(key),
+            #[cfg(feature = "sql")]
+            Error::NotFound { key }
+            | Error::InvalidTransition { key, .. }
+            | Error::Database { key, .. } => Some(key),
             _ => None,
         }
     }
@@ -219,3 +230,38 @@ impl Error {
 
 /// A `Result` with [`Error`] as the error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+    use crate::store::{StoreError, Warning};
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("driver: connection refused")]
+    struct Driver;
+
+    /// A start-up failure converts with `?` and keeps the whole chain: idem's
+    /// error, the store's, the driver's.
+    #[test]
+    fn store_errors_convert_and_keep_their_cause() {
+        fn start() -> Result<()> {
+            Err(StoreError::unavailable("redis: cannot connect").with_source(Driver))?;
+            Ok(())
+        }
+        let e = start().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "idem store: unavailable: redis: cannot connect"
+        );
+        let store = e.source().expect("the store error");
+        assert!(store.downcast_ref::<StoreError>().is_some());
+        let driver = store.source().expect("the driver error");
+        assert!(driver.downcast_ref::<Driver>().is_some());
+        assert_eq!(
+            Warning("maxmemory-policy".into()).to_string(),
+            "maxmemory-policy"
+        );
+    }
+}

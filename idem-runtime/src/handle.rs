@@ -3,7 +3,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::backstop::{Backstops, ConstraintCatalog, UniqueViolation};
+use crate::backstop::{
+    Backstops, ConstraintCatalog, Detection, UniqueViolation, ViolationDetector,
+};
 use crate::error::Error;
 use crate::exec::{Breaker, Exec};
 use crate::key::{Key, KeyPart};
@@ -15,8 +17,8 @@ use crate::store::{RecordState, Store, StoreError, Warning};
 /// Builds an [`Idem`] handle.
 ///
 /// ```
-/// # fn main() -> Result<(), idem_runtime::Error> {
-/// use idem_runtime::{Idem, store::memory::MemoryStore};
+/// # fn main() -> Result<(), idem::Error> {
+/// use idem::{Idem, store::memory::MemoryStore};
 /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
 /// # Ok(()) }
 /// ```
@@ -30,6 +32,8 @@ pub struct IdemBuilder {
     catalog: Option<Arc<dyn ConstraintCatalog>>,
     #[cfg(feature = "sql")]
     tx_tables: crate::store::sql::TableNames,
+    detection: Detection,
+    raw_keys: bool,
 }
 
 impl std::fmt::Debug for IdemBuilder {
@@ -103,7 +107,34 @@ impl IdemBuilder {
         self
     }
 
-    /// Builds the handle.
+    /// Adds a unique-violation detector, asked before the built-in detection for
+    /// every link of a business error's chain (see
+    /// [`ViolationDetector`](crate::backstop::ViolationDetector)). `verify()`
+    /// checks that the detection as a whole sees each declared backstop.
+    pub fn violation_detector(mut self, detector: impl ViolationDetector) -> Self {
+        self.detection.push(Arc::new(detector));
+        self
+    }
+
+    /// Turns the built-in detection (idem's sqlx types, then the message and
+    /// SQLSTATE text every sqlx version prints) on or off (default on). With it
+    /// off only the [`violation_detector`](Self::violation_detector)s run, and
+    /// `verify()` fails if they cannot see a declared backstop.
+    pub fn builtin_violation_detection(mut self, on: bool) -> Self {
+        self.detection.set_builtin(on);
+        self
+    }
+
+    /// Records raw keys in the `idem` spans instead of their hashes (default
+    /// off: keys are request data). Log lines outside the span keep the hash;
+    /// `idem::observe::key_hash` maps a key to it.
+    pub fn log_raw_keys(mut self, on: bool) -> Self {
+        self.raw_keys = on;
+        self
+    }
+
+    /// Builds the handle. Registers the metric descriptions with the recorder
+    /// installed now (install it before building the handle).
     pub fn build(self) -> Result<Idem, Error> {
         let store = self
             .store
@@ -115,13 +146,16 @@ impl IdemBuilder {
         within_bounds("the circuit breaker cooldown", self.breaker_cooldown)
             .map_err(Error::Config)?;
         let breaker = Breaker::new(self.breaker_threshold, self.breaker_cooldown);
+        crate::observe::describe();
+        let recorder = Recorder::default();
+        recorder.set_raw_keys(self.raw_keys);
         Ok(Idem {
             inner: Arc::new(Inner {
                 exec: Exec::new(store, self.op_timeout, breaker),
                 namespace: self.namespace,
-                recorder: Recorder::default(),
+                recorder,
                 scenes: SceneRegistry::default(),
-                backstops: Backstops::new(self.catalog),
+                backstops: Backstops::new(self.catalog, self.detection),
                 #[cfg(feature = "sql")]
                 tx: crate::txguard::TxTables::new(self.tx_tables),
             }),
@@ -199,6 +233,8 @@ impl Idem {
             catalog: None,
             #[cfg(feature = "sql")]
             tx_tables: crate::store::sql::TableNames::default(),
+            detection: Detection::default(),
+            raw_keys: false,
         }
     }
 
@@ -315,6 +351,14 @@ impl Idem {
     /// Remembers a call's backstop constraint for `verify()`.
     pub(crate) fn note_backstop(&self, name: &str) {
         self.inner.backstops.note(name);
+    }
+
+    /// The first unique violation in `err`'s chain, as this handle detects them.
+    pub(crate) fn find_violation(
+        &self,
+        err: &(dyn std::error::Error + 'static),
+    ) -> Option<UniqueViolation> {
+        self.inner.backstops.find(err)
     }
 
     /// Does `v` violate the constraint called `name`?

@@ -2,9 +2,13 @@
 //! techniques the macros call. Users depend on the `idem` facade crate, which
 //! re-exports everything here; see its documentation for the guide.
 
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod backstop;
 pub mod consume;
 #[cfg(feature = "sql")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
 pub mod db;
 pub mod error;
 pub(crate) mod exec;
@@ -24,6 +28,7 @@ pub(crate) mod record;
 mod reply;
 mod scene;
 #[cfg(feature = "sql")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
 pub mod state;
 pub mod state_cas;
 pub mod store;
@@ -44,10 +49,26 @@ pub use handle::{Idem, IdemBuilder, global, install};
 pub use hooks::{Hooks, NoConflict, Terminal};
 pub use key::{Key, KeyPart};
 pub use lock::{Lock, LockGrant, LockPolicy};
+/// The `metrics` crate idem records to (0.24): install a recorder of this major
+/// version, or idem's counters go nowhere (a recorder of another version sees
+/// nothing and nothing can tell).
+pub use metrics;
 pub use observe::{CallReport, Stats, TopKey, reported};
 pub use outcome::{How, Outcome};
 pub use policy::{Concurrency, Policy};
+/// The `redis` crate idem's Redis stores are built on (1.8): build a
+/// `redis::Client` or `ConnectionManager` for `RedisStore::from_client` with it.
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use redis;
+/// The `sqlx` crate idem's SQL stores and helpers are built on (0.9): the pools
+/// given to `SqlStore`, `SqlConstraints` and the technique helpers are of this
+/// version. Backstop detection does not depend on it (it reads error text too).
 #[cfg(feature = "sql")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
+pub use sqlx;
+#[cfg(feature = "sql")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
 pub use state::{StateMachine, Transition};
 pub use state_cas::{StateCas, StateKey};
 pub use store::Store;
@@ -55,6 +76,7 @@ pub use store::faulty::{FaultPlan, FaultyStore};
 pub use store::memory::MemoryStore;
 /// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`).
 #[cfg(feature = "sql")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
 pub use store::sql;
 pub use token::{Consume, Token, Tokens};
 #[cfg(feature = "sql")]

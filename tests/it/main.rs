@@ -40,6 +40,7 @@ mod memory;
 mod observability;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 mod outage;
+mod observability_defaults;
 #[cfg(feature = "redis")]
 mod redis_cluster;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
@@ -48,6 +49,8 @@ mod redis_faults;
 mod redis_procs;
 #[cfg(feature = "redis")]
 mod redis_store;
+#[cfg(feature = "redis-tls")]
+mod redis_tls;
 mod sim;
 mod state_cas;
 mod token;
@@ -62,6 +65,10 @@ mod macro_support;
 // The SQL suites run against all three databases at once.
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_backstop;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_backstop_text;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_builder;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_conformance;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]

@@ -6,7 +6,7 @@ use super::UniqueViolation;
 /// Parses the MySQL/MariaDB and SQLite unique-violation messages.
 ///
 /// ```
-/// use idem_runtime::backstop::parse_message;
+/// use idem::backstop::parse_message;
 /// let v = parse_message("Duplicate entry 'x' for key 'orders.uk_order_no'");
 /// assert_eq!(v.constraint.as_deref(), Some("uk_order_no"));
 /// let v = parse_message("UNIQUE constraint failed: orders.user_id, orders.req_id");

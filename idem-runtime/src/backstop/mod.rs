@@ -15,9 +15,19 @@
 //! - SQLite: `UNIQUE constraint failed: t.a, t.b`: only table and columns; a
 //!   [`ConstraintCatalog`] maps them back to the index name.
 //!
-//! - this file: the chain walk and [`std_error`];
+//! Detection must not depend on the caller's sqlx version: an application on
+//! another sqlx minor has its own `sqlx::Error` type, which a downcast to ours
+//! never matches. So each link is tried typed first (fast, exact), then as text
+//! ([`from_text`]: the `Display` every version prints, and PostgreSQL's SQLSTATE
+//! from `Debug`), and users can plug a [`ViolationDetector`] in front of both.
+//! `verify()` checks that the handle's detection sees each declared backstop.
+//!
+//! - this file: [`find_unique_violation`] and [`std_error`];
+//! - `detector`: the [`ViolationDetector`] trait, a handle's detectors, the chain walk;
 //! - `drivers`: one link as `sqlx::Error` or a driver's error type (feature-gated);
+//! - `text`: one link's `Display`/`Debug` text, whatever produced it;
 //! - `message`: [`parse_message`] for the MySQL/MariaDB and SQLite texts;
+//! - `probe`: sample violations `verify()` runs the detection on;
 //! - `catalog`: the [`ConstraintCatalog`] trait;
 //! - `registry`: the handle's backstops (declared names for `verify()`, matching a
 //!   violation to a name through the cached catalog).
@@ -25,13 +35,19 @@
 use std::error::Error as StdError;
 
 mod catalog;
+mod detector;
 mod drivers;
 mod message;
+mod probe;
 mod registry;
+mod text;
 
-pub use catalog::{ConstraintCatalog, ConstraintDef};
+pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
+pub(crate) use detector::Detection;
+pub use detector::ViolationDetector;
 pub use message::parse_message;
 pub(crate) use registry::Backstops;
+pub use text::from_text;
 
 /// A unique violation found in an error chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +61,16 @@ pub struct UniqueViolation {
 }
 
 impl UniqueViolation {
+    /// A violation of the constraint called `name` (what a custom
+    /// [`ViolationDetector`] usually returns).
+    pub fn named(name: &str) -> Self {
+        UniqueViolation {
+            constraint: Some(name.to_owned()),
+            table: None,
+            columns: Vec::new(),
+        }
+    }
+
     /// Does this violation belong to the named constraint (without a catalog)?
     /// `None` means the database did not say (SQLite): ask a catalog.
     pub fn names(&self, constraint: &str) -> Option<bool> {
@@ -52,21 +78,11 @@ impl UniqueViolation {
     }
 }
 
-/// Walks an error's `source()` chain and returns the first unique violation.
+/// Walks an error's `source()` chain and returns the first unique violation the
+/// built-in detection sees (typed, then text; no custom detectors: a handle's
+/// own detection adds those).
 pub fn find_unique_violation(err: &(dyn StdError + 'static)) -> Option<UniqueViolation> {
-    let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
-    let mut depth = 0;
-    while let Some(e) = cur {
-        if let Some(v) = drivers::inspect_link(e) {
-            return Some(v);
-        }
-        depth += 1;
-        if depth > 32 {
-            break; // a cyclic or absurd chain: give up rather than loop
-        }
-        cur = e.source();
-    }
-    None
+    detector::walk(err, detector::builtin)
 }
 
 /// A plain `&dyn Error` view of any `std::error::Error`, for the `detect` hook of

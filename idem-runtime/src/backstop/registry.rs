@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
+use super::detector::Detection;
 use super::{ConstraintCatalog, ConstraintDef, UniqueViolation};
 use crate::error::Error;
 
@@ -15,6 +16,8 @@ pub(crate) struct Backstops {
     catalog: Option<Arc<dyn ConstraintCatalog>>,
     /// Catalog answers by name: a violation is matched once per name, not per call.
     cache: Mutex<HashMap<String, Option<ConstraintDef>>>,
+    /// How a violation is found in an error chain.
+    detection: Detection,
 }
 
 impl std::fmt::Debug for Backstops {
@@ -22,17 +25,24 @@ impl std::fmt::Debug for Backstops {
         f.debug_struct("Backstops")
             .field("names", &self.names)
             .field("catalog", &self.catalog.is_some())
+            .field("detection", &self.detection)
             .finish_non_exhaustive()
     }
 }
 
 impl Backstops {
-    pub(crate) fn new(catalog: Option<Arc<dyn ConstraintCatalog>>) -> Self {
+    pub(crate) fn new(catalog: Option<Arc<dyn ConstraintCatalog>>, detection: Detection) -> Self {
         Backstops {
             names: RwLock::new(Vec::new()),
             catalog,
             cache: Mutex::new(HashMap::new()),
+            detection,
         }
+    }
+
+    /// The first unique violation in `err`'s chain, as this handle detects them.
+    pub(crate) fn find(&self, err: &(dyn std::error::Error + 'static)) -> Option<UniqueViolation> {
+        self.detection.find(err)
     }
 
     /// Remembers a constraint a call declared, for `verify()`.
@@ -118,9 +128,14 @@ impl Backstops {
             )));
         };
         let mut missing = Vec::new();
+        let mut unseen = Vec::new();
         for n in &names {
             match catalog.unique_constraint(n).await {
-                Ok(Some(_)) => {}
+                Ok(Some(def)) => {
+                    if !self.sees(n, &def, catalog.engine()).await {
+                        unseen.push(n.clone());
+                    }
+                }
                 Ok(None) => missing.push(n.clone()),
                 Err(e) => return Err(Error::Verify(format!("looking up `{n}`: {e}"))),
             }
@@ -131,7 +146,29 @@ impl Backstops {
                 missing.join(", ")
             )));
         }
+        if !unseen.is_empty() {
+            return Err(Error::Verify(format!(
+                "the violation detection cannot see a unique violation of {} as the database \
+                 reports it: a duplicate would reach callers as a raw error (check \
+                 IdemBuilder::violation_detector, or keep the built-in detection on)",
+                unseen.join(", ")
+            )));
+        }
         Ok(())
+    }
+
+    /// Does this handle's detection find and match a sample violation of `name`
+    /// (any of the engine's sample forms)?
+    async fn sees(&self, name: &str, def: &ConstraintDef, engine: Option<super::Engine>) -> bool {
+        for (_, sample) in super::probe::samples(name, Some(def), engine) {
+            let Some(v) = self.find(&sample) else {
+                continue;
+            };
+            if self.matches(name, &v).await {
+                return true;
+            }
+        }
+        false
     }
 }
 
@@ -190,7 +227,7 @@ mod tests {
             defs: vec![("uk_order", "orders", &["user_id", "req_id"])],
             ..Fixed::default()
         });
-        let b = Backstops::new(Some(catalog.clone()));
+        let b = Backstops::new(Some(catalog.clone()), Detection::default());
         let named = UniqueViolation {
             constraint: Some("uk_order".into()),
             table: None,
@@ -228,7 +265,7 @@ mod tests {
             );
         });
         // Without a catalog an unnamed violation cannot be told apart: it counts.
-        let bare = Backstops::new(None);
+        let bare = Backstops::new(None, Detection::default());
         assert!(block_on(
             bare.matches("uk_order", &unnamed(Some("t"), &["c"]))
         ));
@@ -242,7 +279,7 @@ mod tests {
             defs: vec![("uk_a", "t", &["a"])],
             ..Fixed::default()
         });
-        let b = Backstops::new(Some(catalog.clone()));
+        let b = Backstops::new(Some(catalog.clone()), Detection::default());
         block_on(async {
             assert!(b.verify(&[]).await.is_ok(), "nothing declared");
             b.note("uk_a");
@@ -254,12 +291,50 @@ mod tests {
                 Err(Error::Verify(m)) => assert!(m.ends_with("uk_b, uk_c"), "{m}"),
                 other => panic!("{other:?}"),
             }
-            let bare = Backstops::new(None);
+            let bare = Backstops::new(None, Detection::default());
             bare.note("uk_a");
             match bare.verify(&[]).await {
                 Err(Error::Verify(m)) => assert!(m.contains("no constraint catalog"), "{m}"),
                 other => panic!("{other:?}"),
             }
         });
+    }
+
+    /// A detection that cannot see a declared backstop's violations (built-in
+    /// detection off, a custom detector for something else) fails `verify`
+    /// naming the backstop; the built-in detection sees every engine's form.
+    #[test]
+    fn verify_reports_detection_that_cannot_see_the_backstop() {
+        let catalog = || {
+            Arc::new(Fixed {
+                defs: vec![("uk_a", "t", &["a"])],
+                ..Fixed::default()
+            })
+        };
+        let mut blind = Detection::default();
+        blind.set_builtin(false);
+        blind.push(Arc::new(|_: &(dyn std::error::Error + 'static)| None));
+        let b = Backstops::new(Some(catalog()), blind);
+        b.note("uk_a");
+        match block_on(b.verify(&[])) {
+            Err(Error::Verify(m)) => assert!(m.contains("cannot see") && m.contains("uk_a"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        let mut custom = Detection::default();
+        custom.set_builtin(false);
+        custom.push(Arc::new(|e: &(dyn std::error::Error + 'static)| {
+            e.to_string()
+                .contains("uk_a")
+                .then(|| UniqueViolation::named("uk_a"))
+        }));
+        let b = Backstops::new(Some(catalog()), custom);
+        b.note("uk_a");
+        assert!(
+            block_on(b.verify(&[])).is_ok(),
+            "a custom detector that sees it"
+        );
+        let b = Backstops::new(Some(catalog()), Detection::default());
+        b.note("uk_a");
+        assert!(block_on(b.verify(&[])).is_ok(), "built-in");
     }
 }

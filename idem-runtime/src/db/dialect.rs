@@ -20,7 +20,7 @@ impl Dialect {
     /// matching driver feature is enabled is the caller's question.
     ///
     /// ```
-    /// use idem_runtime::db::Dialect;
+    /// use idem::db::Dialect;
     /// assert_eq!(Dialect::from_url("postgresql://db/app"), Some(Dialect::Postgres));
     /// assert_eq!(Dialect::from_url("mariadb://db/app"), Some(Dialect::MySql));
     /// assert_eq!(Dialect::from_url("sqlite:idem.db"), Some(Dialect::Sqlite));

@@ -33,7 +33,7 @@ pub enum IdentError {
 /// dialect (see the module docs).
 ///
 /// ```
-/// use idem_runtime::db::{check_ident, IdentError};
+/// use idem::db::{check_ident, IdentError};
 /// assert!(check_ident("idem_records").is_ok());
 /// assert!(matches!(check_ident("order"), Err(IdentError::Reserved(_))));
 /// assert!(matches!(check_ident("Select"), Err(IdentError::Reserved(_))));

@@ -14,8 +14,8 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use idem_runtime::db::micros;
-/// use idem_runtime::policy::MAX_DURATION;
+/// use idem::db::micros;
+/// use idem::policy::MAX_DURATION;
 /// assert_eq!(micros(Duration::from_millis(1500)), 1_500_000);
 /// assert_eq!(micros(Duration::MAX), MAX_DURATION.as_micros() as i64);
 /// ```

@@ -149,7 +149,7 @@ impl Drop for Detach<'_> {
         let finish = self.finish.clone();
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(
-                key = self.held.key,
+                key = %crate::observe::key_hash(self.held.key),
                 "caller dropped outside a runtime: the claim lapses with its lease"
             );
             return;
@@ -159,7 +159,7 @@ impl Drop for Detach<'_> {
         let (owner, lease) = (self.held.owner, self.held.lease);
         rt.spawn(async move {
             if let Err(e) = exec.in_background(&key, owner, lease, &finish).await {
-                tracing::warn!(key, error = %e, "detached finish failed; the claim lapses with its lease");
+                tracing::warn!(key = %crate::observe::key_hash(&key), error = %e, "detached finish failed; the claim lapses with its lease");
             }
         });
     }

@@ -106,7 +106,7 @@ impl Exec {
             tokio::time::sleep_until(next).await;
             let sent = Instant::now();
             if hold_until.is_none_or(|h| sent.checked_add(lease).is_none_or(|end| end > h)) {
-                tracing::warn!(key, "max_hold reached: lease renewal stops and will lapse");
+                tracing::warn!(key = %crate::observe::key_hash(key), "max_hold reached: lease renewal stops and will lapse");
                 return std::future::pending().await;
             }
             let renewed = match renew {
@@ -129,14 +129,16 @@ impl Exec {
                         l.lost();
                     }
                     tracing::warn!(
-                        key,
+                        key = %crate::observe::key_hash(key),
                         "lease lost while the body runs: only fenced writes are safe now"
                     );
                     return std::future::pending().await;
                 }
                 // The lease is still good until the last successful send + lease:
                 // try again a third of a lease after this attempt was sent.
-                Err(e) => tracing::warn!(key, error = %e, "lease renewal failed; retrying"),
+                Err(e) => {
+                    tracing::warn!(key = %crate::observe::key_hash(key), error = %e, "lease renewal failed; retrying")
+                }
             }
             next = sent + every;
         }
@@ -192,8 +194,8 @@ impl Liveness {
 }
 
 /// The wait of a caller that found the key held by someone else: a local wake-up
-/// when the holder is in this process, otherwise polling with a backoff from 2 to
-/// 50 ms, never past the budget (counted from the start of the call, so a slow
+/// when the holder is in this process, otherwise polling with a jittered backoff
+/// from 2 to 50 ms, never past the budget (counted from the start of the call, so a slow
 /// first claim counts against it) nor much past the holder's lease.
 #[derive(Debug)]
 pub(crate) struct Waiter {
@@ -259,7 +261,7 @@ impl Waiter {
         let budget =
             (self.budget - elapsed).min(holder_left.saturating_add(Duration::from_millis(1)));
         if !exec.wait_local(key, budget).await {
-            tokio::time::sleep(self.backoff.min(budget)).await;
+            tokio::time::sleep(exec.jitter.apply(self.backoff).min(budget)).await;
             self.backoff = (self.backoff * 2).min(Duration::from_millis(50));
         }
         true

@@ -24,6 +24,7 @@ use crate::store::Store;
 
 pub(crate) mod breaker;
 mod finish;
+mod jitter;
 mod lease;
 mod local;
 mod op;
@@ -41,6 +42,8 @@ pub(crate) struct Exec {
     pub(crate) breaker: Breaker,
     store_ops: StoreOpKeys,
     local: local::Local,
+    /// Pauses of retries and remote waiters, desynchronised.
+    pub(crate) jitter: jitter::Jitter,
 }
 
 impl std::fmt::Debug for Exec {
@@ -61,6 +64,7 @@ impl Exec {
             breaker,
             store_ops,
             local: local::Local::default(),
+            jitter: jitter::Jitter::default(),
         })
     }
 }

@@ -167,10 +167,10 @@ impl Exec {
                         } else {
                             self.breaker.failure();
                         }
-                        tracing::debug!(key, op = op.as_str(), error = %msg, "store unavailable");
+                        tracing::debug!(key = %crate::observe::key_hash(key), op = op.as_str(), error = %msg, "store unavailable");
                         return Err(StoreError::Unavailable(msg));
                     }
-                    tokio::time::sleep(pause).await;
+                    tokio::time::sleep(self.jitter.apply(pause)).await;
                 }
                 Err(other) => return Err(other),
             }

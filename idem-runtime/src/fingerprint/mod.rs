@@ -5,7 +5,7 @@
 //! features some crate in the build turned on), and it must not confuse payloads
 //! a lossy format would merge (NaN or infinity with `null`, `None` with
 //! `Some(None)`). So values are written by an own serializer into a canonical,
-//! typed byte encoding ([`canonical`] lists its rules), hashed with blake3 and
+//! typed byte encoding (`canonical` lists its rules), hashed with blake3 and
 //! truncated to 128 bits. Any `Serialize` value encodes, including 128-bit
 //! integers and maps with non-string keys; only a `Serialize` impl that itself
 //! fails is an error (`Error::Codec` for the call).
@@ -114,7 +114,7 @@ impl FingerprintBuilder {
 /// use std::collections::HashMap;
 /// let a: HashMap<_, _> = [("x", 1), ("y", 2)].into();
 /// let b: HashMap<_, _> = [("y", 2), ("x", 1)].into();
-/// assert_eq!(idem_runtime::fingerprint::of(&a), idem_runtime::fingerprint::of(&b));
+/// assert_eq!(idem::fingerprint::of(&a), idem::fingerprint::of(&b));
 /// ```
 pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<Fingerprint, String> {
     FingerprintBuilder::new().add(value).finish()

@@ -89,7 +89,10 @@ impl Call<'_> {
         Fut: Future<Output = Result<T, E>> + Send,
     {
         let key = self.key.as_str();
-        tracing::warn!(key, "store unavailable: running under the backstop only");
+        tracing::warn!(
+            key = %crate::observe::key_hash(key),
+            "store unavailable: running under the backstop only"
+        );
         if !self.policy.degrade_local {
             return self.run_degraded(None, hooks, body).await;
         }

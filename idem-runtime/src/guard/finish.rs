@@ -78,7 +78,7 @@ impl Call<'_> {
         let payload = match payload {
             Ok(p) => p,
             Err(e) => {
-                tracing::error!(key, error = %e, "result cannot be encoded; the claim will lapse");
+                tracing::error!(key = %crate::observe::key_hash(key), error = %e, "result cannot be encoded; the claim will lapse");
                 return false;
             }
         };
@@ -88,13 +88,13 @@ impl Call<'_> {
             Ok(Owned::Applied) => true,
             Ok(Owned::NotOwner) => {
                 tracing::warn!(
-                    key,
+                    key = %crate::observe::key_hash(key),
                     "result not stored: the lease lapsed and another caller owns the key"
                 );
                 false
             }
             Err(e) => {
-                tracing::warn!(key, error = %e, "result not stored; the caller still gets it");
+                tracing::warn!(key = %crate::observe::key_hash(key), error = %e, "result not stored; the caller still gets it");
                 false
             }
         }
@@ -104,7 +104,7 @@ impl Call<'_> {
         let key = self.key.as_str();
         let exec = &self.idem.inner.exec;
         if let Err(e) = exec.finish(held, Finish::Release).await {
-            tracing::warn!(key, error = %e, "release failed; the claim lapses with its lease");
+            tracing::warn!(key = %crate::observe::key_hash(key), error = %e, "release failed; the claim lapses with its lease");
         }
     }
 
@@ -117,7 +117,7 @@ impl Call<'_> {
         detect: Option<DetectFn<E>>,
     ) -> impl Future<Output = Option<String>> + 's {
         let found = self.policy.backstop.as_deref().and_then(|name| {
-            let v = crate::backstop::find_unique_violation(detect?(err)?)?;
+            let v = self.idem.find_violation(detect?(err)?)?;
             Some((name, v))
         });
         async move {

@@ -1,14 +1,14 @@
 //! The non-macro API: `idem.guard(scene, parts)…run(body)`. It configures a call
 //! and hands it to the engine, which the `#[idempotent]` expansion also calls.
 //!
-//! - [`engine`]: the protocol (claim, wait or reject, run under the lease watchdog);
-//! - [`finish`]: after the body (complete, terminal errors, backstop, release);
-//! - [`degraded`]: the store is down, the body runs under the backstop (and, with
+//! - `engine`: the protocol (claim, wait or reject, run under the lease watchdog);
+//! - `finish`: after the body (complete, terminal errors, backstop, release);
+//! - `degraded`: the store is down, the body runs under the backstop (and, with
 //!   `degrade_local`, under an in-process claim per key);
-//! - [`replay`]: decoding stored records and the encodings the guard stores.
+//! - `replay`: decoding stored records and the encodings the guard stores.
 //!
 //! The store operations, the lease watchdog and the detached finish are the
-//! execution layer's ([`crate::exec`]); this module only decides what to do.
+//! execution layer's (`crate::exec`); this module only decides what to do.
 
 use std::future::Future;
 use std::time::Duration;
@@ -33,13 +33,13 @@ pub(crate) use engine::Call;
 /// A guarded call being configured: `idem.guard(scene, parts)...run(body)`.
 ///
 /// ```
-/// # use idem_runtime::{Idem, store::memory::MemoryStore};
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_runtime::Error> {
+/// # use idem::{Idem, store::memory::MemoryStore};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem::Error> {
 /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
 /// for _ in 0..3 {
 ///     let out = idem
 ///         .guard("order-create", &[&7u64, &"req-1"])
-///         .run(|fence| async move { Ok::<_, idem_runtime::Error>(format!("order@{fence}")) })
+///         .run(|fence| async move { Ok::<_, idem::Error>(format!("order@{fence}")) })
 ///         .await?;
 ///     println!("{} replay={}", out.value(), out.is_replay());
 /// }

@@ -88,7 +88,7 @@ impl Key {
     /// scene is escaped like a part.
     ///
     /// ```
-    /// use idem_runtime::key::{Key, KeyPart};
+    /// use idem::key::{Key, KeyPart};
     /// let k = Key::from_parts("shop", "order-create", &[&42u64 as &(dyn KeyPart + Sync), &"a:b"]);
     /// assert_eq!(k.as_str(), "shop:order-create:42:a%3Ab");
     /// ```

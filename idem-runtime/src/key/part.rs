@@ -55,7 +55,7 @@ impl<'a> PartWriter<'a> {
 /// Implement it for your own identifiers by delegating to a field or to
 /// [`PartWriter::write_display`]:
 /// ```
-/// use idem_runtime::key::{KeyPart, PartWriter};
+/// use idem::key::{KeyPart, PartWriter};
 /// struct OrderNo(String);
 /// impl KeyPart for OrderNo {
 ///     fn write_part(&self, out: &mut PartWriter<'_>) { out.write_str(&self.0) }

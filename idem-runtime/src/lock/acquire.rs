@@ -150,7 +150,7 @@ impl Acquire<'_> {
         release_on_drop.disarm();
         if let Err(e) = exec.finish(&held, Finish::Release).await {
             // The lock lapses with its lease; the body's result stands.
-            tracing::warn!(key, error = %e, "lock release failed; it lapses with its lease");
+            tracing::warn!(key = %crate::observe::key_hash(key), error = %e, "lock release failed; it lapses with its lease");
         }
         let outcome = if result.is_ok() {
             CallOutcome::Executed

@@ -20,7 +20,7 @@ use crate::fence::Fence;
 /// A fenced `UPDATE` on one table, checked once and reused.
 ///
 /// ```
-/// use idem_runtime::{Fence, db::Dialect, lock::{FencedUpdate, FencedWrite}};
+/// use idem::{Fence, db::Dialect, lock::{FencedUpdate, FencedWrite}};
 /// let upd = FencedUpdate::new(Dialect::Postgres, "t_stock", "fence").unwrap();
 /// let sql = upd.sql("qty = qty - $1", "sku = $2", Fence::new(42));
 /// assert_eq!(

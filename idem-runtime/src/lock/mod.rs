@@ -106,9 +106,9 @@ impl LockPolicy {
 /// A lock being configured: `idem.lock(scene, parts)...run(body)`.
 ///
 /// ```
-/// # use idem_runtime::{Idem, store::memory::MemoryStore};
+/// # use idem::{Idem, store::memory::MemoryStore};
 /// # use std::time::Duration;
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_runtime::Error> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem::Error> {
 /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
 /// let left = idem
 ///     .lock("lock:deduct:order", &[&"A-1001"])
@@ -117,7 +117,7 @@ impl LockPolicy {
 ///     .run(|grant| async move {
 ///         // Write `grant.fence()` with the row: `… WHERE fence <= $fence`.
 ///         assert!(grant.is_valid());
-///         Ok::<_, idem_runtime::Error>(41)
+///         Ok::<_, idem::Error>(41)
 ///     })
 ///     .await?;
 /// assert_eq!(left, 41);

@@ -1,5 +1,5 @@
 //! The one wrapper every technique puts around a guarded operation: the `idem`
-//! span (technique, scope, key, outcome, fence), the `idem_calls_total` counter,
+//! span (DEBUG; technique, scope, key hash, outcome, fence), the `idem_calls_total` counter,
 //! the in-process [`Stats`](super::Stats) and the top-K. A technique computes its
 //! outcome; it never records one itself, so every technique reports the same way.
 
@@ -51,11 +51,14 @@ where
     V: Into<Verdict>,
     R: Fenced,
 {
-    let span = tracing::info_span!(
+    // DEBUG: one span per call is too many for a default INFO log, and a
+    // service's own request span already says a request happened; turn it on
+    // with `idem=debug` to see how each call went.
+    let span = tracing::debug_span!(
         "idem",
         technique = technique.as_str(),
         scope = key.scope(),
-        key = key.as_str(),
+        key = tracing::field::Empty,
         outcome = tracing::field::Empty,
         fence = tracing::field::Empty,
     );
@@ -65,6 +68,15 @@ where
         let (v, value) = op().await;
         (v.into(), value)
     } else {
+        // The key's hash unless the handle opted in to raw keys (see `redact`).
+        if recorder.raw_keys() {
+            span.record("key", key.as_str());
+        } else {
+            span.record(
+                "key",
+                tracing::field::display(super::key_hash(key.as_str())),
+            );
+        }
         let (v, value) = op().instrument(span.clone()).await;
         let verdict: Verdict = v.into();
         span.record("outcome", verdict.outcome.as_str());
@@ -95,6 +107,7 @@ mod tests {
     #[test]
     fn span_fields_and_counts() {
         let rec = Recorder::default();
+        rec.set_raw_keys(true);
         let fields = SpanFields::default();
         let key = key();
         let v = tracing::subscriber::with_default(fields.clone(), || {
@@ -121,6 +134,28 @@ mod tests {
         assert_eq!(s.count("replayed"), 1);
         assert_eq!(s.calls(), 1);
         assert_eq!(s.top_keys[0].key, key.as_str());
+    }
+
+    /// By default the span carries the key's hash, never the key or its parts.
+    #[test]
+    fn the_key_is_hashed_by_default() {
+        let rec = Recorder::default();
+        let fields = SpanFields::default();
+        let key = Key::from_parts("shop", "pay", &[&"alice@example.com"]);
+        tracing::subscriber::with_default(fields.clone(), || {
+            futures_block_on(instrument(&rec, Technique::Idempotent, &key, || async {
+                let value = Outcome::new(1u8, How::Executed, Fence::new(1));
+                (CallOutcome::Executed, Ok::<_, Error>(value))
+            }))
+        })
+        .unwrap();
+        let got = fields.take();
+        let hash = crate::observe::key_hash(key.as_str()).to_string();
+        assert!(
+            got.iter().any(|(n, v)| *n == "key" && *v == hash),
+            "{got:?}"
+        );
+        assert!(!got.iter().any(|(_, v)| v.contains("alice")), "{got:?}");
     }
 
     /// A failed call records no fence; without a subscriber the call is still

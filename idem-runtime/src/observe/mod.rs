@@ -9,7 +9,7 @@
 //!
 //! | name | kind | labels / fields |
 //! |---|---|---|
-//! | `idem` | span, one per guarded call | `technique`, `scope`, `key`, `outcome`, `fence` |
+//! | `idem` | span (DEBUG), one per guarded call | `technique`, `scope`, `key` (its hash), `outcome`, `fence` |
 //! | `idem_calls_total` | counter | `technique`, `scope`, `outcome` |
 //! | `idem_store_seconds` | histogram | `store`, `op` |
 //! | `idem_store_errors_total` | counter | `store`, `op` |
@@ -42,7 +42,22 @@
 //! scope are kept by a Space-Saving top-K: bounded memory, and any key repeated
 //! more than `calls / capacity` times is guaranteed to be listed.
 //!
+//! The span is at DEBUG: a span per call is too much for a default INFO log, and
+//! the service's request span already says a request happened (`RUST_LOG=idem=debug`
+//! shows how each call went). Its `key` is [`key_hash`] of the key, as in every
+//! idem log line: keys are request data (ids, emails, tokens). A handle built
+//! with `IdemBuilder::log_raw_keys(true)` records raw keys in its spans instead.
+//!
+//! Metric descriptions and units are registered when a handle is built (install
+//! the recorder first). `idem_store_seconds` is a histogram: see
+//! [`STORE_SECONDS_BUCKETS`] for the buckets and an exporter setup. idem records
+//! through `metrics` 0.24 (`idem::metrics`): a recorder built on another major
+//! version of `metrics` is a different global and sees nothing, and no check can
+//! tell from here. [`Idem::stats`](crate::Idem::stats) works without any recorder.
+//!
 //! - [`labels`]: the typed label values;
+//! - `describe`: metric descriptions, units, recommended buckets;
+//! - `redact`: [`key_hash`], the key as logs show it;
 //! - `instrument`: the span + counters wrapper;
 //! - `recorder`: per-handle counters and `idem_calls_total` with cached keys;
 //! - `store_ops`: `idem_store_seconds` / `idem_store_errors_total` and the send
@@ -54,9 +69,11 @@
 //! - `verdict`: an outcome plus whether the constraint caught a duplicate.
 
 mod deliveries;
+mod describe;
 pub(crate) mod instrument;
 pub mod labels;
 mod recorder;
+mod redact;
 mod report;
 #[cfg(feature = "sql")]
 mod sql;
@@ -68,9 +85,12 @@ mod topk;
 mod verdict;
 
 pub use deliveries::{DeliveryEvent, count_delivery};
+pub use describe::STORE_SECONDS_BUCKETS;
+pub(crate) use describe::describe;
 pub(crate) use instrument::instrument;
 pub use labels::{CallOutcome, Op, Technique};
 pub(crate) use recorder::Recorder;
+pub use redact::{KeyHash, key_hash};
 pub use report::{CallReport, reported};
 #[cfg(feature = "sql")]
 pub(crate) use sql::Observer;

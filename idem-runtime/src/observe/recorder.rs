@@ -3,7 +3,7 @@
 //! `idem_backstop_hits_total{technique,scope,path}` through the `metrics` facade.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use super::METADATA;
@@ -30,6 +30,8 @@ pub(crate) struct Recorder {
     /// `metrics::with_local_recorder`) still sees every call. The `counter!` macro
     /// built the key per call: an owned `scope` label and a label vector.
     call_keys: RwLock<CallKeys>,
+    /// The handle opted in to raw keys in its spans (`IdemBuilder::log_raw_keys`).
+    raw_keys: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -45,7 +47,19 @@ impl Default for Recorder {
             degraded_hits: AtomicU64::new(0),
             top: Mutex::new(HashMap::new()),
             call_keys: RwLock::new(CallKeys::default()),
+            raw_keys: AtomicBool::new(false),
         }
+    }
+}
+
+impl Recorder {
+    /// Spans carry raw keys instead of their hashes.
+    pub(crate) fn set_raw_keys(&self, on: bool) {
+        self.raw_keys.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn raw_keys(&self) -> bool {
+        self.raw_keys.load(Ordering::Relaxed)
     }
 }
 

@@ -62,7 +62,7 @@ impl CallReport {
 /// that ended inside it (`None` when it made no guarded call).
 ///
 /// ```
-/// # use idem_runtime::{Idem, MemoryStore, Error, observe::{reported, CallOutcome}};
+/// # use idem::{Idem, MemoryStore, Error, observe::{reported, CallOutcome}};
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Error> {
 /// let idem = Idem::builder().store(MemoryStore::new()).build()?;
 /// let call = || idem.guard("pay", &[&"order-1"]).run(|_| async { Ok::<_, Error>(7) });

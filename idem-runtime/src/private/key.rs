@@ -5,7 +5,7 @@ use super::Spec;
 use crate::key::{Key, KeyPart, KeyWriter};
 
 /// Renders the key from template pieces straight into one buffer
-/// ([`KeyWriter`], shared with `Key::from_parts`); the namespace is put in front
+/// (`KeyWriter`, shared with `Key::from_parts`); the namespace is put in front
 /// once the handle is known, at `run`.
 #[derive(Debug)]
 pub struct KeyBuf(KeyWriter);

@@ -10,7 +10,7 @@
 //! - `key`: [`KeyBuf`], the key chain;
 //! - `fence`: [`FenceCell`], the body's `idem::Fence` parameter;
 //! - `idempotent`: [`Guarded`] and [`run`];
-//! - `lock`: [`LockSpec`], [`Locked`] and [`lock`] (`#[distributed_lock]`);
+//! - `lock`: [`LockSpec`], [`Locked`] and `lock` (`#[distributed_lock]`);
 //! - `reply`: [`Http`] and [`Reply`], axum responses as an `#[idempotent]` result;
 //! - `bounds`: the traits checked once at the user's return type;
 //! - `detect`: backstop detection by autoref specialisation;

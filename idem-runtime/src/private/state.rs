@@ -1,5 +1,5 @@
 //! What a `#[state_transition]` expansion and a `#[derive(StateMachine)]`
-//! expansion call: a static [`StateSpec`] (table and columns, statements built
+//! expansion call: a static `StateSpec` (table and columns, statements built
 //! once), one [`run`] call handing the body to the same runner as the non-macro
 //! [`transition`](crate::state::transition), and the derive's `sqlx` impls.
 

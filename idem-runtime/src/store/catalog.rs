@@ -22,4 +22,23 @@ pub trait ConstraintCatalog: Send + Sync + 'static {
         &'a self,
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<ConstraintDef>, StoreError>>;
+
+    /// The database engine behind the catalog, so `verify()` can check that the
+    /// handle's violation detection sees that engine's errors. `None` (the
+    /// default) checks every engine's form and is satisfied by any.
+    fn engine(&self) -> Option<Engine> {
+        None
+    }
+}
+
+/// A database engine, as far as its unique-violation errors differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Engine {
+    /// PostgreSQL: SQLSTATE `23505`, the constraint named in the error.
+    Postgres,
+    /// MySQL and MariaDB: error 1062, the index named in the message.
+    MySql,
+    /// SQLite: `UNIQUE constraint failed: t.c`, columns only.
+    Sqlite,
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
 
-pub use catalog::{ConstraintCatalog, ConstraintDef};
+pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use error::{BoxError, Reason, StoreError};
 pub use queue::SendQueue;
 
@@ -29,8 +29,10 @@ pub mod faulty;
 pub mod memory;
 pub(crate) mod queue;
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
 #[cfg(feature = "sql")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
 pub mod sql;
 pub mod state;
 pub mod token;
@@ -158,6 +160,12 @@ pub enum RecordState {
 /// A warning from [`Store::verify`] (for example, Redis may evict records).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning(pub String);
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// A backend that keeps idempotency records.
 ///

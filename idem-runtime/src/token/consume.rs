@@ -178,7 +178,7 @@ impl Consumption<'_> {
         if let Err(e) = finished {
             // Consume lost: the token returns to issued when the lease lapses.
             // Give-back lost: the same, a lease later than it could have.
-            tracing::warn!(key = k, error = %e, op = op.as_str(), "token not finished; its lease will lapse");
+            tracing::warn!(key = %crate::observe::key_hash(k), error = %e, op = op.as_str(), "token not finished; its lease will lapse");
         }
         (outcome, Some(held.fence), result)
     }

@@ -9,7 +9,7 @@ impl From<idem::Error> for AppError {
     }
 }
 
-#[idem::distributed_lock(key = "lock:deduct:<order_no>", lease = "3 sec", wait = "0ms", handle = idem)]
+#[idem::distributed_lock(key = "lock:deduct:<order_no>", lease = "3 fortnights", wait = "0ms", handle = idem)]
 async fn deduct(idem: &Idem, order_no: u64) -> Result<u64, AppError> {
     Ok(order_no)
 }

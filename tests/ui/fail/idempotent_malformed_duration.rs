@@ -9,7 +9,7 @@ impl From<idem::Error> for AppError {
     }
 }
 
-#[idem::idempotent(key = "order-create:<user_id>", ttl = "24 hours", handle = idem)]
+#[idem::idempotent(key = "order-create:<user_id>", ttl = "24 parsecs", handle = idem)]
 async fn create(idem: &Idem, user_id: u64) -> Result<u64, AppError> {
     Ok(user_id)
 }

@@ -77,6 +77,7 @@ impl RedisStoreBuilder {
     /// here. Must be called inside a Tokio runtime.
     pub fn build_lazy(self) -> Result<RedisStore, StoreError> {
         let layout = KeyLayout::new(&self.prefix)?;
+        super::from::tls_provider();
         let client = redis::Client::open(self.url.as_str())
             // No source: the parse error may echo the URL, password included.
             .map_err(|e| StoreError::config(format!("redis url `{}`: {e}", redact(&self.url))))?;

@@ -92,6 +92,7 @@ mod builder;
 mod cluster;
 mod codec;
 mod conn;
+mod from;
 mod scripts;
 mod state_scripts;
 mod token_scripts;
@@ -203,7 +204,7 @@ const CONNECT_BUDGET_FACTOR: u32 = 4;
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use idem_runtime::{Idem, store::redis::RedisStore};
+/// use idem::{Idem, store::redis::RedisStore};
 /// let store = RedisStore::builder("redis://127.0.0.1:6379")
 ///     .prefix("idem:")
 ///     .response_timeout(std::time::Duration::from_millis(300))
@@ -234,8 +235,8 @@ impl RedisStore {
         Self::builder(url).connect().await
     }
 
-    /// A builder for `url` (`redis://[user:pass@]host:port[/db]`, `rediss://` needs a
-    /// TLS feature of redis-rs).
+    /// A builder for `url` (`redis://[user:pass@]host:port[/db]`; `rediss://` with
+    /// feature `redis-tls`, system roots: see [`from_client`](Self::from_client)).
     pub fn builder(url: impl Into<String>) -> RedisStoreBuilder {
         RedisStoreBuilder {
             url: url.into(),

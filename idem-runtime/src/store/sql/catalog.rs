@@ -4,7 +4,7 @@
 
 use super::errors::map_err;
 use super::pool::Pool;
-use crate::store::catalog::{ConstraintCatalog, ConstraintDef};
+use crate::store::catalog::{ConstraintCatalog, ConstraintDef, Engine};
 use crate::store::{BoxFuture, StoreError};
 
 /// How a catalog lists an index member that is an expression, not a column.
@@ -22,8 +22,8 @@ pub const EXPRESSION: &str = "(expression)";
 ///   SQLite as named unique indexes.
 ///
 /// ```no_run
-/// # async fn f(pool: sqlx::PgPool) -> Result<(), idem_runtime::Error> {
-/// use idem_runtime::{Idem, store::sql::{SqlConstraints, SqlStore}};
+/// # async fn f(pool: sqlx::PgPool) -> Result<(), idem::Error> {
+/// use idem::{Idem, store::sql::{SqlConstraints, SqlStore}};
 /// let idem = Idem::builder()
 ///     .store(SqlStore::postgres(pool.clone()))
 ///     .constraints(SqlConstraints::postgres(pool))
@@ -135,5 +135,13 @@ impl ConstraintCatalog for SqlConstraints {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<ConstraintDef>, StoreError>> {
         Box::pin(async move { self.lookup(name).await.map_err(map_err) })
+    }
+
+    fn engine(&self) -> Option<Engine> {
+        Some(match self.pool.dialect() {
+            crate::db::Dialect::Postgres => Engine::Postgres,
+            crate::db::Dialect::MySql => Engine::MySql,
+            crate::db::Dialect::Sqlite => Engine::Sqlite,
+        })
     }
 }

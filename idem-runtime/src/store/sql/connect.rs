@@ -13,7 +13,6 @@ use super::errors::map_err;
 use super::names::TableNames;
 use super::pool::{Pool, pool_options};
 use super::store::SqlStore;
-use crate::db::Dialect;
 use crate::store::StoreError;
 
 impl SqlStore {
@@ -44,29 +43,7 @@ impl SqlStore {
     /// the defaults of `connect_postgres`, `connect_mysql` and `open`. Does not
     /// create tables.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        match Dialect::from_url(url) {
-            #[cfg(feature = "postgres")]
-            Some(Dialect::Postgres) => Self::connect_postgres(url).await,
-            #[cfg(feature = "mysql")]
-            Some(Dialect::MySql) => {
-                Self::connect_mysql(&url.replacen("mariadb:", "mysql:", 1)).await
-            }
-            #[cfg(feature = "sqlite")]
-            Some(Dialect::Sqlite) => Self::connect_sqlite(url).await,
-            _ => Err(StoreError::config(format!(
-                "unsupported database URL scheme `{}` (enabled: {})",
-                url.split(':').next().unwrap_or(""),
-                [
-                    cfg!(feature = "postgres").then_some("postgres"),
-                    cfg!(feature = "mysql").then_some("mysql"),
-                    cfg!(feature = "sqlite").then_some("sqlite"),
-                ]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(", ")
-            ))),
-        }
+        Self::builder(url).connect().await
     }
 
     /// Connects a pool of up to 16 connections (5 s acquire timeout, no ping on
@@ -108,16 +85,23 @@ impl SqlStore {
 
     #[cfg(feature = "sqlite")]
     async fn open_with(opts: sqlx::sqlite::SqliteConnectOptions) -> Result<Self, StoreError> {
+        Self::open_pool(opts, pool_options::<sqlx::Sqlite>(4)).await
+    }
+
+    /// A SQLite pool with idem's settings (WAL, `synchronous = NORMAL`,
+    /// `busy_timeout` 5 s, created if missing) on top of `opts`.
+    #[cfg(feature = "sqlite")]
+    pub(super) async fn open_pool(
+        opts: sqlx::sqlite::SqliteConnectOptions,
+        pool: sqlx::pool::PoolOptions<sqlx::Sqlite>,
+    ) -> Result<Self, StoreError> {
         use sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
         let opts = opts
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5));
-        let pool = pool_options::<sqlx::Sqlite>(4)
-            .connect_with(opts)
-            .await
-            .map_err(map_err)?;
+        let pool = pool.connect_with(opts).await.map_err(map_err)?;
         Ok(Self::sqlite(pool))
     }
 }

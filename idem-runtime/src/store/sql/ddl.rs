@@ -13,7 +13,7 @@ use super::{Dialect, PURGE_BATCH, TableNames};
 /// migration tool, or call `migrate()`.
 ///
 /// ```
-/// use idem_runtime::store::sql::{ddl, Dialect, TableNames};
+/// use idem::store::sql::{ddl, Dialect, TableNames};
 /// let text = ddl(Dialect::Postgres, &TableNames::default());
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_records"));
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_tokens"));
@@ -133,6 +133,10 @@ pub(crate) struct Statements {
     /// Takes `$key` unless it is live (dialect-specific shape, see the stores).
     pub(crate) claim: Stmt,
     /// Hands out the next fence (MySQL, SQLite; unused on PostgreSQL).
+    #[cfg_attr(
+        not(any(feature = "mysql", feature = "sqlite", feature = "bench")),
+        allow(dead_code)
+    )]
     pub(crate) next_fence: Stmt,
     /// Owner-checked complete (binds: payload, ttl µs, key, owner); retried by the
     /// same owner it matches again and changes nothing.

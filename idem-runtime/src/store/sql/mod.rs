@@ -119,6 +119,7 @@ use crate::store::StoreError;
 mod driver_calls;
 
 mod bind;
+mod builder;
 mod catalog;
 mod connect;
 pub(crate) mod consume_sql;
@@ -141,6 +142,7 @@ mod token;
 mod token_sql;
 
 pub use crate::db::Dialect;
+pub use builder::SqlStoreBuilder;
 pub use catalog::{EXPRESSION, SqlConstraints};
 pub use ddl::ddl;
 pub(crate) use in_tx::{TxFail, TxStatements};

@@ -54,11 +54,11 @@ macro_rules! dispatch {
 /// ([`ddl`](super::ddl)); nothing is created implicitly.
 ///
 /// ```no_run
-/// # async fn f() -> Result<(), idem_runtime::store::StoreError> {
-/// use idem_runtime::store::sql::SqlStore;
+/// # async fn f() -> Result<(), idem::store::StoreError> {
+/// use idem::store::sql::SqlStore;
 /// let store = SqlStore::open("idem.db").await?; // SQLite, WAL, busy_timeout 5 s
 /// store.migrate().await?;
-/// let idem = idem_runtime::Idem::builder().store(store).namespace("shop").build();
+/// let idem = idem::Idem::builder().store(store).namespace("shop").build();
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]

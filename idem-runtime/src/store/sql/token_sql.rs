@@ -73,6 +73,8 @@ pub(crate) struct TokenStatements {
     /// (binds: key, owner, lease µs): `UPDATE … RETURNING fence`.
     pub(crate) take: Stmt,
     /// The live row of a key: `owner, fence, remaining_us` of its lease (binds: key).
+    /// MySQL and SQLite only: PostgreSQL's `take` answers it.
+    #[cfg_attr(not(any(feature = "mysql", feature = "sqlite")), allow(dead_code))]
     pub(crate) read: Stmt,
     /// Owner-checked lease extension of a live token (binds: lease µs, key, owner).
     pub(crate) renew: Stmt,
