@@ -37,6 +37,12 @@ pub(crate) struct Call<'a> {
     pub(crate) key: &'a Key,
     pub(crate) policy: &'a Policy,
     pub(crate) technique: Technique,
+    /// Whether the body reads its fence. A body that does not (no `idem::Fence`
+    /// parameter, [`Guard::without_fence`](super::Guard::without_fence)) claims
+    /// through [`Store::claim_unfenced`](crate::store::Store::claim_unfenced): on
+    /// Redis one native command instead of a script, and it receives
+    /// [`Fence::NONE`] when the claim is new.
+    pub(crate) fenced: bool,
 }
 
 /// What a step of the protocol hands back: the outcome label and the result.
@@ -100,7 +106,11 @@ impl Call<'_> {
             let mut handed = false;
             let claim = exec.op_in(Op::Claim, key, budget, || {
                 handed = true;
-                exec.store.claim(req)
+                if self.fenced {
+                    exec.store.claim(req)
+                } else {
+                    exec.store.claim_unfenced(req)
+                }
             });
             match claim.await {
                 Ok(Claim::Claimed { fence }) => {

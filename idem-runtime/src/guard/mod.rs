@@ -50,6 +50,7 @@ pub struct Guard<'h> {
     key: Key,
     policy: Policy,
     fingerprint: Result<Fingerprint, String>,
+    fenced: bool,
 }
 
 impl Idem {
@@ -70,6 +71,7 @@ impl Idem {
             key,
             policy: Policy::default(),
             fingerprint: Ok(Fingerprint::NONE),
+            fenced: true,
         }
     }
 }
@@ -124,6 +126,29 @@ impl Guard<'_> {
         self.policy.degrade = true;
         self
     }
+    /// The body does not read its fence: the store may claim with a cheaper
+    /// command (Redis: one native `SET … NX PX … GET` instead of a script), and
+    /// the body receives [`Fence::NONE`] on a new claim. What `#[idempotent]`
+    /// does for a function without an `idem::Fence` parameter. Every other rule
+    /// holds as before: the claim is owner-checked, and fenced calls of the same
+    /// key still get fences larger than every earlier one.
+    ///
+    /// ```
+    /// # use idem_runtime::{Idem, Fence, store::memory::MemoryStore};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_runtime::Error> {
+    /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
+    /// let out = idem
+    ///     .guard("mail-send", &[&"req-1"])
+    ///     .without_fence()
+    ///     .run(|_| async { Ok::<_, idem_runtime::Error>("sent") })
+    ///     .await?;
+    /// assert_eq!(*out.value(), "sent");
+    /// # Ok(()) }
+    /// ```
+    pub fn without_fence(mut self) -> Self {
+        self.fenced = false;
+        self
+    }
     /// Replaces all settings at once.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
@@ -166,6 +191,7 @@ impl Guard<'_> {
             key: &self.key,
             policy: &self.policy,
             technique: crate::observe::Technique::Idempotent,
+            fenced: self.fenced,
         };
         call.execute(self.fingerprint, hooks, body).await
     }

@@ -73,6 +73,7 @@
 
 mod cluster;
 mod codec;
+mod native;
 mod scripts;
 mod state_scripts;
 mod token_scripts;
@@ -94,6 +95,14 @@ macro_rules! record_ops {
         fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
             let mut con = self.con.clone();
             Box::pin(async move { scripts::claim(&mut con, &self.layout, req).await })
+        }
+
+        fn claim_unfenced<'a>(
+            &'a self,
+            req: ClaimRequest<'a>,
+        ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+            let mut con = self.con.clone();
+            Box::pin(async move { native::claim_unfenced(&mut con, &self.layout, req).await })
         }
 
         fn complete<'a>(
