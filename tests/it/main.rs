@@ -17,6 +17,8 @@ mod redis_cluster;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 mod redis_faults;
 #[cfg(feature = "redis")]
+mod redis_native;
+#[cfg(feature = "redis")]
 mod redis_procs;
 #[cfg(feature = "redis")]
 mod redis_store;

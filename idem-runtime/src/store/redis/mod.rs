@@ -5,9 +5,19 @@
 //! fingerprint, result) with a `PX` expiry: about 100 bytes of Redis memory beyond
 //! the key and the result (103 measured with `MEMORY USAGE` for a 41-byte key and a
 //! 200-byte result, Redis 7.0, jemalloc). A duplicate of a finished call costs one round trip (the
-//! claim script returns the stored result); a first call costs two (claim, then
-//! complete). Claim, complete, release, renew and inspect are each one `EVALSHA` of a
+//! claim returns the stored result); a first call costs two (claim, then
+//! complete). Complete, release, renew and inspect are each one `EVALSHA` of a
 //! small Lua script on one key, so they are atomic and touch one cluster slot.
+//!
+//! The claim is one of two commands. A caller that reads its fence (an
+//! `idem::Fence` parameter, the guard's default) runs the claim script, which
+//! stamps the server clock as fence. A caller that does not (an `#[idempotent]`
+//! function without a fence parameter, [`Guard::without_fence`](crate::Guard::without_fence))
+//! sends one native `SET <record> <claim> NX PX <lease> GET`: it takes an absent
+//! key or returns the record as it is, at about half the script's server cost
+//! (Redis runs scripts and commands on one thread; see `BENCHMARKS.md`). Only
+//! when another owner holds the key does it ask the script for the holder's
+//! remaining lease (a second round trip, before waiting).
 //!
 //! # Keys
 //! A record lives at `<prefix>{<idem key>}`: the whole idem key is the Redis
