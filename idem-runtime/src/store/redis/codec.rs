@@ -127,6 +127,38 @@ impl KeyLayout {
     }
 }
 
+/// A record key written straight into a command's argument buffer (no key
+/// buffer of its own per operation): `<prefix>{<idem key>}`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RecordKey<'a> {
+    prefix: &'a str,
+    key: &'a str,
+}
+
+impl KeyLayout {
+    /// The Redis key of an idem key, as a command argument.
+    pub(crate) fn arg<'a>(&'a self, key: &'a str) -> RecordKey<'a> {
+        RecordKey {
+            prefix: &self.prefix,
+            key,
+        }
+    }
+}
+
+impl redis::ToRedisArgs for RecordKey<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        use std::io::Write as _;
+        let mut w = out.writer_for_next_arg();
+        // Writing to the command's own `Vec` cannot fail.
+        let _ = w.write_all(self.prefix.as_bytes());
+        let _ = w.write_all(b"{");
+        let _ = w.write_all(self.key.as_bytes());
+        let _ = w.write_all(b"}");
+    }
+}
+
+impl redis::ToSingleRedisArg for RecordKey<'_> {}
+
 /// Milliseconds for `PX`, at least 1 (Redis rejects 0).
 pub(crate) fn millis(d: Duration) -> u64 {
     // Capped at MAX_DURATION: Redis refuses an expiry beyond `i64` milliseconds
@@ -183,6 +215,13 @@ mod tests {
         let l = KeyLayout::new("app:").unwrap();
         assert_eq!(l.record_key("ns:scene:1"), b"app:{ns:scene:1}");
         assert!(matches!(KeyLayout::new("a{b"), Err(StoreError::Config(_))));
+    }
+
+    #[test]
+    fn record_key_args_match_record_keys() {
+        use redis::ToRedisArgs as _;
+        let l = KeyLayout::new("app:").unwrap();
+        assert_eq!(l.arg("ns:a").to_redis_args(), vec![l.record_key("ns:a")]);
     }
 
     #[test]

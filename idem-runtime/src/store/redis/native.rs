@@ -43,7 +43,7 @@ pub(crate) async fn claim_unfenced<C: ConnectionLike + Send>(
 ) -> Result<Claim, StoreError> {
     let pending = codec::encode_pending(req.owner, Fence::NONE, req.fingerprint);
     let reply: Reply = redis::cmd("SET")
-        .arg(layout.record_key(req.key))
+        .arg(layout.arg(req.key))
         .arg(&pending[..])
         .arg("NX")
         .arg("PX")
