@@ -2,7 +2,7 @@
 //! in one run against the live services.
 //!
 //! ```text
-//! cargo bench --bench overhead --all-features -- [--quick] [--out FILE] [--only TEXT]
+//! cargo bench --bench overhead --all-features -- [--quick] [--cluster] [--out FILE] [--only TEXT]
 //! ```
 //! Services (override with the environment): `IDEM_BENCH_REDIS` (redis://127.0.0.1:6379),
 //! `IDEM_BENCH_PG` (postgres://postgres@127.0.0.1/test), `IDEM_BENCH_MYSQL`
@@ -13,6 +13,7 @@
 //! A B B A … so machine noise hits every side; the ratio is the median over batch
 //! pairs of A's cost per call over B's. See BENCHMARKS.md for how to read it.
 
+mod cluster;
 mod harness;
 mod memory;
 mod peers;
@@ -34,6 +35,8 @@ use harness::{Plan, Side, SideRun};
 enum Kind {
     RedisDuplicate,
     RedisFirst,
+    ClusterDuplicate,
+    ClusterFirst,
     MemoryDuplicate,
     MemoryFirst,
     Backstop(sql::Db),
@@ -112,6 +115,11 @@ fn scenarios() -> Vec<Scenario> {
     add(RedisFirst, "Redis first call", 1, 1, first1);
     add(RedisFirst, "Redis first call", 64, 1, first64.clone());
     add(RedisFirst, "Redis first call", 32, 2, first64);
+    // The cluster rows (with `--cluster`): A against the floor and F only.
+    add(ClusterDuplicate, "Redis Cluster duplicate (replay)", 1, 1, vec![(1, Cost(1.10))]);
+    add(ClusterDuplicate, "Redis Cluster duplicate (replay)", 64, 1, vec![(1, Thr(0.85))]);
+    add(ClusterFirst, "Redis Cluster first call", 1, 1, vec![(1, Cost(1.10)), (3, Cost(1.10))]);
+    add(ClusterFirst, "Redis Cluster first call", 64, 1, vec![(1, Thr(0.70)), (3, Thr(0.90))]);
     let sql_target = vec![(1, Cost(1.15))];
     for db in [sql::Db::Postgres, sql::Db::MySql] {
         let name = db.name();
@@ -172,6 +180,8 @@ fn kind_id(k: Kind) -> String {
     match k {
         Kind::RedisDuplicate => "redis-dup".into(),
         Kind::RedisFirst => "redis-first".into(),
+        Kind::ClusterDuplicate => "cluster-dup".into(),
+        Kind::ClusterFirst => "cluster-first".into(),
         Kind::MemoryDuplicate => "memory-dup".into(),
         Kind::MemoryFirst => "memory-first".into(),
         Kind::Backstop(db) => format!("{}-backstop", db.id()),
@@ -190,6 +200,8 @@ pub(crate) struct Env {
     pub(crate) ns: String,
     /// Distinguishes the keys of concurrent worker processes.
     pub(crate) tag: String,
+    /// Seed URLs of the cluster the benchmark started (`--cluster`).
+    pub(crate) cluster: Option<Vec<String>>,
 }
 
 /// Builds a scenario's sides; keys carry the scenario id so no two scenarios
@@ -202,6 +214,8 @@ async fn build_sides(env: &Env, s: &Scenario) -> anyhow::Result<Vec<Side>> {
     match s.kind {
         Kind::RedisDuplicate => redis::duplicate(env).await,
         Kind::RedisFirst => redis::first(env).await,
+        Kind::ClusterDuplicate => cluster::duplicate(env).await,
+        Kind::ClusterFirst => cluster::first(env).await,
         Kind::MemoryDuplicate => memory::duplicate(env).await,
         Kind::MemoryFirst => memory::first(env).await,
         Kind::Backstop(db) => sql::backstop(env, db).await,
@@ -231,6 +245,8 @@ struct Args {
     ns: Option<String>,
     /// Keep only this side (0 = A): for profiling one side under `perf`.
     side: Option<usize>,
+    /// Start a three-master Redis Cluster and run the cluster rows on it.
+    cluster: bool,
     tag: String,
 }
 
@@ -242,6 +258,7 @@ fn parse_args() -> anyhow::Result<Args> {
         worker: None,
         ns: None,
         side: None,
+        cluster: false,
         tag: "p0".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -252,6 +269,7 @@ fn parse_args() -> anyhow::Result<Args> {
         };
         match x.as_str() {
             "--quick" => a.quick = true,
+            "--cluster" => a.cluster = true,
             "--out" => a.out = val()?,
             "--only" => a.only = Some(val()?),
             "--worker" => a.worker = Some(val()?),
@@ -261,7 +279,7 @@ fn parse_args() -> anyhow::Result<Args> {
             // cargo bench passes `--bench` to harness-less targets.
             "--bench" => {}
             other => anyhow::bail!(
-                "unknown argument `{other}`; expected --quick, --out FILE, --only TEXT, --side N"
+                "unknown argument `{other}`; expected --quick, --cluster, --out FILE, --only TEXT, --side N"
             ),
         }
     }
@@ -277,7 +295,14 @@ fn main() -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Killed on drop, at the end of the run.
+    let cluster = if args.cluster && args.worker.is_none() {
+        Some(cluster::Cluster::start()?)
+    } else {
+        None
+    };
     let env = Env {
+        cluster: cluster.as_ref().map(cluster::Cluster::urls),
         redis_url: env_or("IDEM_BENCH_REDIS", "redis://127.0.0.1:6379"),
         pg_url: env_or("IDEM_BENCH_PG", "postgres://postgres@127.0.0.1/test"),
         mysql_url: env_or("IDEM_BENCH_MYSQL", "mysql://root@127.0.0.1/test"),
@@ -365,6 +390,9 @@ async fn measure_all(
     let mut results = Vec::new();
     for s in scenarios() {
         if args.only.as_deref().is_some_and(|o| !s.id.contains(o)) {
+            continue;
+        }
+        if matches!(s.kind, Kind::ClusterDuplicate | Kind::ClusterFirst) && env.cluster.is_none() {
             continue;
         }
         eprint!("{:<28} ", s.id);

@@ -94,7 +94,7 @@ pub(crate) async fn prepare(env: &Env) -> anyhow::Result<()> {
 /// A guarded call through idem: `fenced` bodies read their fence (the claim
 /// script), the others claim with the native command (what `#[idempotent]` does
 /// for a function without an `idem::Fence` parameter).
-fn guarded(idem: idem::Idem, fenced: bool, replay: bool, part: Arc<str>, keys: u64, ttl: Duration) -> Op {
+pub(crate) fn guarded(idem: idem::Idem, fenced: bool, replay: bool, part: Arc<str>, keys: u64, ttl: Duration) -> Op {
     op(move |i| {
         let (idem, part) = (idem.clone(), Arc::clone(&part));
         async move {
@@ -131,8 +131,24 @@ pub(crate) async fn duplicate(env: &Env) -> anyhow::Result<Vec<Side>> {
     let dup: Arc<str> = "dup".into();
     let a = guarded(idem.clone(), false, true, Arc::clone(&dup), DUP_KEYS, DUP_TTL);
     let c = guarded(idem, true, true, dup, DUP_KEYS, DUP_TTL);
-    let ns: Arc<str> = env.ns.as_str().into();
-    let b = op(move |i| {
+    let b = dup_floor(con, env.ns.as_str().into());
+    let [d, e] = crate::peers::duplicate(env).await?;
+    Ok(sides([a, b, c, d, e], [
+        "A idem (no fence: SET NX PX GET)",
+        "B native floor: SET NX PX GET by hand",
+        "C idem with fence (claim script)",
+        "D idempotent 0.3 (ValkeyStore)",
+        "E klauthed-data 1.0",
+    ]))
+}
+
+/// The native floor of a duplicate: `SET NX PX GET` on idem's record key by
+/// hand, the finished record decoded the way idem does.
+pub(crate) fn dup_floor<C>(con: C, ns: Arc<str>) -> Op
+where
+    C: redis::aio::ConnectionLike + Clone + Send + Sync + 'static,
+{
+    op(move |i| {
         let (mut con, ns) = (con.clone(), Arc::clone(&ns));
         async move {
             let reply: Value = redis::cmd("SET")
@@ -150,18 +166,67 @@ pub(crate) async fn duplicate(env: &Env) -> anyhow::Result<Vec<Side>> {
             black_box(decode_done(&v)?);
             Ok(())
         }
-    });
-    let [d, e] = crate::peers::duplicate(env).await?;
-    Ok(sides([a, b, c, d, e], [
-        "A idem (no fence: SET NX PX GET)",
-        "B native floor: SET NX PX GET by hand",
-        "C idem with fence (claim script)",
-        "D idempotent 0.3 (ValkeyStore)",
-        "E klauthed-data 1.0",
-    ]))
+    })
 }
 
-fn sides<const N: usize>(ops: [Op; N], names: [&'static str; N]) -> Vec<Side> {
+/// A first call by hand: `SET NX PX GET`, then the complete script (`Some`) or
+/// the floor's `SET XX PX` (`None`: no owner check).
+pub(crate) fn first_by_hand<C>(con: C, ns: Arc<str>, tag: String, complete: Option<Arc<Script>>) -> Op
+where
+    C: redis::aio::ConnectionLike + Clone + Send + Sync + 'static,
+{
+    op(move |i| {
+        let (mut con, ns, tag, complete) =
+            (con.clone(), Arc::clone(&ns), tag.clone(), complete.clone());
+        async move {
+            let key = record_key(&ns, &tag, i);
+            let owner = owner();
+            let claimed: Value = redis::cmd("SET")
+                .arg(&key)
+                .arg(&pending(&owner)[..])
+                .arg("NX")
+                .arg("PX")
+                .arg(LEASE.as_millis() as u64)
+                .arg("GET")
+                .query_async(&mut con)
+                .await?;
+            anyhow::ensure!(claimed == Value::Nil, "expected a new key, got {claimed:?}");
+            let value = black_box(result());
+            let payload = framed(&value)?;
+            match complete {
+                Some(script) => {
+                    let done: i64 = script
+                        .key(&key)
+                        .arg(&owner[..])
+                        .arg(payload)
+                        .arg(TTL.as_millis() as u64)
+                        .invoke_async(&mut con)
+                        .await?;
+                    anyhow::ensure!(done == 1, "complete answered {done}");
+                }
+                None => {
+                    let mut done = Vec::with_capacity(41 + payload.len());
+                    done.extend_from_slice(&pending(&owner));
+                    done[0] = 0xD1;
+                    done.extend_from_slice(&payload);
+                    let ok: Option<String> = redis::cmd("SET")
+                        .arg(&key)
+                        .arg(done)
+                        .arg("XX")
+                        .arg("PX")
+                        .arg(TTL.as_millis() as u64)
+                        .query_async(&mut con)
+                        .await?;
+                    anyhow::ensure!(ok.is_some(), "SET XX found no key");
+                }
+            }
+            black_box(value);
+            Ok(())
+        }
+    })
+}
+
+pub(crate) fn sides<const N: usize>(ops: [Op; N], names: [&'static str; N]) -> Vec<Side> {
     ops.into_iter()
         .zip(names)
         .map(|(op, name)| Side { name, op })
@@ -182,60 +247,9 @@ pub(crate) async fn first(env: &Env) -> anyhow::Result<Vec<Side>> {
     let a = guarded(idem.clone(), false, false, format!("{tag}a").into(), 0, TTL);
     let c = guarded(idem, true, false, format!("{tag}c").into(), 0, TTL);
     let ns: Arc<str> = env.ns.as_str().into();
-    let by_hand = |tag: String, complete: Option<Arc<Script>>| {
-        let (con, ns) = (con.clone(), Arc::clone(&ns));
-        op(move |i| {
-            let (mut con, ns, tag, complete) =
-                (con.clone(), Arc::clone(&ns), tag.clone(), complete.clone());
-            async move {
-                let key = record_key(&ns, &tag, i);
-                let owner = owner();
-                let claimed: Value = redis::cmd("SET")
-                    .arg(&key)
-                    .arg(&pending(&owner)[..])
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(LEASE.as_millis() as u64)
-                    .arg("GET")
-                    .query_async(&mut con)
-                    .await?;
-                anyhow::ensure!(claimed == Value::Nil, "expected a new key, got {claimed:?}");
-                let value = black_box(result());
-                let payload = framed(&value)?;
-                match complete {
-                    Some(script) => {
-                        let done: i64 = script
-                            .key(&key)
-                            .arg(&owner[..])
-                            .arg(payload)
-                            .arg(TTL.as_millis() as u64)
-                            .invoke_async(&mut con)
-                            .await?;
-                        anyhow::ensure!(done == 1, "complete answered {done}");
-                    }
-                    None => {
-                        let mut done = Vec::with_capacity(41 + payload.len());
-                        done.extend_from_slice(&pending(&owner));
-                        done[0] = 0xD1;
-                        done.extend_from_slice(&payload);
-                        let ok: Option<String> = redis::cmd("SET")
-                            .arg(&key)
-                            .arg(done)
-                            .arg("XX")
-                            .arg("PX")
-                            .arg(TTL.as_millis() as u64)
-                            .query_async(&mut con)
-                            .await?;
-                        anyhow::ensure!(ok.is_some(), "SET XX found no key");
-                    }
-                }
-                black_box(value);
-                Ok(())
-            }
-        })
-    };
-    let b = by_hand(format!("{tag}b"), None);
-    let f = by_hand(format!("{tag}f"), Some(Arc::new(Script::new(__bench::COMPLETE))));
+    let b = first_by_hand(con.clone(), Arc::clone(&ns), format!("{tag}b"), None);
+    let complete = Some(Arc::new(Script::new(__bench::COMPLETE)));
+    let f = first_by_hand(con, ns, format!("{tag}f"), complete);
     let [d, e] = crate::peers::first(env).await?;
     Ok(sides([a, b, c, d, e, f], [
         "A idem (no fence: SET NX PX GET + complete script)",
