@@ -244,6 +244,7 @@ async fn concurrent_unfenced_duplicates_run_one_body_and_wait_for_it() {
             barrier.wait().await;
             idem.guard("pay", &[&"k"])
                 .lease(LEASE)
+                .fingerprint(&"payload")
                 .without_fence()
                 .run(|_| async move {
                     runs.fetch_add(1, Ordering::SeqCst);
