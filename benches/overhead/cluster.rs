@@ -10,13 +10,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idem::store::redis::RedisClusterStore;
 use idem::store::redis::__bench;
+use idem::store::redis::RedisClusterStore;
 use idem::store::redis::redis::Script;
 
 use crate::Env;
 use crate::harness::Side;
-use crate::redis::{DUP_KEYS, DUP_TTL, LEASE, PREFIX, TTL, dup_floor, first_by_hand, guarded, result, sides};
+use crate::redis::{
+    DUP_KEYS, DUP_TTL, LEASE, PREFIX, TTL, dup_floor, first_by_hand, guarded, result, sides,
+};
 
 /// Three cluster masters on spare ports, killed (and their directories removed) on drop.
 pub(crate) struct Cluster {
@@ -32,7 +34,14 @@ impl Cluster {
             std::fs::create_dir_all(&dir)?;
             let child = Command::new("redis-server")
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no", "--cluster-enabled", "yes"])
+                .args([
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--cluster-enabled",
+                    "yes",
+                ])
                 .args(["--cluster-config-file", "nodes.conf", "--dir"])
                 .arg(&dir)
                 .stdout(Stdio::null())
@@ -40,26 +49,48 @@ impl Cluster {
             c.nodes.push((port, child, dir));
         }
         let deadline = Instant::now() + Duration::from_secs(10);
-        while c.nodes.iter().any(|(p, _, _)| cli(*p, &["PING"]).trim() != "PONG") {
+        while c
+            .nodes
+            .iter()
+            .any(|(p, _, _)| cli(*p, &["PING"]).trim() != "PONG")
+        {
             anyhow::ensure!(Instant::now() < deadline, "cluster nodes did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
-        let addrs: Vec<String> = c.nodes.iter().map(|(p, _, _)| format!("127.0.0.1:{p}")).collect();
+        let addrs: Vec<String> = c
+            .nodes
+            .iter()
+            .map(|(p, _, _)| format!("127.0.0.1:{p}"))
+            .collect();
         let out = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(&addrs)
             .args(["--cluster-replicas", "0", "--cluster-yes"])
             .output()?;
-        anyhow::ensure!(out.status.success(), "cluster create: {}", String::from_utf8_lossy(&out.stdout));
-        while !c.nodes.iter().all(|(p, _, _)| cli(*p, &["CLUSTER", "INFO"]).contains("cluster_state:ok")) {
-            anyhow::ensure!(Instant::now() < deadline + Duration::from_secs(20), "cluster not ok");
+        anyhow::ensure!(
+            out.status.success(),
+            "cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        while !c
+            .nodes
+            .iter()
+            .all(|(p, _, _)| cli(*p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+        {
+            anyhow::ensure!(
+                Instant::now() < deadline + Duration::from_secs(20),
+                "cluster not ok"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         Ok(c)
     }
 
     pub(crate) fn urls(&self) -> Vec<String> {
-        self.nodes.iter().map(|(p, _, _)| format!("redis://127.0.0.1:{p}")).collect()
+        self.nodes
+            .iter()
+            .map(|(p, _, _)| format!("redis://127.0.0.1:{p}"))
+            .collect()
     }
 }
 
@@ -83,8 +114,14 @@ fn cli(port: u16, args: &[&str]) -> String {
 }
 
 async fn handle(env: &Env) -> anyhow::Result<(idem::Idem, RedisClusterStore)> {
-    let urls = env.cluster.clone().ok_or_else(|| anyhow::anyhow!("no cluster"))?;
-    let store = RedisClusterStore::builder(urls).prefix(PREFIX).connect().await?;
+    let urls = env
+        .cluster
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("no cluster"))?;
+    let store = RedisClusterStore::builder(urls)
+        .prefix(PREFIX)
+        .connect()
+        .await?;
     let idem = idem::Idem::builder()
         .store(store.clone())
         .namespace(env.ns.clone())
@@ -103,14 +140,24 @@ pub(crate) async fn duplicate(env: &Env) -> anyhow::Result<Vec<Side>> {
             .await?;
     }
     let dup: Arc<str> = "dup".into();
-    let a = guarded(idem.clone(), false, true, Arc::clone(&dup), DUP_KEYS, DUP_TTL);
+    let a = guarded(
+        idem.clone(),
+        false,
+        true,
+        Arc::clone(&dup),
+        DUP_KEYS,
+        DUP_TTL,
+    );
     let b = dup_floor(store.connection(), env.ns.as_str().into());
     let c = guarded(idem, true, true, dup, DUP_KEYS, DUP_TTL);
-    Ok(sides([a, b, c], [
-        "A idem (no fence: SET NX PX GET)",
-        "B native floor: SET NX PX GET by hand",
-        "C idem with fence (claim script)",
-    ]))
+    Ok(sides(
+        [a, b, c],
+        [
+            "A idem (no fence: SET NX PX GET)",
+            "B native floor: SET NX PX GET by hand",
+            "C idem with fence (claim script)",
+        ],
+    ))
 }
 
 /// A: idem without a fence, B: the native floor (`SET NX PX GET` + `SET XX`),
@@ -124,10 +171,13 @@ pub(crate) async fn first(env: &Env) -> anyhow::Result<Vec<Side>> {
     let c = guarded(idem, true, false, format!("{tag}c").into(), 0, TTL);
     let complete = Some(Arc::new(Script::new(__bench::COMPLETE)));
     let f = first_by_hand(store.connection(), ns, format!("{tag}f"), complete);
-    Ok(sides([a, b, c, f], [
-        "A idem (no fence: SET NX PX GET + complete script)",
-        "B native floor: SET NX PX GET + SET XX by hand",
-        "C idem with fence (claim + complete scripts)",
-        "F A's round trips by hand",
-    ]))
+    Ok(sides(
+        [a, b, c, f],
+        [
+            "A idem (no fence: SET NX PX GET + complete script)",
+            "B native floor: SET NX PX GET + SET XX by hand",
+            "C idem with fence (claim + complete scripts)",
+            "F A's round trips by hand",
+        ],
+    ))
 }

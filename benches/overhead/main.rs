@@ -110,16 +110,46 @@ fn scenarios() -> Vec<Scenario> {
     let first64 = vec![(1, Thr(0.70)), (3, Thr(1.3)), (4, Thr(1.3)), (5, Thr(0.90))];
     use Kind::*;
     add(RedisDuplicate, "Redis duplicate (replay)", 1, 1, dup1);
-    add(RedisDuplicate, "Redis duplicate (replay)", 64, 1, dup64.clone());
+    add(
+        RedisDuplicate,
+        "Redis duplicate (replay)",
+        64,
+        1,
+        dup64.clone(),
+    );
     add(RedisDuplicate, "Redis duplicate (replay)", 32, 2, dup64);
     add(RedisFirst, "Redis first call", 1, 1, first1);
     add(RedisFirst, "Redis first call", 64, 1, first64.clone());
     add(RedisFirst, "Redis first call", 32, 2, first64);
     // The cluster rows (with `--cluster`): A against the floor and F only.
-    add(ClusterDuplicate, "Redis Cluster duplicate (replay)", 1, 1, vec![(1, Cost(1.10))]);
-    add(ClusterDuplicate, "Redis Cluster duplicate (replay)", 64, 1, vec![(1, Thr(0.85))]);
-    add(ClusterFirst, "Redis Cluster first call", 1, 1, vec![(1, Cost(1.10)), (3, Cost(1.10))]);
-    add(ClusterFirst, "Redis Cluster first call", 64, 1, vec![(1, Thr(0.70)), (3, Thr(0.90))]);
+    add(
+        ClusterDuplicate,
+        "Redis Cluster duplicate (replay)",
+        1,
+        1,
+        vec![(1, Cost(1.10))],
+    );
+    add(
+        ClusterDuplicate,
+        "Redis Cluster duplicate (replay)",
+        64,
+        1,
+        vec![(1, Thr(0.85))],
+    );
+    add(
+        ClusterFirst,
+        "Redis Cluster first call",
+        1,
+        1,
+        vec![(1, Cost(1.10)), (3, Cost(1.10))],
+    );
+    add(
+        ClusterFirst,
+        "Redis Cluster first call",
+        64,
+        1,
+        vec![(1, Thr(0.70)), (3, Thr(0.90))],
+    );
     let sql_target = vec![(1, Cost(1.15))];
     for db in [sql::Db::Postgres, sql::Db::MySql] {
         let name = db.name();
@@ -495,7 +525,9 @@ async fn spawn_workers(env: &Env, s: &Scenario, quick: bool) -> anyhow::Result<V
 
 fn print_table(results: &[ScenarioResult], memory: &redis_memory::MemoryReport) {
     println!();
-    println!("| scenario | conc | side | calls/s | p50 µs | p99 µs | A's cost ÷ side | A's calls/s ÷ side | target | met |");
+    println!(
+        "| scenario | conc | side | calls/s | p50 µs | p99 µs | A's cost ÷ side | A's calls/s ÷ side | target | met |"
+    );
     println!("|---|---|---|---:|---:|---:|---:|---:|---|---|");
     for r in results {
         let conc = if r.procs > 1 {

@@ -56,7 +56,11 @@ fn dup_key(ns: &str, k: u64) -> String {
 }
 
 /// One `idempotent` call: claim, run, complete; or the stored response.
-async fn idempotent_call(store: &ValkeyStore, key: String, ttl: std::time::Duration) -> anyhow::Result<(bool, String)> {
+async fn idempotent_call(
+    store: &ValkeyStore,
+    key: String,
+    ttl: std::time::Duration,
+) -> anyhow::Result<(bool, String)> {
     let key = IdempotencyKey::new(key)?;
     let fp = fingerprint();
     let entry = IdempotencyEntry::new(fp, ttl);
@@ -68,7 +72,9 @@ async fn idempotent_call(store: &ValkeyStore, key: String, ttl: std::time::Durat
                 metadata: Metadata::default(),
                 body: serde_json::to_vec(&value)?.into(),
             };
-            store.complete(&key, entry.complete(response), fencing_token).await?;
+            store
+                .complete(&key, entry.complete(response), fencing_token)
+                .await?;
             Ok((false, value))
         }
         InsertResult::Exists(ExistingEntry::Completed(done)) => {
@@ -84,7 +90,9 @@ async fn klauthed_call(store: &RedisIdempotencyStore, key: &str) -> anyhow::Resu
     match store.begin(key).await? {
         Outcome::New => {
             let value = result();
-            store.complete(key, serde_json::Value::String(value.clone())).await?;
+            store
+                .complete(key, serde_json::Value::String(value.clone()))
+                .await?;
             Ok((false, value))
         }
         Outcome::Completed(v) => Ok((true, serde_json::from_value(v)?)),
@@ -99,7 +107,8 @@ pub(crate) async fn prepare(env: &Env) -> anyhow::Result<()> {
     for k in 0..DUP_KEYS {
         let (replay, _) = idempotent_call(&a, dup_key(&env.ns, k), DUP_TTL).await?;
         anyhow::ensure!(!replay, "idempotent: key {k} existed before the run");
-        let (replay, _) = klauthed_call(&b, &format!("{KLAUTHED_PREFIX}{}", dup_key(&env.ns, k))).await?;
+        let (replay, _) =
+            klauthed_call(&b, &format!("{KLAUTHED_PREFIX}{}", dup_key(&env.ns, k))).await?;
         anyhow::ensure!(!replay, "klauthed-data: key {k} existed before the run");
     }
     Ok(())
@@ -166,7 +175,10 @@ pub(crate) async fn first(env: &Env) -> anyhow::Result<[Op; 2]> {
 
 /// Deletes the duplicate records of both peers (first-call records expire).
 pub(crate) async fn cleanup(env: &Env) -> anyhow::Result<()> {
-    let mut con = client(env).await?.get_multiplexed_async_connection().await?;
+    let mut con = client(env)
+        .await?
+        .get_multiplexed_async_connection()
+        .await?;
     for chunk in (0..DUP_KEYS).collect::<Vec<_>>().chunks(200) {
         let mut cmd = redis::cmd("UNLINK");
         for &k in chunk {

@@ -94,12 +94,22 @@ pub(crate) async fn prepare(env: &Env) -> anyhow::Result<()> {
 /// A guarded call through idem: `fenced` bodies read their fence (the claim
 /// script), the others claim with the native command (what `#[idempotent]` does
 /// for a function without an `idem::Fence` parameter).
-pub(crate) fn guarded(idem: idem::Idem, fenced: bool, replay: bool, part: Arc<str>, keys: u64, ttl: Duration) -> Op {
+pub(crate) fn guarded(
+    idem: idem::Idem,
+    fenced: bool,
+    replay: bool,
+    part: Arc<str>,
+    keys: u64,
+    ttl: Duration,
+) -> Op {
     op(move |i| {
         let (idem, part) = (idem.clone(), Arc::clone(&part));
         async move {
             let k = if replay { i % keys } else { i };
-            let g = idem.guard("order-create", &[&&*part, &k]).lease(LEASE).ttl(ttl);
+            let g = idem
+                .guard("order-create", &[&&*part, &k])
+                .lease(LEASE)
+                .ttl(ttl);
             let g = if fenced { g } else { g.without_fence() };
             let out = g
                 .run(|fence| async move {
@@ -129,17 +139,27 @@ pub(crate) async fn duplicate(env: &Env) -> anyhow::Result<Vec<Side>> {
     let con = store.connection();
     let idem = idem_on(env, store)?;
     let dup: Arc<str> = "dup".into();
-    let a = guarded(idem.clone(), false, true, Arc::clone(&dup), DUP_KEYS, DUP_TTL);
+    let a = guarded(
+        idem.clone(),
+        false,
+        true,
+        Arc::clone(&dup),
+        DUP_KEYS,
+        DUP_TTL,
+    );
     let c = guarded(idem, true, true, dup, DUP_KEYS, DUP_TTL);
     let b = dup_floor(con, env.ns.as_str().into());
     let [d, e] = crate::peers::duplicate(env).await?;
-    Ok(sides([a, b, c, d, e], [
-        "A idem (no fence: SET NX PX GET)",
-        "B native floor: SET NX PX GET by hand",
-        "C idem with fence (claim script)",
-        "D idempotent 0.3 (ValkeyStore)",
-        "E klauthed-data 1.0",
-    ]))
+    Ok(sides(
+        [a, b, c, d, e],
+        [
+            "A idem (no fence: SET NX PX GET)",
+            "B native floor: SET NX PX GET by hand",
+            "C idem with fence (claim script)",
+            "D idempotent 0.3 (ValkeyStore)",
+            "E klauthed-data 1.0",
+        ],
+    ))
 }
 
 /// The native floor of a duplicate: `SET NX PX GET` on idem's record key by
@@ -171,7 +191,12 @@ where
 
 /// A first call by hand: `SET NX PX GET`, then the complete script (`Some`) or
 /// the floor's `SET XX PX` (`None`: no owner check).
-pub(crate) fn first_by_hand<C>(con: C, ns: Arc<str>, tag: String, complete: Option<Arc<Script>>) -> Op
+pub(crate) fn first_by_hand<C>(
+    con: C,
+    ns: Arc<str>,
+    tag: String,
+    complete: Option<Arc<Script>>,
+) -> Op
 where
     C: redis::aio::ConnectionLike + Clone + Send + Sync + 'static,
 {
@@ -251,14 +276,17 @@ pub(crate) async fn first(env: &Env) -> anyhow::Result<Vec<Side>> {
     let complete = Some(Arc::new(Script::new(__bench::COMPLETE)));
     let f = first_by_hand(con, ns, format!("{tag}f"), complete);
     let [d, e] = crate::peers::first(env).await?;
-    Ok(sides([a, b, c, d, e, f], [
-        "A idem (no fence: SET NX PX GET + complete script)",
-        "B native floor: SET NX PX GET + SET XX by hand",
-        "C idem with fence (claim + complete scripts)",
-        "D idempotent 0.3 (ValkeyStore)",
-        "E klauthed-data 1.0",
-        "F A's round trips by hand",
-    ]))
+    Ok(sides(
+        [a, b, c, d, e, f],
+        [
+            "A idem (no fence: SET NX PX GET + complete script)",
+            "B native floor: SET NX PX GET + SET XX by hand",
+            "C idem with fence (claim + complete scripts)",
+            "D idempotent 0.3 (ValkeyStore)",
+            "E klauthed-data 1.0",
+            "F A's round trips by hand",
+        ],
+    ))
 }
 
 /// Deletes the duplicate scenarios' records (first-call records expire within `TTL`).

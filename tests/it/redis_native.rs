@@ -81,12 +81,18 @@ async fn unfenced_claims_answer_like_the_script() {
     }
     // A released unfenced claim frees the key for the next caller.
     assert_eq!(
-        store.claim_unfenced(claim(b).clone_with_key("n:b")).await.unwrap(),
+        store
+            .claim_unfenced(claim(b).clone_with_key("n:b"))
+            .await
+            .unwrap(),
         Claim::Claimed { fence: Fence::NONE }
     );
     assert_eq!(store.release("n:b", b).await.unwrap(), Owned::Applied);
     assert!(matches!(
-        store.claim_unfenced(claim(a).clone_with_key("n:b")).await.unwrap(),
+        store
+            .claim_unfenced(claim(a).clone_with_key("n:b"))
+            .await
+            .unwrap(),
         Claim::Claimed { .. }
     ));
 }
@@ -181,7 +187,11 @@ async fn round_trips_without_a_fence() {
     let store = idem::store::redis::RedisStore::connect(&server.url())
         .await
         .unwrap();
-    let idem = Idem::builder().store(store).namespace("rt").build().unwrap();
+    let idem = Idem::builder()
+        .store(store)
+        .namespace("rt")
+        .build()
+        .unwrap();
     let mut mon = Monitor::attach(server.port);
     let _ = mon.take();
 
@@ -202,7 +212,11 @@ async fn round_trips_without_a_fence() {
         }
     };
     assert_eq!(call("a").await, How::Executed);
-    assert_eq!(mon.take(), ["SET", "EVALSHA"], "first call = claim + complete");
+    assert_eq!(
+        mon.take(),
+        ["SET", "EVALSHA"],
+        "first call = claim + complete"
+    );
     assert_eq!(call("a").await, How::Replayed);
     assert_eq!(mon.take(), ["SET"], "duplicate = one native command");
     let _ = idem
@@ -210,7 +224,11 @@ async fn round_trips_without_a_fence() {
         .without_fence()
         .run(|_| async { Err::<(), _>(Error::Config("no".into())) })
         .await;
-    assert_eq!(mon.take(), ["SET", "EVALSHA"], "failed body = claim + release");
+    assert_eq!(
+        mon.take(),
+        ["SET", "EVALSHA"],
+        "failed body = claim + release"
+    );
     // The claim needs no script: a flushed script cache costs the duplicate nothing.
     server.cli(&["SCRIPT", "FLUSH"]);
     let _ = mon.take();
@@ -227,14 +245,21 @@ async fn round_trips_without_a_fence() {
     let f = fenced_write(&idem, 7, Fence::NONE).await.unwrap();
     assert!(Fence::new(f).is_valid());
     assert_eq!(fenced_write(&idem, 7, Fence::NONE).await.unwrap(), f);
-    assert_eq!(mon.take(), ["EVALSHA", "SCRIPT", "EVALSHA", "EVALSHA", "EVALSHA"]);
+    assert_eq!(
+        mon.take(),
+        ["EVALSHA", "SCRIPT", "EVALSHA", "EVALSHA", "EVALSHA"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_unfenced_duplicates_run_one_body_and_wait_for_it() {
     let prefix = SharedPrefix::new();
     let store = shared_store(&prefix).await;
-    let idem = Idem::builder().store(store).namespace("cw").build().unwrap();
+    let idem = Idem::builder()
+        .store(store)
+        .namespace("cw")
+        .build()
+        .unwrap();
     let runs = Arc::new(AtomicUsize::new(0));
     let barrier = Arc::new(tokio::sync::Barrier::new(8));
     let mut tasks = Vec::new();
@@ -264,7 +289,7 @@ async fn concurrent_unfenced_duplicates_run_one_body_and_wait_for_it() {
     assert_eq!(runs.load(Ordering::SeqCst), 1, "one body ran");
     assert_eq!(hows.iter().filter(|h| **h == How::Executed).count(), 1);
     assert!(
-        hows.iter().any(|h| *h == How::Waited),
+        hows.contains(&How::Waited),
         "waiters were observed: {hows:?}"
     );
 

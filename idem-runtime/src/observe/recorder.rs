@@ -262,11 +262,7 @@ mod tests {
         for i in 0..CALL_KEYS_CAPACITY + 10 {
             r.record(IDEM, &format!("s{i}"), "k", Executed);
         }
-        assert_eq!(
-            r.scopes.read().unwrap().keys,
-            CALL_KEYS_CAPACITY,
-            "bounded"
-        );
+        assert_eq!(r.scopes.read().unwrap().keys, CALL_KEYS_CAPACITY, "bounded");
         let seen = Seen::default();
         metrics::with_local_recorder(&seen, || {
             r.record(IDEM, "s0", "k", Executed);
