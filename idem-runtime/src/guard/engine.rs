@@ -40,8 +40,8 @@ pub(crate) struct Call<'a> {
     /// Whether the body reads its fence. A body that does not (no `idem::Fence`
     /// parameter, [`Guard::without_fence`](super::Guard::without_fence)) claims
     /// through [`Store::claim_unfenced`](crate::store::Store::claim_unfenced): on
-    /// Redis one native command instead of a script, and it receives
-    /// [`Fence::NONE`] when the claim is new.
+    /// Redis one native command instead of a script, and the body then
+    /// receives [`Fence::NONE`].
     pub(crate) fenced: bool,
 }
 

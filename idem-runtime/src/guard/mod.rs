@@ -127,22 +127,23 @@ impl Guard<'_> {
         self
     }
     /// The body does not read its fence: the store may claim with a cheaper
-    /// command (Redis: one native `SET … NX PX … GET` instead of a script), and
-    /// the body receives [`Fence::NONE`] on a new claim. What `#[idempotent]`
+    /// command (Redis: one native `SET … NX PX … GET` instead of a script), in
+    /// which case the body receives [`Fence::NONE`] (stores without such a
+    /// command still hand out a fence). What `#[idempotent]`
     /// does for a function without an `idem::Fence` parameter. Every other rule
     /// holds as before: the claim is owner-checked, and fenced calls of the same
     /// key still get fences larger than every earlier one.
     ///
     /// ```
-    /// # use idem_runtime::{Idem, Fence, store::memory::MemoryStore};
+    /// # use idem_runtime::{Idem, store::memory::MemoryStore};
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_runtime::Error> {
     /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
     /// let out = idem
     ///     .guard("mail-send", &[&"req-1"])
     ///     .without_fence()
-    ///     .run(|_| async { Ok::<_, idem_runtime::Error>("sent") })
+    ///     .run(|_| async { Ok::<_, idem_runtime::Error>(String::from("sent")) })
     ///     .await?;
-    /// assert_eq!(*out.value(), "sent");
+    /// assert_eq!(out.value(), "sent");
     /// # Ok(()) }
     /// ```
     pub fn without_fence(mut self) -> Self {
