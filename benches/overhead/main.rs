@@ -19,8 +19,10 @@ mod memory;
 mod peers;
 mod redis;
 mod redis_memory;
+mod scenarios;
 mod sql;
 mod sqlstore;
+mod table;
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -28,197 +30,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use harness::{Plan, Side, SideRun};
-
-/// What a scenario exercises; its sides are built from this (in the worker
-/// processes too).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    RedisDuplicate,
-    RedisFirst,
-    ClusterDuplicate,
-    ClusterFirst,
-    MemoryDuplicate,
-    MemoryFirst,
-    Backstop(sql::Db),
-    SqlDuplicate(sql::Db),
-    SqlFirst(sql::Db),
-}
-
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(tag = "kind", content = "limit", rename_all = "snake_case")]
-enum Target {
-    /// A's cost per call at most this many times B's.
-    CostAtMost(f64),
-    /// A's throughput at least this fraction of B's.
-    ThroughputAtLeast(f64),
-}
-
-impl Target {
-    fn met(self, ratio: f64) -> bool {
-        match self {
-            Target::CostAtMost(x) => ratio <= x,
-            Target::ThroughputAtLeast(x) => 1.0 / ratio >= x,
-        }
-    }
-    fn text(self) -> String {
-        match self {
-            Target::CostAtMost(x) => format!("cost ≤ {x:.2}×"),
-            Target::ThroughputAtLeast(x) => format!("thr ≥ {x:.2}×"),
-        }
-    }
-}
-
-struct Scenario {
-    id: String,
-    title: String,
-    kind: Kind,
-    concurrency: usize,
-    procs: usize,
-    /// (side, target on A against that side).
-    targets: Vec<(usize, Target)>,
-}
-
-fn scenarios() -> Vec<Scenario> {
-    let mut v = Vec::new();
-    let mut add = |kind, title: &str, concurrency, procs, targets: Vec<(usize, Target)>| {
-        let id = format!(
-            "{}-c{concurrency}{}",
-            kind_id(kind),
-            if procs > 1 {
-                format!("-p{procs}")
-            } else {
-                String::new()
-            }
-        );
-        v.push(Scenario {
-            id,
-            title: title.to_owned(),
-            kind,
-            concurrency,
-            procs,
-            targets,
-        });
-    };
-    use Target::{CostAtMost as Cost, ThroughputAtLeast as Thr};
-    // Issue 17: c=1 within 1.10× the same number of native round trips; at c=64
-    // on one connection ≥ 0.85× (duplicate) and ≥ 0.70× (first call) of the
-    // native floor, ≥ 1.2× / 1.3× the peers; the guard within its own round trips
-    // by hand (F) as before.
-    let dup1 = vec![(1, Cost(1.10))];
-    let dup64 = vec![(1, Thr(0.85)), (3, Thr(1.2))];
-    let first1 = vec![(1, Cost(1.10)), (5, Cost(1.10))];
-    let first64 = vec![(1, Thr(0.70)), (3, Thr(1.3)), (4, Thr(1.3)), (5, Thr(0.90))];
-    use Kind::*;
-    add(RedisDuplicate, "Redis duplicate (replay)", 1, 1, dup1);
-    add(
-        RedisDuplicate,
-        "Redis duplicate (replay)",
-        64,
-        1,
-        dup64.clone(),
-    );
-    add(RedisDuplicate, "Redis duplicate (replay)", 32, 2, dup64);
-    add(RedisFirst, "Redis first call", 1, 1, first1);
-    add(RedisFirst, "Redis first call", 64, 1, first64.clone());
-    add(RedisFirst, "Redis first call", 32, 2, first64);
-    // The cluster rows (with `--cluster`): A against the floor and F only.
-    add(
-        ClusterDuplicate,
-        "Redis Cluster duplicate (replay)",
-        1,
-        1,
-        vec![(1, Cost(1.10))],
-    );
-    add(
-        ClusterDuplicate,
-        "Redis Cluster duplicate (replay)",
-        64,
-        1,
-        vec![(1, Thr(0.85))],
-    );
-    add(
-        ClusterFirst,
-        "Redis Cluster first call",
-        1,
-        1,
-        vec![(1, Cost(1.10)), (3, Cost(1.10))],
-    );
-    add(
-        ClusterFirst,
-        "Redis Cluster first call",
-        64,
-        1,
-        vec![(1, Thr(0.70)), (3, Thr(0.90))],
-    );
-    let sql_target = vec![(1, Cost(1.15))];
-    for db in [sql::Db::Postgres, sql::Db::MySql] {
-        let name = db.name();
-        add(
-            SqlDuplicate(db),
-            &format!("{name} store duplicate (replay)"),
-            1,
-            1,
-            sql_target.clone(),
-        );
-        add(
-            SqlDuplicate(db),
-            &format!("{name} store duplicate (replay)"),
-            64,
-            1,
-            sql_target.clone(),
-        );
-        add(
-            SqlFirst(db),
-            &format!("{name} store first call"),
-            1,
-            1,
-            sql_target.clone(),
-        );
-        add(
-            SqlFirst(db),
-            &format!("{name} store first call"),
-            64,
-            1,
-            sql_target.clone(),
-        );
-        add(
-            Backstop(db),
-            &format!("{name} backstop: unique violation + lookup"),
-            1,
-            1,
-            sql_target.clone(),
-        );
-    }
-    add(
-        MemoryDuplicate,
-        "memory store duplicate (CPU ceiling)",
-        1,
-        1,
-        vec![(1, Cost(2.0))],
-    );
-    add(
-        MemoryFirst,
-        "memory store first call (CPU ceiling)",
-        1,
-        1,
-        Vec::new(),
-    );
-    v
-}
-
-fn kind_id(k: Kind) -> String {
-    match k {
-        Kind::RedisDuplicate => "redis-dup".into(),
-        Kind::RedisFirst => "redis-first".into(),
-        Kind::ClusterDuplicate => "cluster-dup".into(),
-        Kind::ClusterFirst => "cluster-first".into(),
-        Kind::MemoryDuplicate => "memory-dup".into(),
-        Kind::MemoryFirst => "memory-first".into(),
-        Kind::Backstop(db) => format!("{}-backstop", db.id()),
-        Kind::SqlDuplicate(db) => format!("{}-dup", db.id()),
-        Kind::SqlFirst(db) => format!("{}-first", db.id()),
-    }
-}
+use scenarios::{Kind, Scenario, Target, scenarios};
 
 /// Connection settings and the run's namespace (shared with the workers).
 #[derive(Debug, Clone)]
@@ -255,16 +67,16 @@ async fn build_sides(env: &Env, s: &Scenario) -> anyhow::Result<Vec<Side>> {
 }
 
 #[derive(Debug, Serialize)]
-struct ScenarioResult {
+pub(crate) struct ScenarioResult {
     id: String,
-    title: String,
-    concurrency: usize,
-    procs: usize,
-    sides: Vec<harness::SideSummary>,
+    pub(crate) title: String,
+    pub(crate) concurrency: usize,
+    pub(crate) procs: usize,
+    pub(crate) sides: Vec<harness::SideSummary>,
     /// Median per-batch cost ratio of A over each side (1.0 for A itself).
-    ratios: Vec<f64>,
+    pub(crate) ratios: Vec<f64>,
     /// (side, target, met).
-    targets: Vec<(usize, Target, bool)>,
+    pub(crate) targets: Vec<(usize, Target, bool)>,
 }
 
 struct Args {
@@ -389,7 +201,7 @@ async fn run(env: &Env, args: &Args, plan: Plan) -> anyhow::Result<()> {
     let (results, memory) = measured?;
     cleaned?;
     let load_after = loadavg();
-    print_table(&results, &memory);
+    table::print_table(&results, &memory);
     println!("\nload average (1, 5, 15 min) before: {load_before}; after: {load_after}");
     let doc = serde_json::json!({
         "mode": if args.quick { "quick" } else { "full" },
@@ -521,59 +333,6 @@ async fn spawn_workers(env: &Env, s: &Scenario, quick: bool) -> anyhow::Result<V
         out.push(serde_json::from_slice(&o.stdout)?);
     }
     Ok(out)
-}
-
-fn print_table(results: &[ScenarioResult], memory: &redis_memory::MemoryReport) {
-    println!();
-    println!(
-        "| scenario | conc | side | calls/s | p50 µs | p99 µs | A's cost ÷ side | A's calls/s ÷ side | target | met |"
-    );
-    println!("|---|---|---|---:|---:|---:|---:|---:|---|---|");
-    for r in results {
-        let conc = if r.procs > 1 {
-            format!("{}×{}", r.procs, r.concurrency)
-        } else {
-            r.concurrency.to_string()
-        };
-        for (i, s) in r.sides.iter().enumerate() {
-            let (cost, thr) = match r.ratios.get(i) {
-                Some(x) if i > 0 => (format!("**{x:.3}**"), format!("{:.2}×", 1.0 / x)),
-                _ => (String::new(), String::new()),
-            };
-            let (target, met) = match r.targets.iter().find(|(side, _, _)| *side == i) {
-                Some((_, t, met)) => (t.text(), if *met { "yes" } else { "**no**" }.to_owned()),
-                None => (String::new(), String::new()),
-            };
-            println!(
-                "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} | {} |",
-                if i == 0 { r.title.as_str() } else { "" },
-                if i == 0 { conc.as_str() } else { "" },
-                s.name,
-                s.calls_per_s,
-                s.p50_us,
-                s.p99_us,
-                cost,
-                thr,
-                target,
-                met
-            );
-        }
-    }
-    println!();
-    println!("Redis memory per record (MEMORY USAGE), 41-byte idem key, 200-byte result:");
-    println!("| record | bytes | key | value | overhead beyond key + result | target |");
-    println!("|---|---:|---:|---:|---:|---|");
-    for m in &memory.rows {
-        println!(
-            "| {} | {} | {} | {} | {} | {} |",
-            m.what,
-            m.usage,
-            m.key_len,
-            m.result_len,
-            m.overhead,
-            if m.target { "≤ 128" } else { "—" }
-        );
-    }
 }
 
 /// The machine's load average, to tell a quiet run from a busy one.
