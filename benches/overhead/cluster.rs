@@ -26,8 +26,23 @@ pub(crate) struct Cluster {
 }
 
 impl Cluster {
+    /// Starts the nodes, on another set of ports when one does not come up (a
+    /// port taken since it was chosen).
     pub(crate) fn start() -> anyhow::Result<Cluster> {
-        let base = 20_000 + (crate::rand_u64() % 20_000) as u16;
+        let mut last = anyhow::anyhow!("no attempt");
+        for _ in 0..5 {
+            match Self::start_once() {
+                Ok(c) => return Ok(c),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    fn start_once() -> anyhow::Result<Cluster> {
+        // Below the kernel's ephemeral range (32768 and up), bus ports (+10000) too:
+        // a client connection elsewhere on the machine cannot hold them.
+        let base = 12_000 + (crate::rand_u64() % 10_000) as u16;
         let mut c = Cluster { nodes: Vec::new() };
         for port in base..base + 3 {
             let dir = std::env::temp_dir().join(format!("idem-bench-cluster-{port}"));
@@ -45,6 +60,7 @@ impl Cluster {
                 .args(["--cluster-config-file", "nodes.conf", "--dir"])
                 .arg(&dir)
                 .stdout(Stdio::null())
+                .stderr(Stdio::null())
                 .spawn()?;
             c.nodes.push((port, child, dir));
         }
@@ -55,6 +71,12 @@ impl Cluster {
             .any(|(p, _, _)| cli(*p, &["PING"]).trim() != "PONG")
         {
             anyhow::ensure!(Instant::now() < deadline, "cluster nodes did not start");
+            anyhow::ensure!(
+                c.nodes
+                    .iter_mut()
+                    .all(|(_, child, _)| matches!(child.try_wait(), Ok(None))),
+                "a cluster node exited (port taken?)"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         let addrs: Vec<String> = c
