@@ -2,7 +2,7 @@
 //! in one run against the live services.
 //!
 //! ```text
-//! cargo bench --bench overhead --all-features -- [--quick] [--out FILE] [--only TEXT]
+//! cargo bench --bench overhead --all-features -- [--quick] [--cluster] [--out FILE] [--only TEXT]
 //! cargo bench --bench overhead --all-features -- --burst [--quick]
 //! ```
 //! `--burst` runs the flash-sale burst rows instead (see `burst.rs`).
@@ -16,11 +16,16 @@
 //! pairs of A's cost per call over B's. See BENCHMARKS.md for how to read it.
 
 mod burst;
+mod cluster;
 mod harness;
 mod memory;
+mod peers;
 mod redis;
+mod redis_memory;
+mod scenarios;
 mod sql;
 mod sqlstore;
+mod table;
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -28,150 +33,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use harness::{Plan, Side, SideRun};
-
-/// What a scenario exercises; its sides are built from this (in the worker
-/// processes too).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    RedisDuplicate,
-    RedisFirst,
-    MemoryDuplicate,
-    MemoryFirst,
-    Backstop(sql::Db),
-    SqlDuplicate(sql::Db),
-    SqlFirst(sql::Db),
-}
-
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(tag = "kind", content = "limit", rename_all = "snake_case")]
-enum Target {
-    /// A's cost per call at most this many times B's.
-    CostAtMost(f64),
-    /// A's throughput at least this fraction of B's.
-    ThroughputAtLeast(f64),
-}
-
-impl Target {
-    fn met(self, ratio: f64) -> bool {
-        match self {
-            Target::CostAtMost(x) => ratio <= x,
-            Target::ThroughputAtLeast(x) => 1.0 / ratio >= x,
-        }
-    }
-    fn text(self) -> String {
-        match self {
-            Target::CostAtMost(x) => format!("cost ≤ {x:.2}×"),
-            Target::ThroughputAtLeast(x) => format!("thr ≥ {x:.2}×"),
-        }
-    }
-}
-
-struct Scenario {
-    id: String,
-    title: String,
-    kind: Kind,
-    concurrency: usize,
-    procs: usize,
-    target: Option<Target>,
-}
-
-fn scenarios() -> Vec<Scenario> {
-    let mut v = Vec::new();
-    let mut add = |kind, title: &str, concurrency, procs, target| {
-        let id = format!(
-            "{}-c{concurrency}{}",
-            kind_id(kind),
-            if procs > 1 {
-                format!("-p{procs}")
-            } else {
-                String::new()
-            }
-        );
-        v.push(Scenario {
-            id,
-            title: title.to_owned(),
-            kind,
-            concurrency,
-            procs,
-            target,
-        });
-    };
-    let c1 = Some(Target::CostAtMost(1.10));
-    let c64 = Some(Target::ThroughputAtLeast(0.90));
-    use Kind::*;
-    add(RedisDuplicate, "Redis duplicate (replay)", 1, 1, c1);
-    add(RedisDuplicate, "Redis duplicate (replay)", 64, 1, c64);
-    add(RedisDuplicate, "Redis duplicate (replay)", 32, 2, c64);
-    add(RedisFirst, "Redis first call", 1, 1, c1);
-    add(RedisFirst, "Redis first call", 64, 1, c64);
-    add(RedisFirst, "Redis first call", 32, 2, c64);
-    let sql_target = Some(Target::CostAtMost(1.15));
-    for db in [sql::Db::Postgres, sql::Db::MySql] {
-        let name = db.name();
-        add(
-            SqlDuplicate(db),
-            &format!("{name} store duplicate (replay)"),
-            1,
-            1,
-            sql_target,
-        );
-        add(
-            SqlDuplicate(db),
-            &format!("{name} store duplicate (replay)"),
-            64,
-            1,
-            sql_target,
-        );
-        add(
-            SqlFirst(db),
-            &format!("{name} store first call"),
-            1,
-            1,
-            sql_target,
-        );
-        add(
-            SqlFirst(db),
-            &format!("{name} store first call"),
-            64,
-            1,
-            sql_target,
-        );
-        add(
-            Backstop(db),
-            &format!("{name} backstop: unique violation + lookup"),
-            1,
-            1,
-            sql_target,
-        );
-    }
-    add(
-        MemoryDuplicate,
-        "memory store duplicate (CPU ceiling)",
-        1,
-        1,
-        None,
-    );
-    add(
-        MemoryFirst,
-        "memory store first call (CPU ceiling)",
-        1,
-        1,
-        None,
-    );
-    v
-}
-
-fn kind_id(k: Kind) -> String {
-    match k {
-        Kind::RedisDuplicate => "redis-dup".into(),
-        Kind::RedisFirst => "redis-first".into(),
-        Kind::MemoryDuplicate => "memory-dup".into(),
-        Kind::MemoryFirst => "memory-first".into(),
-        Kind::Backstop(db) => format!("{}-backstop", db.id()),
-        Kind::SqlDuplicate(db) => format!("{}-dup", db.id()),
-        Kind::SqlFirst(db) => format!("{}-first", db.id()),
-    }
-}
+use scenarios::{Kind, Scenario, Target, scenarios};
 
 /// Connection settings and the run's namespace (shared with the workers).
 #[derive(Debug, Clone)]
@@ -183,6 +45,8 @@ pub(crate) struct Env {
     pub(crate) ns: String,
     /// Distinguishes the keys of concurrent worker processes.
     pub(crate) tag: String,
+    /// Seed URLs of the cluster the benchmark started (`--cluster`).
+    pub(crate) cluster: Option<Vec<String>>,
 }
 
 /// Builds a scenario's sides; keys carry the scenario id so no two scenarios
@@ -195,6 +59,8 @@ async fn build_sides(env: &Env, s: &Scenario) -> anyhow::Result<Vec<Side>> {
     match s.kind {
         Kind::RedisDuplicate => redis::duplicate(env).await,
         Kind::RedisFirst => redis::first(env).await,
+        Kind::ClusterDuplicate => cluster::duplicate(env).await,
+        Kind::ClusterFirst => cluster::first(env).await,
         Kind::MemoryDuplicate => memory::duplicate(env).await,
         Kind::MemoryFirst => memory::first(env).await,
         Kind::Backstop(db) => sql::backstop(env, db).await,
@@ -204,18 +70,16 @@ async fn build_sides(env: &Env, s: &Scenario) -> anyhow::Result<Vec<Side>> {
 }
 
 #[derive(Debug, Serialize)]
-struct ScenarioResult {
+pub(crate) struct ScenarioResult {
     id: String,
-    title: String,
-    concurrency: usize,
-    procs: usize,
-    sides: Vec<harness::SideSummary>,
-    /// Median per-batch cost ratio A/B.
-    ratio: f64,
-    /// Median per-batch cost ratio A/C, when there is a C.
-    ratio_vs_c: Option<f64>,
-    target: Option<Target>,
-    met: Option<bool>,
+    pub(crate) title: String,
+    pub(crate) concurrency: usize,
+    pub(crate) procs: usize,
+    pub(crate) sides: Vec<harness::SideSummary>,
+    /// Median per-batch cost ratio of A over each side (1.0 for A itself).
+    pub(crate) ratios: Vec<f64>,
+    /// (side, target, met).
+    pub(crate) targets: Vec<(usize, Target, bool)>,
 }
 
 struct Args {
@@ -227,6 +91,8 @@ struct Args {
     ns: Option<String>,
     /// Keep only this side (0 = A): for profiling one side under `perf`.
     side: Option<usize>,
+    /// Start a three-master Redis Cluster and run the cluster rows on it.
+    cluster: bool,
     tag: String,
 }
 
@@ -239,6 +105,7 @@ fn parse_args() -> anyhow::Result<Args> {
         worker: None,
         ns: None,
         side: None,
+        cluster: false,
         tag: "p0".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -250,6 +117,7 @@ fn parse_args() -> anyhow::Result<Args> {
         match x.as_str() {
             "--quick" => a.quick = true,
             "--burst" => a.burst = true,
+            "--cluster" => a.cluster = true,
             "--out" => a.out = val()?,
             "--only" => a.only = Some(val()?),
             "--worker" => a.worker = Some(val()?),
@@ -259,7 +127,7 @@ fn parse_args() -> anyhow::Result<Args> {
             // cargo bench passes `--bench` to harness-less targets.
             "--bench" => {}
             other => anyhow::bail!(
-                "unknown argument `{other}`; expected --quick, --burst, --out FILE, --only TEXT, --side N"
+                "unknown argument `{other}`; expected --quick, --burst, --cluster, --out FILE, --only TEXT, --side N"
             ),
         }
     }
@@ -275,7 +143,14 @@ fn main() -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Killed on drop, at the end of the run.
+    let cluster = if args.cluster && args.worker.is_none() {
+        Some(cluster::Cluster::start()?)
+    } else {
+        None
+    };
     let env = Env {
+        cluster: cluster.as_ref().map(cluster::Cluster::urls),
         redis_url: env_or("IDEM_BENCH_REDIS", "redis://127.0.0.1:6379"),
         pg_url: env_or("IDEM_BENCH_PG", "postgres://postgres@127.0.0.1/test"),
         mysql_url: env_or("IDEM_BENCH_MYSQL", "mysql://root@127.0.0.1/test"),
@@ -335,7 +210,7 @@ async fn run(env: &Env, args: &Args, plan: Plan) -> anyhow::Result<()> {
     let (results, memory) = measured?;
     cleaned?;
     let load_after = loadavg();
-    print_table(&results, &memory);
+    table::print_table(&results, &memory);
     println!("\nload average (1, 5, 15 min) before: {load_before}; after: {load_after}");
     let doc = serde_json::json!({
         "mode": if args.quick { "quick" } else { "full" },
@@ -361,11 +236,14 @@ async fn measure_all(
     env: &Env,
     args: &Args,
     plan: Plan,
-) -> anyhow::Result<(Vec<ScenarioResult>, redis::MemoryReport)> {
+) -> anyhow::Result<(Vec<ScenarioResult>, redis_memory::MemoryReport)> {
     redis::prepare(env).await?;
     let mut results = Vec::new();
     for s in scenarios() {
         if args.only.as_deref().is_some_and(|o| !s.id.contains(o)) {
+            continue;
+        }
+        if matches!(s.kind, Kind::ClusterDuplicate | Kind::ClusterFirst) && env.cluster.is_none() {
             continue;
         }
         eprint!("{:<28} ", s.id);
@@ -397,23 +275,31 @@ async fn measure_all(
             (runs, pairs)
         };
         let mut pairs = pairs;
-        let ratio = pairs.get_mut(1).map_or(f64::NAN, |p| harness::median(p));
-        let ratio_vs_c = pairs.get_mut(2).map(|p| harness::median(p));
+        let ratios: Vec<f64> = pairs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, p)| if i == 0 { 1.0 } else { harness::median(p) })
+            .collect();
+        let targets = s
+            .targets
+            .iter()
+            .filter(|(i, _)| *i < ratios.len())
+            .map(|&(i, t)| (i, t, t.met(ratios[i])))
+            .collect();
         let r = ScenarioResult {
             id: s.id.clone(),
             title: s.title.clone(),
             concurrency: s.concurrency,
             procs: s.procs,
             sides: harness::summarize(&runs),
-            ratio,
-            ratio_vs_c,
-            target: s.target,
-            met: s.target.map(|t| t.met(ratio)),
+            ratios,
+            targets,
         };
-        eprintln!("ratio {ratio:.3}");
+        let shown: Vec<String> = r.ratios.iter().skip(1).map(|x| format!("{x:.3}")).collect();
+        eprintln!("cost A/others {}", shown.join(" "));
         results.push(r);
     }
-    let memory = redis::memory_usage(env).await?;
+    let memory = redis_memory::memory_usage(env).await?;
     Ok((results, memory))
 }
 
@@ -456,67 +342,6 @@ async fn spawn_workers(env: &Env, s: &Scenario, quick: bool) -> anyhow::Result<V
         out.push(serde_json::from_slice(&o.stdout)?);
     }
     Ok(out)
-}
-
-fn print_table(results: &[ScenarioResult], memory: &redis::MemoryReport) {
-    println!();
-    println!("| scenario | conc | side | calls/s | p50 µs | p99 µs | ratio A/B | target | met |");
-    println!("|---|---|---|---:|---:|---:|---:|---|---|");
-    for r in results {
-        let conc = if r.procs > 1 {
-            format!("{}×{}", r.procs, r.concurrency)
-        } else {
-            r.concurrency.to_string()
-        };
-        for (i, s) in r.sides.iter().enumerate() {
-            let (ratio, target, met) = match i {
-                0 => (
-                    format!("**{:.3}**", r.ratio),
-                    r.target.map(Target::text).unwrap_or_else(|| "—".into()),
-                    match r.met {
-                        Some(true) => "yes".into(),
-                        Some(false) => "**no**".into(),
-                        None => "—".to_string(),
-                    },
-                ),
-                2 => (
-                    r.ratio_vs_c
-                        .map(|x| format!("A/C {x:.3}"))
-                        .unwrap_or_default(),
-                    String::new(),
-                    String::new(),
-                ),
-                _ => (String::new(), String::new(), String::new()),
-            };
-            println!(
-                "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} |",
-                if i == 0 { r.title.as_str() } else { "" },
-                if i == 0 { conc.as_str() } else { "" },
-                s.name,
-                s.calls_per_s,
-                s.p50_us,
-                s.p99_us,
-                ratio,
-                target,
-                met
-            );
-        }
-    }
-    println!();
-    println!("Redis memory per record (MEMORY USAGE), 41-byte idem key, 200-byte result:");
-    println!("| record | bytes | key | value | overhead beyond key + result | target |");
-    println!("|---|---:|---:|---:|---:|---|");
-    for m in &memory.rows {
-        println!(
-            "| {} | {} | {} | {} | {} | {} |",
-            m.what,
-            m.usage,
-            m.key_len,
-            m.result_len,
-            m.overhead,
-            if m.target { "≤ 128" } else { "—" }
-        );
-    }
 }
 
 /// The machine's load average, to tell a quiet run from a busy one.

@@ -80,7 +80,11 @@ impl<T> Outcome<T> {
         self.how
     }
 
-    /// The fence of the claim whose body produced the value.
+    /// The fence of the claim whose body produced the value. It may be
+    /// [`Fence::NONE`] when that call's body did not read its fence (an
+    /// `#[idempotent]` function without an `idem::Fence` parameter,
+    /// [`Guard::without_fence`](crate::Guard::without_fence)) and the store
+    /// claimed without one (Redis).
     pub fn fence(&self) -> Fence {
         self.fence
     }

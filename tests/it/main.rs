@@ -38,13 +38,15 @@ mod lock;
 mod lock_fenced;
 mod memory;
 mod observability;
+mod observability_defaults;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 mod outage;
-mod observability_defaults;
 #[cfg(feature = "redis")]
 mod redis_cluster;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 mod redis_faults;
+#[cfg(feature = "redis")]
+mod redis_native;
 #[cfg(feature = "redis")]
 mod redis_procs;
 #[cfg(feature = "redis")]

@@ -101,6 +101,24 @@ async fn cluster_store_semantics() {
         assert_eq!(mon.take(), expect, "{how:?} on the cluster");
     }
     drop(mon);
+    // Without a fence the claim is one native command on the owning master.
+    let node = owner_of(&idem.key("rt", &[&"b"]));
+    let mut mon = Monitor::attach(cluster.nodes[node].port);
+    let _ = mon.take();
+    for (expect, how) in [
+        (["SET", "EVALSHA"].as_slice(), How::Executed),
+        (&["SET"], How::Replayed),
+    ] {
+        let out = idem
+            .guard("rt", &[&"b"])
+            .without_fence()
+            .run(|_| async { Ok::<_, Error>(1u8) })
+            .await
+            .unwrap();
+        assert_eq!(out.how(), how);
+        assert_eq!(mon.take(), expect, "{how:?} without a fence on the cluster");
+    }
+    drop(mon);
 
     // A frozen master: calls on its slots fail within the operation budget, calls
     // on the other masters go on.

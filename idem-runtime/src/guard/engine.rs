@@ -38,6 +38,12 @@ pub(crate) struct Call<'a> {
     pub(crate) key: &'a Key,
     pub(crate) policy: &'a Policy,
     pub(crate) technique: Technique,
+    /// Whether the body reads its fence. A body that does not (no `idem::Fence`
+    /// parameter, [`Guard::without_fence`](super::Guard::without_fence)) claims
+    /// through [`Store::claim_unfenced`](crate::store::Store::claim_unfenced): on
+    /// Redis one native command instead of a script, and the body then
+    /// receives [`Fence::NONE`].
+    pub(crate) fenced: bool,
 }
 
 /// What a step of the protocol hands back: how the call is counted (its outcome
@@ -105,7 +111,11 @@ impl Call<'_> {
             let queue = waiter.queue(budget);
             let claim = exec.op_queued(Op::Claim, key, budget, queue, &mut sent, || {
                 handed = true;
-                exec.store.claim(req)
+                if self.fenced {
+                    exec.store.claim(req)
+                } else {
+                    exec.store.claim_unfenced(req)
+                }
             });
             match claim.await {
                 Ok(Claim::Claimed { fence }) => {

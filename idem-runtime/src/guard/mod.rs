@@ -54,6 +54,8 @@ pub struct Guard<'h> {
     pub(crate) fingerprint: Result<Fingerprint, String>,
     /// The `technique` label its outcome is counted under.
     pub(crate) technique: crate::observe::Technique,
+    /// The body reads its fence (see [`Guard::without_fence`]).
+    pub(crate) fenced: bool,
 }
 
 impl Idem {
@@ -75,6 +77,7 @@ impl Idem {
             policy: Policy::default(),
             fingerprint: Ok(Fingerprint::NONE),
             technique: crate::observe::Technique::Idempotent,
+            fenced: true,
         }
     }
 }
@@ -171,6 +174,30 @@ impl Guard<'_> {
         self.technique = technique;
         self
     }
+    /// The body does not read its fence: the store may claim with a cheaper
+    /// command (Redis: one native `SET … NX PX … GET` instead of a script), in
+    /// which case the body receives [`Fence::NONE`] (stores without such a
+    /// command still hand out a fence). What `#[idempotent]`
+    /// does for a function without an `idem::Fence` parameter. Every other rule
+    /// holds as before: the claim is owner-checked, and fenced calls of the same
+    /// key still get fences larger than every earlier one.
+    ///
+    /// ```
+    /// # use idem_runtime::{Idem, store::memory::MemoryStore};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_runtime::Error> {
+    /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
+    /// let out = idem
+    ///     .guard("mail-send", &[&"req-1"])
+    ///     .without_fence()
+    ///     .run(|_| async { Ok::<_, idem_runtime::Error>(String::from("sent")) })
+    ///     .await?;
+    /// assert_eq!(out.value(), "sent");
+    /// # Ok(()) }
+    /// ```
+    pub fn without_fence(mut self) -> Self {
+        self.fenced = false;
+        self
+    }
     /// Replaces all settings at once.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
@@ -213,6 +240,7 @@ impl Guard<'_> {
             key: &self.key,
             policy: &self.policy,
             technique: self.technique,
+            fenced: self.fenced,
         };
         call.execute(self.fingerprint, hooks, body).await
     }

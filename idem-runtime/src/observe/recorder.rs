@@ -21,32 +21,55 @@ const CALL_KEYS_CAPACITY: usize = 1024;
 pub(crate) struct Recorder {
     /// Indexed by [`CallOutcome::index`].
     by_outcome: [AtomicU64; CallOutcome::ALL.len()],
+    /// Per scope: the cached `idem_calls_total` keys and the top-K. One map, so a
+    /// replay hashes its scope once and takes one read lock (it used to look the
+    /// scope up twice, once under a mutex every thread shared for the top-K).
+    scopes: RwLock<Scopes>,
     /// Degraded calls whose body hit the constraint (also counted as `degraded`).
     degraded_hits: AtomicU64,
-    top: Mutex<HashMap<String, SpaceSaving>>,
-    /// `idem_calls_total` keys by scope, then (technique, outcome). Keys, not
-    /// registered handles: a key means the same to every recorder, so a global
-    /// recorder installed after the first calls (or a thread-local one, as in
-    /// `metrics::with_local_recorder`) still sees every call. The `counter!` macro
-    /// built the key per call: an owned `scope` label and a label vector.
-    call_keys: RwLock<CallKeys>,
     /// The handle opted in to raw keys in its spans (`IdemBuilder::log_raw_keys`).
     raw_keys: AtomicBool,
 }
 
 #[derive(Debug, Default)]
-struct CallKeys {
-    by_scope: HashMap<Box<str>, Vec<(Technique, CallOutcome, metrics::Key)>>,
-    len: usize,
+struct Scopes {
+    by_name: HashMap<Box<str>, Scope>,
+    /// `idem_calls_total` keys cached over all scopes (at most [`CALL_KEYS_CAPACITY`]).
+    keys: usize,
+}
+
+/// One scope's figures.
+#[derive(Debug, Default)]
+struct Scope {
+    /// `idem_calls_total` keys by (technique, outcome). Keys, not registered
+    /// handles: a key means the same to every recorder, so a global recorder
+    /// installed after the first calls (or a thread-local one, as in
+    /// `metrics::with_local_recorder`) still sees every call. The `counter!` macro
+    /// built the key per call: an owned `scope` label and a label vector.
+    keys: Vec<(Technique, CallOutcome, metrics::Key)>,
+    /// The scope's most-repeated keys, under its own lock.
+    top: Mutex<SpaceSaving>,
+}
+
+impl Scope {
+    fn key(&self, technique: Technique, outcome: CallOutcome) -> Option<&metrics::Key> {
+        self.keys
+            .iter()
+            .find(|(t, o, _)| *t == technique && *o == outcome)
+            .map(|(_, _, k)| k)
+    }
+
+    fn hit(&self, key: &str) {
+        self.top.lock().unwrap_or_else(|p| p.into_inner()).hit(key);
+    }
 }
 
 impl Default for Recorder {
     fn default() -> Self {
         Recorder {
             by_outcome: std::array::from_fn(|_| AtomicU64::new(0)),
+            scopes: RwLock::new(Scopes::default()),
             degraded_hits: AtomicU64::new(0),
-            top: Mutex::new(HashMap::new()),
-            call_keys: RwLock::new(CallKeys::default()),
             raw_keys: AtomicBool::new(false),
         }
     }
@@ -117,48 +140,53 @@ impl Recorder {
         let verdict = verdict.into();
         let outcome = verdict.outcome;
         self.by_outcome[outcome.index()].fetch_add(1, Ordering::Relaxed);
-        self.count_call(technique, scope, outcome);
         if let Some(path) = verdict.backstop_path() {
             if outcome == CallOutcome::Degraded {
                 self.degraded_hits.fetch_add(1, Ordering::Relaxed);
             }
             count_backstop_hit(technique, scope, path);
         }
-        if is_repeat(verdict) {
-            let mut top = self.top.lock().unwrap_or_else(|p| p.into_inner());
-            match top.get_mut(scope) {
-                Some(ss) => ss.hit(key),
-                None => top.entry(scope.to_owned()).or_default().hit(key),
-            }
-        }
-    }
-
-    /// `idem_calls_total{technique,scope,outcome}` += 1, with the key cached.
-    fn count_call(&self, technique: Technique, scope: &str, outcome: CallOutcome) {
+        let repeat = is_repeat(verdict);
         {
-            let keys = self.call_keys.read().unwrap_or_else(|p| p.into_inner());
-            if let Some(key) = keys.by_scope.get(scope).and_then(|v| {
-                v.iter()
-                    .find(|(t, o, _)| *t == technique && *o == outcome)
-                    .map(|(_, _, k)| k)
-            }) {
-                increment(key);
+            let scopes = self.scopes.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(s) = scopes.by_name.get(scope)
+                && let Some(k) = s.key(technique, outcome)
+            {
+                increment(k);
+                if repeat {
+                    s.hit(key);
+                }
                 return;
             }
         }
-        let key = call_key(technique, scope, outcome);
-        increment(&key);
-        let mut keys = self.call_keys.write().unwrap_or_else(|p| p.into_inner());
-        if keys.len >= CALL_KEYS_CAPACITY {
-            return;
+        self.record_new(technique, scope, key, outcome, repeat);
+    }
+
+    /// [`record`](Self::record) for a (technique, scope, outcome) without a
+    /// cached key: builds it, caches it while under the capacity.
+    #[cold]
+    fn record_new(
+        &self,
+        technique: Technique,
+        scope: &str,
+        key: &str,
+        outcome: CallOutcome,
+        repeat: bool,
+    ) {
+        let call = call_key(technique, scope, outcome);
+        increment(&call);
+        let mut scopes = self.scopes.write().unwrap_or_else(|p| p.into_inner());
+        let Scopes { by_name, keys } = &mut *scopes;
+        let s = match by_name.get_mut(scope) {
+            Some(s) => s,
+            None => by_name.entry(scope.into()).or_default(),
+        };
+        if *keys < CALL_KEYS_CAPACITY && s.key(technique, outcome).is_none() {
+            s.keys.push((technique, outcome, call));
+            *keys += 1;
         }
-        let entry = keys.by_scope.entry(scope.into()).or_default();
-        if !entry
-            .iter()
-            .any(|(t, o, _)| *t == technique && *o == outcome)
-        {
-            entry.push((technique, outcome, key));
-            keys.len += 1;
+        if repeat {
+            s.hit(key);
         }
     }
 
@@ -169,18 +197,17 @@ impl Recorder {
             .map(|(o, c)| (o.as_str(), c.load(Ordering::Relaxed)))
             .filter(|(_, c)| *c > 0)
             .collect();
-        let top = self.top.lock().unwrap_or_else(|p| p.into_inner());
-        let mut top_keys: Vec<TopKey> = top
-            .iter()
-            .flat_map(|(scope, ss)| {
-                ss.entries().map(move |(key, count, error)| TopKey {
-                    scope: scope.clone(),
-                    key: key.to_owned(),
-                    count,
-                    error,
-                })
-            })
-            .collect();
+        let scopes = self.scopes.read().unwrap_or_else(|p| p.into_inner());
+        let mut top_keys: Vec<TopKey> = Vec::new();
+        for (scope, s) in &scopes.by_name {
+            let top = s.top.lock().unwrap_or_else(|p| p.into_inner());
+            top_keys.extend(top.entries().map(|(key, count, error)| TopKey {
+                scope: scope.to_string(),
+                key: key.to_owned(),
+                count,
+                error,
+            }));
+        }
         top_keys.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
         Stats {
             by_outcome,
@@ -277,15 +304,11 @@ mod tests {
                 "{i}: {seen:?}"
             );
         }
-        assert_eq!(r.call_keys.read().unwrap().len, 4, "one key per label set");
+        assert_eq!(r.scopes.read().unwrap().keys, 4, "one key per label set");
         for i in 0..CALL_KEYS_CAPACITY + 10 {
             r.record(IDEM, &format!("s{i}"), "k", Executed);
         }
-        assert_eq!(
-            r.call_keys.read().unwrap().len,
-            CALL_KEYS_CAPACITY,
-            "bounded"
-        );
+        assert_eq!(r.scopes.read().unwrap().keys, CALL_KEYS_CAPACITY, "bounded");
         let seen = Seen::default();
         metrics::with_local_recorder(&seen, || {
             r.record(IDEM, "s0", "k", Executed);

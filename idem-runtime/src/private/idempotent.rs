@@ -154,6 +154,8 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
             key: &key,
             policy: &policy,
             technique: crate::observe::Technique::Idempotent,
+            // A function without an `idem::Fence` parameter never reads its fence.
+            fenced: cell.is_some(),
         };
         // The token is consumed inside the guarded body: a repeat of a finished
         // call replays its result without needing the (consumed) token again.

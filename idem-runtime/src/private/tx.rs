@@ -45,6 +45,7 @@ where
             policy: spec.policy(),
             fingerprint,
             technique: crate::observe::Technique::Idempotent,
+            fenced: true,
         };
         let r = guard
             .in_tx(tx)

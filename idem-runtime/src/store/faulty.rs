@@ -264,6 +264,15 @@ impl<S: Store> Store for FaultyStore<S> {
         Box::pin(self.run(Op::Claim, Some(req.key), move || self.inner.claim(req)))
     }
 
+    fn claim_unfenced<'a>(
+        &'a self,
+        req: ClaimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        Box::pin(self.run(Op::Claim, Some(req.key), move || {
+            self.inner.claim_unfenced(req)
+        }))
+    }
+
     fn complete<'a>(
         &'a self,
         key: &'a str,

@@ -179,6 +179,21 @@ pub trait Store: Send + Sync + 'static {
     /// Takes the key, or returns its finished record, or reports the holder.
     fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>>;
 
+    /// [`claim`](Store::claim) for a caller that never reads the fence of a new
+    /// claim (a body without an `idem::Fence` parameter): a new claim may carry
+    /// [`Fence::NONE`], which lets a store take the key with a cheaper command
+    /// (Redis: one native `SET … NX PX … GET` instead of a script that reads the
+    /// server clock). Everything else is `claim`'s contract: one call, owner-checked,
+    /// the same owner's retry gets its own claim back, a finished record or the
+    /// holder's fingerprint and remaining lease otherwise, and the fences of later
+    /// fenced claims of the key still only go up. The default is `claim`.
+    fn claim_unfenced<'a>(
+        &'a self,
+        req: ClaimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        self.claim(req)
+    }
+
     /// Stores the result of `owner`'s claim for `ttl`. Retrying after a lost reply
     /// returns `Applied` again.
     fn complete<'a>(
@@ -249,6 +264,12 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     }
     fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
         (**self).claim(req)
+    }
+    fn claim_unfenced<'a>(
+        &'a self,
+        req: ClaimRequest<'a>,
+    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+        (**self).claim_unfenced(req)
     }
     fn complete<'a>(
         &'a self,

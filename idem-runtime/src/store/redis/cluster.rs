@@ -14,7 +14,7 @@ use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 
 use super::codec::KeyLayout;
 use super::conn::{Conns, PoolSize};
-use super::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, scripts};
+use super::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, native, scripts};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };

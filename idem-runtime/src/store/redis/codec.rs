@@ -11,7 +11,8 @@
 //! ```
 //!
 //! The record's life is the key's `PX` expiry: the lease while in progress, the
-//! ttl once done. The Lua scripts in `scripts.rs` read and write the same layout;
+//! ttl once done. A fence of 0 is a claim taken without one (`native.rs`). The Lua
+//! scripts in `scripts.rs` and the native claim read and write the same layout;
 //! keep the two in step (the unit tests below pin the offsets they use).
 
 use std::time::Duration;
@@ -38,14 +39,14 @@ pub(crate) enum Value {
     Done(DoneRecord),
 }
 
-/// Encodes an in-progress claim (used by tests; the claim script builds it server-side).
-#[cfg(test)]
-pub(crate) fn encode_pending(owner: Owner, fence: Fence, fingerprint: Fingerprint) -> Vec<u8> {
-    let mut v = Vec::with_capacity(HEADER);
-    v.push(PENDING);
-    v.extend_from_slice(&owner.to_bytes());
-    v.extend_from_slice(&fence.get().to_be_bytes());
-    v.extend_from_slice(&fingerprint.0);
+/// Encodes an in-progress claim: the native claim writes it as it is (the claim
+/// script builds the same bytes server-side, with the server's clock as fence).
+pub(crate) fn encode_pending(owner: Owner, fence: Fence, fingerprint: Fingerprint) -> [u8; HEADER] {
+    let mut v = [0u8; HEADER];
+    v[0] = PENDING;
+    v[1..17].copy_from_slice(&owner.to_bytes());
+    v[17..25].copy_from_slice(&fence.get().to_be_bytes());
+    v[25..41].copy_from_slice(&fingerprint.0);
     v
 }
 
@@ -126,6 +127,38 @@ impl KeyLayout {
     }
 }
 
+/// A record key written straight into a command's argument buffer (no key
+/// buffer of its own per operation): `<prefix>{<idem key>}`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RecordKey<'a> {
+    prefix: &'a str,
+    key: &'a str,
+}
+
+impl KeyLayout {
+    /// The Redis key of an idem key, as a command argument.
+    pub(crate) fn arg<'a>(&'a self, key: &'a str) -> RecordKey<'a> {
+        RecordKey {
+            prefix: &self.prefix,
+            key,
+        }
+    }
+}
+
+impl redis::ToRedisArgs for RecordKey<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        use std::io::Write as _;
+        let mut w = out.writer_for_next_arg();
+        // Writing to the command's own `Vec` cannot fail.
+        let _ = w.write_all(self.prefix.as_bytes());
+        let _ = w.write_all(b"{");
+        let _ = w.write_all(self.key.as_bytes());
+        let _ = w.write_all(b"}");
+    }
+}
+
+impl redis::ToSingleRedisArg for RecordKey<'_> {}
+
 /// Milliseconds for `PX`, at least 1 (Redis rejects 0).
 pub(crate) fn millis(d: Duration) -> u64 {
     // Capped at MAX_DURATION: Redis refuses an expiry beyond `i64` milliseconds
@@ -143,9 +176,8 @@ mod tests {
         let owner = Owner(0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10);
         let fp = Fingerprint([7; 16]);
         let v = encode_pending(owner, Fence::new(1_764_000_000_123_456), fp);
-        assert_eq!(v.len(), HEADER);
         assert_eq!(
-            decode(v.clone()).unwrap(),
+            decode(v.to_vec()).unwrap(),
             Value::Pending {
                 owner,
                 fence: Fence::new(1_764_000_000_123_456),
@@ -157,7 +189,7 @@ mod tests {
     #[test]
     fn done_carries_payload() {
         let owner = Owner(42);
-        let mut v = encode_pending(owner, Fence::new(9), Fingerprint([1; 16]));
+        let mut v = encode_pending(owner, Fence::new(9), Fingerprint([1; 16])).to_vec();
         v[0] = DONE;
         v.extend_from_slice(b"I1payload");
         let Value::Done(rec) = decode(v.clone()).unwrap() else {
@@ -183,6 +215,13 @@ mod tests {
         let l = KeyLayout::new("app:").unwrap();
         assert_eq!(l.record_key("ns:scene:1"), b"app:{ns:scene:1}");
         assert!(matches!(KeyLayout::new("a{b"), Err(StoreError::Config(_))));
+    }
+
+    #[test]
+    fn record_key_args_match_record_keys() {
+        use redis::ToRedisArgs as _;
+        let l = KeyLayout::new("app:").unwrap();
+        assert_eq!(l.arg("ns:a").to_redis_args(), vec![l.record_key("ns:a")]);
     }
 
     #[test]

@@ -5,9 +5,19 @@
 //! fingerprint, result) with a `PX` expiry: about 100 bytes of Redis memory beyond
 //! the key and the result (103 measured with `MEMORY USAGE` for a 41-byte key and a
 //! 200-byte result, Redis 7.0, jemalloc). A duplicate of a finished call costs one round trip (the
-//! claim script returns the stored result); a first call costs two (claim, then
-//! complete). Claim, complete, release, renew and inspect are each one `EVALSHA` of a
+//! claim returns the stored result); a first call costs two (claim, then
+//! complete). Complete, release, renew and inspect are each one `EVALSHA` of a
 //! small Lua script on one key, so they are atomic and touch one cluster slot.
+//!
+//! The claim is one of two commands. A caller that reads its fence (an
+//! `idem::Fence` parameter, the guard's default) runs the claim script, which
+//! stamps the server clock as fence. A caller that does not (an `#[idempotent]`
+//! function without a fence parameter, [`Guard::without_fence`](crate::Guard::without_fence))
+//! sends one native `SET <record> <claim> NX PX <lease> GET`: it takes an absent
+//! key or returns the record as it is, at about half the script's server cost
+//! (Redis runs scripts and commands on one thread; see `BENCHMARKS.md`). Only
+//! when another owner holds the key does it ask the script for the holder's
+//! remaining lease (a second round trip, before waiting).
 //!
 //! # Keys
 //! A record lives at `<prefix>{<idem key>}`: the whole idem key is the Redis
@@ -93,6 +103,8 @@ mod cluster;
 mod codec;
 mod conn;
 mod from;
+mod native;
+mod ops;
 mod scripts;
 mod state_scripts;
 mod token_scripts;
@@ -107,69 +119,7 @@ use super::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
 
-/// The record operations both Redis stores share: each takes the next
-/// multiplexed connection of the pool (a cheap clone) and runs one script or
-/// command on one key. Expanded inside
-/// each `impl Store`, since the two connection types differ.
-macro_rules! record_ops {
-    () => {
-        fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
-            let mut con = self.conns.get();
-            Box::pin(async move { scripts::claim(&mut con, &self.layout, req).await })
-        }
-
-        fn complete<'a>(
-            &'a self,
-            key: &'a str,
-            owner: Owner,
-            payload: &'a [u8],
-            ttl: Duration,
-        ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-            let mut con = self.conns.get();
-            Box::pin(async move {
-                scripts::complete(&mut con, &self.layout, key, owner, payload, ttl).await
-            })
-        }
-
-        fn release<'a>(
-            &'a self,
-            key: &'a str,
-            owner: Owner,
-        ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-            let mut con = self.conns.get();
-            Box::pin(async move { scripts::release(&mut con, &self.layout, key, owner).await })
-        }
-
-        fn renew<'a>(
-            &'a self,
-            key: &'a str,
-            owner: Owner,
-            lease: Duration,
-        ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-            let mut con = self.conns.get();
-            Box::pin(async move { scripts::renew(&mut con, &self.layout, key, owner, lease).await })
-        }
-
-        fn inspect<'a>(
-            &'a self,
-            key: &'a str,
-        ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
-            let mut con = self.conns.get();
-            Box::pin(async move { scripts::inspect(&mut con, &self.layout, key).await })
-        }
-
-        fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-            let mut con = self.conns.get();
-            Box::pin(async move { scripts::forget(&mut con, &self.layout, key).await })
-        }
-
-        /// Redis expires records natively: nothing to purge.
-        fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-            Box::pin(std::future::ready(Ok(0)))
-        }
-    };
-}
-pub(crate) use record_ops;
+pub(crate) use ops::record_ops;
 
 /// The redis-rs crate this store is built on, for commands of your own on
 /// [`RedisStore::connection`] and [`RedisClusterStore::connection`].

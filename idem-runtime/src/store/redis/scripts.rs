@@ -178,7 +178,7 @@ pub(crate) async fn claim<C: ConnectionLike + Send>(
 ) -> Result<Claim, StoreError> {
     let reply: Reply = SCRIPTS
         .claim
-        .key(layout.record_key(req.key))
+        .key(layout.arg(req.key))
         .arg(&req.owner.to_bytes()[..])
         .arg(&req.fingerprint.0[..])
         .arg(millis(req.lease))
@@ -224,7 +224,7 @@ pub(crate) async fn complete<C: ConnectionLike + Send>(
 ) -> Result<Owned, StoreError> {
     let reply: Reply = SCRIPTS
         .complete
-        .key(layout.record_key(key))
+        .key(layout.arg(key))
         .arg(&owner.to_bytes()[..])
         .arg(payload)
         .arg(millis(ttl))
@@ -242,7 +242,7 @@ pub(crate) async fn release<C: ConnectionLike + Send>(
 ) -> Result<Owned, StoreError> {
     let reply: Reply = SCRIPTS
         .release
-        .key(layout.record_key(key))
+        .key(layout.arg(key))
         .arg(&owner.to_bytes()[..])
         .invoke_async(con)
         .await
@@ -259,7 +259,7 @@ pub(crate) async fn renew<C: ConnectionLike + Send>(
 ) -> Result<Owned, StoreError> {
     let reply: Reply = SCRIPTS
         .renew
-        .key(layout.record_key(key))
+        .key(layout.arg(key))
         .arg(&owner.to_bytes()[..])
         .arg(millis(lease))
         .invoke_async(con)
@@ -275,7 +275,7 @@ pub(crate) async fn inspect<C: ConnectionLike + Send>(
 ) -> Result<Option<RecordState>, StoreError> {
     let reply: Reply = SCRIPTS
         .inspect
-        .key(layout.record_key(key))
+        .key(layout.arg(key))
         .invoke_async(con)
         .await
         .map_err(map_err)?;
@@ -306,7 +306,7 @@ pub(crate) async fn forget<C: ConnectionLike + Send>(
     key: &str,
 ) -> Result<bool, StoreError> {
     let n: i64 = redis::cmd("DEL")
-        .arg(layout.record_key(key))
+        .arg(layout.arg(key))
         .query_async(con)
         .await
         .map_err(map_err)?;

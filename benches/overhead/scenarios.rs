@@ -1,0 +1,197 @@
+//! The scenarios of a run: what each exercises, its concurrency, and the
+//! targets on A against the other sides (issue 17's for the Redis rows).
+
+use serde::Serialize;
+
+use crate::sql;
+
+/// What a scenario exercises; its sides are built from this (in the worker
+/// processes too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    RedisDuplicate,
+    RedisFirst,
+    ClusterDuplicate,
+    ClusterFirst,
+    MemoryDuplicate,
+    MemoryFirst,
+    Backstop(sql::Db),
+    SqlDuplicate(sql::Db),
+    SqlFirst(sql::Db),
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(tag = "kind", content = "limit", rename_all = "snake_case")]
+pub(crate) enum Target {
+    /// A's cost per call at most this many times B's.
+    CostAtMost(f64),
+    /// A's throughput at least this fraction of B's.
+    ThroughputAtLeast(f64),
+}
+
+impl Target {
+    pub(crate) fn met(self, ratio: f64) -> bool {
+        match self {
+            Target::CostAtMost(x) => ratio <= x,
+            Target::ThroughputAtLeast(x) => 1.0 / ratio >= x,
+        }
+    }
+    pub(crate) fn text(self) -> String {
+        match self {
+            Target::CostAtMost(x) => format!("cost ≤ {x:.2}×"),
+            Target::ThroughputAtLeast(x) => format!("thr ≥ {x:.2}×"),
+        }
+    }
+}
+
+pub(crate) struct Scenario {
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) kind: Kind,
+    pub(crate) concurrency: usize,
+    pub(crate) procs: usize,
+    /// (side, target on A against that side).
+    pub(crate) targets: Vec<(usize, Target)>,
+}
+
+pub(crate) fn scenarios() -> Vec<Scenario> {
+    let mut v = Vec::new();
+    let mut add = |kind, title: &str, concurrency, procs, targets: Vec<(usize, Target)>| {
+        let id = format!(
+            "{}-c{concurrency}{}",
+            kind_id(kind),
+            if procs > 1 {
+                format!("-p{procs}")
+            } else {
+                String::new()
+            }
+        );
+        v.push(Scenario {
+            id,
+            title: title.to_owned(),
+            kind,
+            concurrency,
+            procs,
+            targets,
+        });
+    };
+    use Target::{CostAtMost as Cost, ThroughputAtLeast as Thr};
+    // Issue 17: c=1 within 1.10× the same number of native round trips; at c=64
+    // on one connection ≥ 0.85× (duplicate) and ≥ 0.70× (first call) of the
+    // native floor, ≥ 1.2× / 1.3× the peers; the guard within its own round trips
+    // by hand (F) as before.
+    let dup1 = vec![(1, Cost(1.10))];
+    let dup64 = vec![(1, Thr(0.85)), (3, Thr(1.2))];
+    let first1 = vec![(1, Cost(1.10)), (5, Cost(1.10))];
+    let first64 = vec![(1, Thr(0.70)), (3, Thr(1.3)), (4, Thr(1.3)), (5, Thr(0.90))];
+    use Kind::*;
+    add(RedisDuplicate, "Redis duplicate (replay)", 1, 1, dup1);
+    add(
+        RedisDuplicate,
+        "Redis duplicate (replay)",
+        64,
+        1,
+        dup64.clone(),
+    );
+    add(RedisDuplicate, "Redis duplicate (replay)", 32, 2, dup64);
+    add(RedisFirst, "Redis first call", 1, 1, first1);
+    add(RedisFirst, "Redis first call", 64, 1, first64.clone());
+    add(RedisFirst, "Redis first call", 32, 2, first64);
+    // The cluster rows (with `--cluster`): A against the floor and F only.
+    add(
+        ClusterDuplicate,
+        "Redis Cluster duplicate (replay)",
+        1,
+        1,
+        vec![(1, Cost(1.10))],
+    );
+    add(
+        ClusterDuplicate,
+        "Redis Cluster duplicate (replay)",
+        64,
+        1,
+        vec![(1, Thr(0.85))],
+    );
+    add(
+        ClusterFirst,
+        "Redis Cluster first call",
+        1,
+        1,
+        vec![(1, Cost(1.10)), (3, Cost(1.10))],
+    );
+    add(
+        ClusterFirst,
+        "Redis Cluster first call",
+        64,
+        1,
+        vec![(1, Thr(0.70)), (3, Thr(0.90))],
+    );
+    let sql_target = vec![(1, Cost(1.15))];
+    for db in [sql::Db::Postgres, sql::Db::MySql] {
+        let name = db.name();
+        add(
+            SqlDuplicate(db),
+            &format!("{name} store duplicate (replay)"),
+            1,
+            1,
+            sql_target.clone(),
+        );
+        add(
+            SqlDuplicate(db),
+            &format!("{name} store duplicate (replay)"),
+            64,
+            1,
+            sql_target.clone(),
+        );
+        add(
+            SqlFirst(db),
+            &format!("{name} store first call"),
+            1,
+            1,
+            sql_target.clone(),
+        );
+        add(
+            SqlFirst(db),
+            &format!("{name} store first call"),
+            64,
+            1,
+            sql_target.clone(),
+        );
+        add(
+            Backstop(db),
+            &format!("{name} backstop: unique violation + lookup"),
+            1,
+            1,
+            sql_target.clone(),
+        );
+    }
+    add(
+        MemoryDuplicate,
+        "memory store duplicate (CPU ceiling)",
+        1,
+        1,
+        vec![(1, Cost(2.0))],
+    );
+    add(
+        MemoryFirst,
+        "memory store first call (CPU ceiling)",
+        1,
+        1,
+        Vec::new(),
+    );
+    v
+}
+
+pub(crate) fn kind_id(k: Kind) -> String {
+    match k {
+        Kind::RedisDuplicate => "redis-dup".into(),
+        Kind::RedisFirst => "redis-first".into(),
+        Kind::ClusterDuplicate => "cluster-dup".into(),
+        Kind::ClusterFirst => "cluster-first".into(),
+        Kind::MemoryDuplicate => "memory-dup".into(),
+        Kind::MemoryFirst => "memory-first".into(),
+        Kind::Backstop(db) => format!("{}-backstop", db.id()),
+        Kind::SqlDuplicate(db) => format!("{}-dup", db.id()),
+        Kind::SqlFirst(db) => format!("{}-first", db.id()),
+    }
+}

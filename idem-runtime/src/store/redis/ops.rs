@@ -1,0 +1,74 @@
+//! The `Store` record operations both Redis stores share, as a macro: the
+//! single-node and the cluster connection are different types, and each store
+//! expands the same bodies over its own.
+
+/// The record operations both Redis stores share: each takes the next multiplexed
+/// connection of the pool (a cheap clone) and runs one script or command on one key. Expanded inside
+/// each `impl Store`, since the two connection types differ.
+macro_rules! record_ops {
+    () => {
+        fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
+            let mut con = self.conns.get();
+            Box::pin(async move { scripts::claim(&mut con, &self.layout, req).await })
+        }
+
+        fn claim_unfenced<'a>(
+            &'a self,
+            req: ClaimRequest<'a>,
+        ) -> BoxFuture<'a, Result<Claim, StoreError>> {
+            let mut con = self.conns.get();
+            Box::pin(async move { native::claim_unfenced(&mut con, &self.layout, req).await })
+        }
+
+        fn complete<'a>(
+            &'a self,
+            key: &'a str,
+            owner: Owner,
+            payload: &'a [u8],
+            ttl: Duration,
+        ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+            let mut con = self.conns.get();
+            Box::pin(async move {
+                scripts::complete(&mut con, &self.layout, key, owner, payload, ttl).await
+            })
+        }
+
+        fn release<'a>(
+            &'a self,
+            key: &'a str,
+            owner: Owner,
+        ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+            let mut con = self.conns.get();
+            Box::pin(async move { scripts::release(&mut con, &self.layout, key, owner).await })
+        }
+
+        fn renew<'a>(
+            &'a self,
+            key: &'a str,
+            owner: Owner,
+            lease: Duration,
+        ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+            let mut con = self.conns.get();
+            Box::pin(async move { scripts::renew(&mut con, &self.layout, key, owner, lease).await })
+        }
+
+        fn inspect<'a>(
+            &'a self,
+            key: &'a str,
+        ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
+            let mut con = self.conns.get();
+            Box::pin(async move { scripts::inspect(&mut con, &self.layout, key).await })
+        }
+
+        fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+            let mut con = self.conns.get();
+            Box::pin(async move { scripts::forget(&mut con, &self.layout, key).await })
+        }
+
+        /// Redis expires records natively: nothing to purge.
+        fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+            Box::pin(std::future::ready(Ok(0)))
+        }
+    };
+}
+pub(crate) use record_ops;
