@@ -116,11 +116,22 @@ async fn demo_rounds_pass_and_metrics_show_the_seed_figures() {
         );
         find(m, &prefix).unwrap_or(0.0)
     };
-    assert_eq!(calls("backstop"), 10.0);
+    // Round 3's retry is a guarded backstop hit; round 4's ten calls ran with
+    // the store down (`degraded`), nine of them stopped by the constraint
+    // (backstop hits on the degraded path).
+    assert_eq!(calls("backstop"), 1.0);
+    assert_eq!(calls("degraded"), 10.0);
+    let hits = |path: &str| {
+        let prefix = format!(
+            "idem_backstop_hits_total{{technique=\"idempotent\",scope=\"{ns}:order-create\",path=\"{path}\"}}"
+        );
+        find(m, &prefix).unwrap_or(0.0)
+    };
+    assert_eq!((hits("guarded"), hits("degraded")), (1.0, 9.0));
     assert_eq!(calls("replayed") + calls("waited"), 9.0 + 49.0);
     assert_eq!(
         calls("executed") + calls("degraded") + calls("released"),
-        3.0 + 1.0 + 1.0
+        3.0 + 10.0 + 1.0
     );
     assert!(stats.interception_rate() > 0.9, "{stats:?}");
 }
