@@ -14,8 +14,8 @@ use std::future::Future;
 use super::message::{LogTable, Message};
 use super::outcome::{Consumed, DuplicateOf};
 use crate::backstop::{UniqueViolation, find_unique_violation};
-use crate::db::savepoint::{self, release, rollback};
-use crate::db::{Failure, SqlConn, SqlDb as _, SqlDialect as _, classify};
+use crate::db::savepoint::Savepoint;
+use crate::db::{Arg, Failure, SqlConn, SqlDialect as _, classify};
 use crate::error::Error;
 use crate::handle::{Idem, recorder_for};
 use crate::key::Key;
@@ -71,7 +71,7 @@ pub enum Step<T, E> {
 /// The fresh log row and the savepoint it holds until the body ends.
 #[derive(Debug)]
 pub struct LogEntry {
-    savepoint: String,
+    savepoint: Savepoint,
     key: String,
 }
 
@@ -87,21 +87,22 @@ where
         Ok(sql) => sql,
         Err(e) => return failed(e),
     };
-    let sp = match savepoint::take(conn, "consume").await {
+    let sp = match Savepoint::take(conn, "consume").await {
         Ok(sp) => sp,
         Err(e) => return failed(db_error(name, log.table, e)),
     };
-    let q = sqlx::query::<C::Db>(sqlx::AssertSqlSafe(insert));
-    let q = C::Db::bind_text(q, Some(name.to_owned()));
-    let q = C::Db::bind_text(q, keys.biz.as_ref().map(|k| k.as_str().to_owned()));
-    let q = C::Db::bind_i64(q, log.retention_us());
-    match C::Db::exec(conn.connection(), q).await {
+    let args = [
+        Arg::Text(name),
+        Arg::OptText(keys.biz.as_ref().map(Key::as_str)),
+        Arg::Int(log.retention_us()),
+    ];
+    match conn.any().execute(&insert, &args).await {
         Ok(_) => Step::Go(LogEntry {
             savepoint: sp,
             key: name.to_owned(),
         }),
         Err(e) => {
-            rollback(conn, &sp).await;
+            sp.rollback(conn).await;
             match find_unique_violation(&e) {
                 Some(v) => Step::Done((
                     CallOutcome::DuplicateMessage,
@@ -123,22 +124,10 @@ impl LogEntry {
         C: SqlConn + ?Sized,
         E: From<Error>,
     {
-        match out {
-            Ok(v) => match release(conn, &self.savepoint).await {
-                Ok(()) => (CallOutcome::Executed, Ok(Consumed::Processed(v))),
-                Err(e) => {
-                    let e = Error::Database {
-                        key: self.key,
-                        detail: e.to_string(),
-                    };
-                    (CallOutcome::Failed, Err(E::from(e)))
-                }
-            },
-            Err(e) => {
-                rollback(conn, &self.savepoint).await;
-                (CallOutcome::Released, Err(e))
-            }
-        }
+        let (label, r) = (self.savepoint)
+            .finish(conn, self.key, out, CallOutcome::Executed)
+            .await;
+        (label, r.map(Consumed::Processed))
     }
 }
 

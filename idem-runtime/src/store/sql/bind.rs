@@ -34,9 +34,10 @@ pub(crate) fn bind<'q, DB: Database>(
 ) -> sqlx::query::Query<'q, DB, DB::Arguments>
 where
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> Option<&'t str>: Encode<'t, DB> + Type<DB>,
     for<'t> &'t [u8]: Encode<'t, DB> + Type<DB>,
     for<'t> i64: Encode<'t, DB> + Type<DB>,
 {
     sent.one();
-    crate::db::tx_conn::bind_args(sqlx::query::<DB>(stmt.q()), args)
+    crate::db::arg::bind_args(sqlx::query::<DB>(stmt.q()), args)
 }
