@@ -11,9 +11,12 @@
 //!   are judged against;
 //! - [`errors`]: collected, spanned errors;
 //! - [`codegen`]: the `KeyBuf` chain, the fake return, the fence binding, the
-//!   fallback that keeps the function beside its errors.
+//!   fallback that keeps the function beside its errors;
+//! - [`body_fallback`]: that fallback for attributes whose body returns less
+//!   than the signature (`#[state_transition]`, `#[consume_once]`).
 
 pub(crate) mod args;
+pub(crate) mod body_fallback;
 pub(crate) mod codegen;
 pub(crate) mod defaults;
 pub(crate) mod duration;

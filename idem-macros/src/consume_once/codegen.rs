@@ -87,39 +87,3 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
         #vis #sig #block
     }
 }
-
-/// The function after an error in the attribute: its signature, and its body
-/// kept type-checked as a consumer's body (`Result<T, E>`) but never run, so
-/// the errors above are the only ones.
-pub(crate) fn fallback(item: &ItemFn, ret: Option<&syn::Type>, krate: &TokenStream) -> TokenStream {
-    let ItemFn {
-        outer_attrs,
-        vis,
-        sig,
-        inner_attrs,
-        body,
-        ..
-    } = item;
-    let pin = ret.map(|ret| {
-        quote! {
-            if let ::core::option::Option::Some(__idem_ret) =
-                ::core::option::Option::None::<#krate::__private::consume::BodyOf<#ret>>
-            {
-                return __idem_ret;
-            }
-        }
-    });
-    let keep = match sig.asyncness {
-        Some(_) => quote!(let _ = async { #pin { #body } };),
-        None => quote!(let _ = || { #pin { #body } };),
-    };
-    quote! {
-        #(#outer_attrs)*
-        #[allow(unused_variables, unreachable_code, clippy::diverging_sub_expression)]
-        #vis #sig {
-            #(#inner_attrs)*
-            #keep
-            ::core::panic!("`#[consume_once]` did not expand: see the compile errors")
-        }
-    }
-}
