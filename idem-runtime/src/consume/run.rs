@@ -14,6 +14,7 @@ use std::future::Future;
 use super::message::{LogTable, Message};
 use super::outcome::{Consumed, DuplicateOf};
 use crate::backstop::{UniqueViolation, find_unique_violation};
+use crate::db::classify::tx_error;
 use crate::db::savepoint::Savepoint;
 use crate::db::{Arg, Failure, SqlConn, SqlDialect as _, classify};
 use crate::error::Error;
@@ -147,16 +148,16 @@ fn duplicate_of(v: &UniqueViolation, table: &str) -> DuplicateOf {
 }
 
 /// A driver error on the log: a missing table is a setup mistake naming the
-/// fix; anything else is a database error on the message's key.
+/// fix; anything else is what any statement in the caller's transaction
+/// means (`tx_error`: a lost race with a concurrent transaction is
+/// `Error::TxConflict`, to roll back and retry; else a database error on the
+/// message's key).
 fn db_error(key: &str, table: &str, e: sqlx::Error) -> Error {
     match classify(&e) {
         Failure::MissingObject => Error::Config(format!(
             "the consume log table `{table}` does not exist in the caller's database: run `migrate()` there, or apply `idem::consume::ddl`"
         )),
-        _ => Error::Database {
-            key: key.to_owned(),
-            detail: e.to_string(),
-        },
+        _ => tx_error(key, e),
     }
 }
 
