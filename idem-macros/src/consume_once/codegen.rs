@@ -10,6 +10,7 @@ use syn::spanned::Spanned;
 use super::validate::Plan;
 use crate::common::codegen::{arg_path, duration, krate};
 use crate::common::item::ItemFn;
+use crate::common::wrapped_body::pin;
 
 /// `#[consume_once(..)] async fn f(.., tx, msg) -> R { body }` →
 /// `async fn f(..) -> R { static SPEC; let keys = keys(&SPEC, handle, &msg.id,
@@ -49,6 +50,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let pin = pin(*brace_span, &p, &ret);
     let block = quote_spanned! {*brace_span=>
         {
             #(#inner_attrs)*
@@ -68,11 +70,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
                     #p::Begun::Done(__idem_done) => return __idem_done,
                 };
                 let __idem_out = async {
-                    if let ::core::option::Option::Some(__idem_ret) =
-                        ::core::option::Option::None::<#p::BodyOf<#ret>>
-                    {
-                        return __idem_ret;
-                    }
+                    #pin
                     // The body in its own block (tracing #3306).
                     { #body }
                 }

@@ -8,10 +8,10 @@ mod validate;
 
 use proc_macro2::TokenStream;
 
-use crate::common::body_fallback::body_fallback;
 use crate::common::codegen::fallback;
 use crate::common::errors::Errors;
 use crate::common::item;
+use crate::common::wrapped_body::body_fallback;
 
 /// Expands `#[consume_once(args)] item`.
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {

@@ -11,6 +11,7 @@ use super::args::StateRef;
 use super::validate::Plan;
 use crate::common::codegen::{krate, some};
 use crate::common::item::ItemFn;
+use crate::common::wrapped_body::pin;
 
 /// `#[state_transition(..)] async fn f(.., tx, ..) -> R { body }` →
 /// `async fn f(..) -> R { static SPEC; const FROM; const TO; const edge checks;
@@ -53,6 +54,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
         quote_spanned!(span(s)=> const _: () = #m::__idem_edge(__IDEM_FROM[#i], __IDEM_TO);)
     });
     let key = quote_spanned!(key.span()=> &#key);
+    let pin = pin(*brace_span, &p, &ret);
     let block = quote_spanned! {*brace_span=>
         {
             #(#inner_attrs)*
@@ -74,11 +76,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
                     #p::Begun::Done(__idem_done) => return __idem_done,
                 };
                 let __idem_out = async {
-                    if let ::core::option::Option::Some(__idem_ret) =
-                        ::core::option::Option::None::<#p::BodyOf<#ret>>
-                    {
-                        return __idem_ret;
-                    }
+                    #pin
                     // The body in its own block (tracing #3306).
                     { #body }
                 }

@@ -11,10 +11,10 @@ mod validate;
 
 use proc_macro2::TokenStream;
 
-use crate::common::body_fallback::body_fallback;
 use crate::common::codegen::fallback;
 use crate::common::errors::Errors;
 use crate::common::item;
+use crate::common::wrapped_body::body_fallback;
 
 pub(crate) use inherit::expand_impl;
 

@@ -1,17 +1,30 @@
-//! The function after an error in an attribute whose body returns the plain
-//! `Result<T, E>` while the signature returns a wrapper of it
-//! (`#[state_transition]`: `Result<Transition<T>, E>`; `#[consume_once]`:
-//! `Result<Consumed<T>, E>`). Emitted as written, the body would add a type
-//! error to the real ones, so it is kept type-checked against the runtime's
-//! `BodyOf<R>` but never run.
+//! Attributes whose body returns the plain `Result<T, E>` while the signature
+//! returns a wrapper of it (`#[state_transition]`: `Result<Transition<T>, E>`;
+//! `#[consume_once]`: `Result<Consumed<T>, E>`): the line that types the body
+//! as the runtime's `BodyOf<R>` ([`pin`]), and the function after an error
+//! ([`body_fallback`]): emitted as written, the body would add a type error to
+//! the real ones, so it is kept type-checked that way but never run.
 
-use proc_macro2::TokenStream;
-use quote::quote;
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::{Ident, Path};
 
 use crate::common::codegen::krate;
 use crate::common::errors::Errors;
 use crate::common::item::{self, ItemFn};
+
+/// `if let Some(r) = None::<<p>::BodyOf<R>> { return r; }`, first in the
+/// block the body runs in: its `return`s and `?`s then have the body's type,
+/// whatever the block's other statements. `p` is `<krate>::__private::<module>`.
+pub(crate) fn pin(span: Span, p: &TokenStream, ret: &impl ToTokens) -> TokenStream {
+    quote_spanned! {span=>
+        if let ::core::option::Option::Some(__idem_ret) =
+            ::core::option::Option::None::<#p::BodyOf<#ret>>
+        {
+            return __idem_ret;
+        }
+    }
+}
 
 /// `compile_error!`s + the function with its body pinned to
 /// `<krate>::__private::<module>::BodyOf<R>`. `attr` names the attribute in
@@ -26,7 +39,8 @@ pub(crate) fn body_fallback(
     let mut probe = Errors::default();
     let ret = item::result_type(&item.sig, "", &mut probe);
     let krate = krate(path);
-    let module = Ident::new(module, proc_macro2::Span::call_site());
+    let module = Ident::new(module, Span::call_site());
+    let p = quote!(#krate::__private::#module);
     let ItemFn {
         outer_attrs,
         vis,
@@ -35,15 +49,7 @@ pub(crate) fn body_fallback(
         body,
         ..
     } = item;
-    let pin = ret.map(|ret| {
-        quote! {
-            if let ::core::option::Option::Some(__idem_ret) =
-                ::core::option::Option::None::<#krate::__private::#module::BodyOf<#ret>>
-            {
-                return __idem_ret;
-            }
-        }
-    });
+    let pin = ret.map(|ret| pin(Span::call_site(), &p, ret));
     let keep = match sig.asyncness {
         Some(_) => quote!(let _ = async { #pin { #body } };),
         None => quote!(let _ = || { #pin { #body } };),
