@@ -63,7 +63,7 @@ where
 /// After the insert: run the body, or the consume already ended.
 #[derive(Debug)]
 pub enum Step<T, E> {
-    /// The row is new: run the body, then [`LogEntry::finish`].
+    /// The row is new: run the body, then `LogEntry::finish`.
     Go(LogEntry),
     /// Nothing to run: a duplicate, or an error.
     Done(Ended<T, E>),
