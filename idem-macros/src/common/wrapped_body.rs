@@ -41,14 +41,8 @@ pub(crate) fn body_fallback(
     let krate = krate(path);
     let module = Ident::new(module, Span::call_site());
     let p = quote!(#krate::__private::#module);
-    let ItemFn {
-        outer_attrs,
-        vis,
-        sig,
-        inner_attrs,
-        body,
-        ..
-    } = item;
+    let (outer_attrs, vis, sig) = (&item.outer_attrs, &item.vis, &item.sig);
+    let (inner_attrs, body) = (&item.inner_attrs, &item.body);
     let pin = ret.map(|ret| pin(Span::call_site(), &p, ret));
     let keep = match sig.asyncness {
         Some(_) => quote!(let _ = async { #pin { #body } };),
