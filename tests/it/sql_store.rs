@@ -340,6 +340,10 @@ async fn garbage_row_is_codec(d: Dialect) {
     assert!(matches!(r, Err(AppErr::Idem(Error::Codec { .. }))), "{r:?}");
 }
 
+/// The records that expire in `purge_removes_only_expired`: long enough that
+/// none has lapsed at its first purge on a busy machine.
+const SHORT_TTL: Duration = Duration::from_secs(3);
+
 async fn purge_removes_only_expired(d: Dialect) {
     let fx = Fixture::new(d).await;
     let s = &fx.store;
@@ -348,7 +352,7 @@ async fn purge_removes_only_expired(d: Dialect) {
         let o = Owner::random();
         fence_of(&s.claim(req(&k, o, Duration::from_secs(10))).await.unwrap());
         let ttl = if i < 3 {
-            Duration::from_secs(1)
+            SHORT_TTL
         } else {
             Duration::from_secs(3600)
         };
@@ -357,6 +361,8 @@ async fn purge_removes_only_expired(d: Dialect) {
             Owned::Applied
         );
     }
+    // The short records lapse by then, however slow the loop above was.
+    let lapsed = tokio::time::Instant::now() + SHORT_TTL + Duration::from_millis(300);
     // An in-progress claim with a long lease is not expired either.
     fence_of(
         &s.claim(req("p-live", Owner::random(), Duration::from_secs(60)))
@@ -384,7 +390,7 @@ async fn purge_removes_only_expired(d: Dialect) {
         ),
     };
     fx.exec(&bulk).await;
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    tokio::time::sleep_until(lapsed).await;
     assert_eq!(s.purge_expired().await.unwrap(), 2_503);
     assert_eq!(s.purge_expired().await.unwrap(), 0);
     for k in ["p3", "p4"] {

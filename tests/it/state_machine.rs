@@ -77,20 +77,11 @@ macro_rules! suite {
 
             /// `?` placeholders, numbered on PostgreSQL.
             fn q(sql: &str) -> sqlx::AssertSqlSafe<String> {
-                if !$pg {
-                    return sqlx::AssertSqlSafe(sql.to_owned());
-                }
-                let mut out = String::new();
-                let mut n = 0;
-                for c in sql.chars() {
-                    if c == '?' {
-                        n += 1;
-                        out.push_str(&format!("${n}"));
-                    } else {
-                        out.push(c);
-                    }
-                }
-                sqlx::AssertSqlSafe(out)
+                sqlx::AssertSqlSafe(if $pg {
+                    crate::tx_support::pg_sql(sql)
+                } else {
+                    sql.to_owned()
+                })
             }
 
             fn handle() -> idem::Idem {

@@ -11,7 +11,10 @@
 //!   are judged against;
 //! - [`errors`]: collected, spanned errors;
 //! - [`codegen`]: the `KeyBuf` chain, the fake return, the fence binding, the
-//!   fallback that keeps the function beside its errors.
+//!   fallback that keeps the function beside its errors;
+//! - [`wrapped_body`]: the body's type line, and that fallback, for
+//!   attributes whose body returns less than the signature
+//!   (`#[state_transition]`, `#[consume_once]`).
 
 pub(crate) mod args;
 pub(crate) mod codegen;
@@ -22,3 +25,4 @@ pub(crate) mod item;
 pub(crate) mod key;
 pub(crate) mod params;
 pub(crate) mod template;
+pub(crate) mod wrapped_body;

@@ -10,6 +10,7 @@ use syn::spanned::Spanned;
 use super::validate::Plan;
 use crate::common::codegen::{arg_path, duration, krate};
 use crate::common::item::ItemFn;
+use crate::common::wrapped_body::pin;
 
 /// `#[consume_once(..)] async fn f(.., tx, msg) -> R { body }` →
 /// `async fn f(..) -> R { static SPEC; let keys = keys(&SPEC, handle, &msg.id,
@@ -49,6 +50,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let pin = pin(*brace_span, &p, &ret);
     let block = quote_spanned! {*brace_span=>
         {
             #(#inner_attrs)*
@@ -68,11 +70,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
                     #p::Begun::Done(__idem_done) => return __idem_done,
                 };
                 let __idem_out = async {
-                    if let ::core::option::Option::Some(__idem_ret) =
-                        ::core::option::Option::None::<#p::BodyOf<#ret>>
-                    {
-                        return __idem_ret;
-                    }
+                    #pin
                     // The body in its own block (tracing #3306).
                     { #body }
                 }
@@ -85,41 +83,5 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     quote! {
         #(#outer_attrs)*
         #vis #sig #block
-    }
-}
-
-/// The function after an error in the attribute: its signature, and its body
-/// kept type-checked as a consumer's body (`Result<T, E>`) but never run, so
-/// the errors above are the only ones.
-pub(crate) fn fallback(item: &ItemFn, ret: Option<&syn::Type>, krate: &TokenStream) -> TokenStream {
-    let ItemFn {
-        outer_attrs,
-        vis,
-        sig,
-        inner_attrs,
-        body,
-        ..
-    } = item;
-    let pin = ret.map(|ret| {
-        quote! {
-            if let ::core::option::Option::Some(__idem_ret) =
-                ::core::option::Option::None::<#krate::__private::consume::BodyOf<#ret>>
-            {
-                return __idem_ret;
-            }
-        }
-    });
-    let keep = match sig.asyncness {
-        Some(_) => quote!(let _ = async { #pin { #body } };),
-        None => quote!(let _ = || { #pin { #body } };),
-    };
-    quote! {
-        #(#outer_attrs)*
-        #[allow(unused_variables, unreachable_code, clippy::diverging_sub_expression)]
-        #vis #sig {
-            #(#inner_attrs)*
-            #keep
-            ::core::panic!("`#[consume_once]` did not expand: see the compile errors")
-        }
     }
 }

@@ -11,6 +11,7 @@ use super::args::StateRef;
 use super::validate::Plan;
 use crate::common::codegen::{krate, some};
 use crate::common::item::ItemFn;
+use crate::common::wrapped_body::pin;
 
 /// `#[state_transition(..)] async fn f(.., tx, ..) -> R { body }` →
 /// `async fn f(..) -> R { static SPEC; const FROM; const TO; const edge checks;
@@ -53,6 +54,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
         quote_spanned!(span(s)=> const _: () = #m::__idem_edge(__IDEM_FROM[#i], __IDEM_TO);)
     });
     let key = quote_spanned!(key.span()=> &#key);
+    let pin = pin(*brace_span, &p, &ret);
     let block = quote_spanned! {*brace_span=>
         {
             #(#inner_attrs)*
@@ -74,11 +76,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
                     #p::Begun::Done(__idem_done) => return __idem_done,
                 };
                 let __idem_out = async {
-                    if let ::core::option::Option::Some(__idem_ret) =
-                        ::core::option::Option::None::<#p::BodyOf<#ret>>
-                    {
-                        return __idem_ret;
-                    }
+                    #pin
                     // The body in its own block (tracing #3306).
                     { #body }
                 }
@@ -120,42 +118,5 @@ fn span(s: &StateRef) -> proc_macro2::Span {
     match s {
         StateRef::Variant(v) => v.span(),
         StateRef::Stored(l) => l.span(),
-    }
-}
-
-/// The function after an error in the attribute: its signature, and its body
-/// kept type-checked as the body of a transition (`Result<T, E>`) but never
-/// run, so the errors above are the only ones (the body as written returns
-/// `Result<T, E>`, not the signature's `Result<Transition<T>, E>`).
-pub(crate) fn fallback(item: &ItemFn, ret: Option<&syn::Type>, krate: &TokenStream) -> TokenStream {
-    let ItemFn {
-        outer_attrs,
-        vis,
-        sig,
-        inner_attrs,
-        body,
-        ..
-    } = item;
-    let pin = ret.map(|ret| {
-        quote! {
-            if let ::core::option::Option::Some(__idem_ret) =
-                ::core::option::Option::None::<#krate::__private::state::BodyOf<#ret>>
-            {
-                return __idem_ret;
-            }
-        }
-    });
-    let keep = match sig.asyncness {
-        Some(_) => quote!(let _ = async { #pin { #body } };),
-        None => quote!(let _ = || { #pin { #body } };),
-    };
-    quote! {
-        #(#outer_attrs)*
-        #[allow(unused_variables, unreachable_code, clippy::diverging_sub_expression)]
-        #vis #sig {
-            #(#inner_attrs)*
-            #keep
-            ::core::panic!("`#[state_transition]` did not expand: see the compile errors")
-        }
     }
 }

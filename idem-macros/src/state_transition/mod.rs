@@ -14,6 +14,7 @@ use proc_macro2::TokenStream;
 use crate::common::codegen::fallback;
 use crate::common::errors::Errors;
 use crate::common::item;
+use crate::common::wrapped_body::body_fallback;
 
 pub(crate) use inherit::expand_impl;
 
@@ -38,16 +39,7 @@ fn expand_with(args: TokenStream, shared: Option<&args::Args>, item: TokenStream
         .and_then(|k| k.value.parse::<syn::Path>().ok());
     match validate::validate(parsed_args, &parsed, &mut errors) {
         Some(plan) if errors.is_empty() => codegen::expand(&plan),
-        _ => {
-            // The body returns `Result<T, E>`, not the signature's type: emitted
-            // as it is, it would add a type error to the real ones.
-            let mut probe = Errors::default();
-            let ret = item::result_type(&parsed.sig, "", &mut probe);
-            let krate = crate::common::codegen::krate(krate.as_ref());
-            let mut out = errors.into_compile_errors();
-            out.extend(codegen::fallback(&parsed, ret, &krate));
-            out
-        }
+        _ => body_fallback(errors, &parsed, krate.as_ref(), "state", "state_transition"),
     }
 }
 

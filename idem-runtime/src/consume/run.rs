@@ -14,8 +14,9 @@ use std::future::Future;
 use super::message::{LogTable, Message};
 use super::outcome::{Consumed, DuplicateOf};
 use crate::backstop::{UniqueViolation, find_unique_violation};
-use crate::db::savepoint::{self, release, rollback};
-use crate::db::{Failure, SqlConn, SqlDb as _, SqlDialect as _, classify};
+use crate::db::classify::tx_error;
+use crate::db::savepoint::Savepoint;
+use crate::db::{Arg, Failure, SqlConn, SqlDialect as _, classify};
 use crate::error::Error;
 use crate::handle::{Idem, recorder_for};
 use crate::key::Key;
@@ -62,7 +63,7 @@ where
 /// After the insert: run the body, or the consume already ended.
 #[derive(Debug)]
 pub enum Step<T, E> {
-    /// The row is new: run the body, then [`LogEntry::finish`].
+    /// The row is new: run the body, then `LogEntry::finish`.
     Go(LogEntry),
     /// Nothing to run: a duplicate, or an error.
     Done(Ended<T, E>),
@@ -71,7 +72,7 @@ pub enum Step<T, E> {
 /// The fresh log row and the savepoint it holds until the body ends.
 #[derive(Debug)]
 pub struct LogEntry {
-    savepoint: String,
+    savepoint: Savepoint,
     key: String,
 }
 
@@ -87,21 +88,22 @@ where
         Ok(sql) => sql,
         Err(e) => return failed(e),
     };
-    let sp = match savepoint::take(conn, "consume").await {
+    let sp = match Savepoint::take(conn, "consume").await {
         Ok(sp) => sp,
         Err(e) => return failed(db_error(name, log.table, e)),
     };
-    let q = sqlx::query::<C::Db>(sqlx::AssertSqlSafe(insert));
-    let q = C::Db::bind_text(q, Some(name.to_owned()));
-    let q = C::Db::bind_text(q, keys.biz.as_ref().map(|k| k.as_str().to_owned()));
-    let q = C::Db::bind_i64(q, log.retention_us());
-    match C::Db::exec(conn.connection(), q).await {
+    let args = [
+        Arg::Text(name),
+        Arg::OptText(keys.biz.as_ref().map(Key::as_str)),
+        Arg::Int(log.retention_us()),
+    ];
+    match conn.any().execute(&insert, &args).await {
         Ok(_) => Step::Go(LogEntry {
             savepoint: sp,
             key: name.to_owned(),
         }),
         Err(e) => {
-            rollback(conn, &sp).await;
+            sp.rollback(conn).await;
             match find_unique_violation(&e) {
                 Some(v) => Step::Done((
                     CallOutcome::DuplicateMessage,
@@ -123,22 +125,10 @@ impl LogEntry {
         C: SqlConn + ?Sized,
         E: From<Error>,
     {
-        match out {
-            Ok(v) => match release(conn, &self.savepoint).await {
-                Ok(()) => (CallOutcome::Executed, Ok(Consumed::Processed(v))),
-                Err(e) => {
-                    let e = Error::Database {
-                        key: self.key,
-                        detail: e.to_string(),
-                    };
-                    (CallOutcome::Failed, Err(E::from(e)))
-                }
-            },
-            Err(e) => {
-                rollback(conn, &self.savepoint).await;
-                (CallOutcome::Released, Err(e))
-            }
-        }
+        let (label, r) = (self.savepoint)
+            .finish(conn, self.key, out, CallOutcome::Executed)
+            .await;
+        (label, r.map(Consumed::Processed))
     }
 }
 
@@ -158,16 +148,16 @@ fn duplicate_of(v: &UniqueViolation, table: &str) -> DuplicateOf {
 }
 
 /// A driver error on the log: a missing table is a setup mistake naming the
-/// fix; anything else is a database error on the message's key.
+/// fix; anything else is what any statement in the caller's transaction
+/// means (`tx_error`: a lost race with a concurrent transaction is
+/// `Error::TxConflict`, to roll back and retry; else a database error on the
+/// message's key).
 fn db_error(key: &str, table: &str, e: sqlx::Error) -> Error {
     match classify(&e) {
         Failure::MissingObject => Error::Config(format!(
             "the consume log table `{table}` does not exist in the caller's database: run `migrate()` there, or apply `idem::consume::ddl`"
         )),
-        _ => Error::Database {
-            key: key.to_owned(),
-            detail: e.to_string(),
-        },
+        _ => tx_error(key, e),
     }
 }
 

@@ -1,20 +1,41 @@
 //! The caller's connection, whatever holds it: a `sqlx::Transaction`, a pooled
-//! connection or a bare one ([`SqlConn`]); and the few driver calls the
-//! techniques that write in the caller's transaction make (state transitions,
-//! the consume log), one implementation per database ([`SqlDb`]). Generic
-//! code over `sqlx::Database` cannot name `execute` on a connection without
-//! these: each database's executor impl is separate.
+//! connection, a bare one or a transactional body's [`InTx`](super::InTx)
+//! ([`SqlConn`]); and the database it belongs to ([`SqlDb`]): PostgreSQL,
+//! MySQL/MariaDB or SQLite, each with its idem feature. Every technique that
+//! writes in the caller's transaction (the transactional guard, state
+//! transitions, the consume log, the optimistic and pessimistic locks,
+//! insert-once) reaches the connection this one way.
+//!
+//! Generic code over `sqlx::Database` cannot name `execute` on a connection:
+//! each database's executor impl is separate. So statements built from `?` and
+//! [`Arg`]s run on the connection by driver ([`SqlConn::any`]), and the few
+//! that bind a caller's own typed value (a state machine's key) go through
+//! [`SqlDb`]'s driver calls, one implementation per database.
 
 use std::future::Future;
 
 use sqlx::{Database, Row as _};
 
 use super::SqlDialect;
+use super::any_conn::AnyConn;
+use super::arg::{Arg, bind_args};
 
-/// A database the caller-transaction techniques run on: PostgreSQL,
-/// MySQL/MariaDB, SQLite (each with its idem feature). The methods are their
-/// driver calls.
+/// A database the caller-transaction techniques run on: `sqlx::Postgres`,
+/// `sqlx::MySql` (MySQL 8, MariaDB) or `sqlx::Sqlite`. Implemented by idem
+/// for each database whose feature is enabled; not meant to be implemented
+/// elsewhere. The methods are its driver calls.
 pub trait SqlDb: SqlDialect {
+    #[doc(hidden)]
+    /// The connection by driver, for statements built from [`Arg`]s.
+    fn any(conn: &mut Self::Connection) -> AnyConn<'_>;
+
+    #[doc(hidden)]
+    /// Binds `args` in order.
+    fn bind<'q>(
+        q: sqlx::query::Query<'q, Self, Self::Arguments>,
+        args: &[Arg<'_>],
+    ) -> sqlx::query::Query<'q, Self, Self::Arguments>;
+
     #[doc(hidden)]
     /// Runs a statement; the number of rows it changed.
     fn exec<'c>(
@@ -28,35 +49,6 @@ pub trait SqlDb: SqlDialect {
         conn: &'c mut Self::Connection,
         q: sqlx::query::Query<'c, Self, Self::Arguments>,
     ) -> impl Future<Output = Result<Option<String>, sqlx::Error>> + Send + 'c;
-
-    #[doc(hidden)]
-    /// Binds a state's stored value.
-    fn bind_state<'c>(
-        q: sqlx::query::Query<'c, Self, Self::Arguments>,
-        value: &'static str,
-    ) -> sqlx::query::Query<'c, Self, Self::Arguments>;
-
-    #[doc(hidden)]
-    /// Binds an optional text value.
-    fn bind_text<'c>(
-        q: sqlx::query::Query<'c, Self, Self::Arguments>,
-        value: Option<String>,
-    ) -> sqlx::query::Query<'c, Self, Self::Arguments>;
-
-    #[doc(hidden)]
-    /// Binds an integer.
-    fn bind_i64<'c>(
-        q: sqlx::query::Query<'c, Self, Self::Arguments>,
-        value: i64,
-    ) -> sqlx::query::Query<'c, Self, Self::Arguments>;
-
-    #[doc(hidden)]
-    /// Runs a statement without parameters over the simple protocol
-    /// (`SAVEPOINT`, which MySQL does not prepare).
-    fn simple<'c>(
-        conn: &'c mut Self::Connection,
-        sql: String,
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'c;
 }
 
 /// What a caller-transaction technique runs on: the caller's transaction (the
@@ -68,12 +60,15 @@ pub trait SqlConn: Send {
     type Db: SqlDb;
     /// The connection to run statements on.
     fn connection(&mut self) -> &mut <Self::Db as Database>::Connection;
+
+    #[doc(hidden)]
+    /// The connection by driver, for statements built from [`Arg`]s.
+    fn any(&mut self) -> AnyConn<'_> {
+        Self::Db::any(self.connection())
+    }
 }
 
-impl<DB: SqlDb> SqlConn for sqlx::Transaction<'_, DB>
-where
-    DB::Connection: Send,
-{
+impl<DB: SqlDb> SqlConn for sqlx::Transaction<'_, DB> {
     type Db = DB;
     fn connection(&mut self) -> &mut DB::Connection {
         self
@@ -98,6 +93,17 @@ macro_rules! sql_db {
     ($feature:literal, $db:ty, $conn:ty) => {
         #[cfg(feature = $feature)]
         impl SqlDb for $db {
+            fn any(conn: &mut $conn) -> AnyConn<'_> {
+                AnyConn::from(conn)
+            }
+
+            fn bind<'q>(
+                q: sqlx::query::Query<'q, $db, <$db as Database>::Arguments>,
+                args: &[Arg<'_>],
+            ) -> sqlx::query::Query<'q, $db, <$db as Database>::Arguments> {
+                bind_args(q, args)
+            }
+
             fn exec<'c>(
                 conn: &'c mut $conn,
                 q: sqlx::query::Query<'c, $db, <$db as Database>::Arguments>,
@@ -114,39 +120,6 @@ macro_rules! sql_db {
                         Some(row) => row.try_get::<String, _>(0).map(Some),
                         None => Ok(None),
                     }
-                }
-            }
-
-            fn bind_state<'c>(
-                q: sqlx::query::Query<'c, $db, <$db as Database>::Arguments>,
-                value: &'static str,
-            ) -> sqlx::query::Query<'c, $db, <$db as Database>::Arguments> {
-                q.bind(value)
-            }
-
-            fn bind_text<'c>(
-                q: sqlx::query::Query<'c, $db, <$db as Database>::Arguments>,
-                value: Option<String>,
-            ) -> sqlx::query::Query<'c, $db, <$db as Database>::Arguments> {
-                q.bind(value)
-            }
-
-            fn bind_i64<'c>(
-                q: sqlx::query::Query<'c, $db, <$db as Database>::Arguments>,
-                value: i64,
-            ) -> sqlx::query::Query<'c, $db, <$db as Database>::Arguments> {
-                q.bind(value)
-            }
-
-            fn simple<'c>(
-                conn: &'c mut $conn,
-                sql: String,
-            ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'c {
-                async move {
-                    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-                        .execute(conn)
-                        .await
-                        .map(drop)
                 }
             }
         }

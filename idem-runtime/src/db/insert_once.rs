@@ -12,7 +12,7 @@
 //! Put the constrained insert first, so a duplicate costs one statement.
 
 use super::classify::tx_error;
-use super::tx_savepoint::Savepoint;
+use super::savepoint::Savepoint;
 use super::{InTx, TxBody, TxDb};
 use crate::backstop::find_unique_violation;
 use crate::error::Error;
@@ -137,18 +137,16 @@ impl<'h> InsertOnce<'h> {
         I: for<'a> FnOnce(&'a mut InTx<'g, 't, DB>) -> TxBody<'a, T, sqlx::Error>,
         F: for<'a> FnOnce(&'a mut InTx<'g, 't, DB>) -> TxBody<'a, T, sqlx::Error>,
     {
-        let sp = Savepoint::take(&mut DB::any(&mut **cx), "once")
+        let sp = Savepoint::take(cx, "once")
             .await
             .map_err(|e| tx_error(key, e))?;
         match insert(cx).await {
             Ok(v) => {
-                sp.release(&mut DB::any(&mut **cx))
-                    .await
-                    .map_err(|e| tx_error(key, e))?;
+                sp.release(cx).await.map_err(|e| tx_error(key, e))?;
                 Ok(Inserted::New(v))
             }
             Err(e) => {
-                sp.rollback(&mut DB::any(&mut **cx)).await;
+                sp.rollback(cx).await;
                 if !self.is_ours(&e).await {
                     return Err(tx_error(key, e));
                 }

@@ -18,13 +18,17 @@
 //!   caller that stops waiting cannot leave a pooled connection inside it.
 //! - [`classify`](mod@classify): what a `sqlx::Error` means for the caller ([`Failure`]):
 //!   an outage, a missing table, a value the column cannot hold, ...
-//! - [`conn`]: the caller's connection ([`SqlConn`]) and the driver calls the
-//!   caller-transaction techniques make ([`SqlDb`]);
-//! - [`savepoint`]: the savepoint a technique takes in the caller's transaction,
+//! - [`conn`]: the caller's connection, whatever holds it ([`SqlConn`]), and
+//!   its database ([`SqlDb`], also named [`TxDb`]): the one way every
+//!   caller-transaction technique reaches the connection;
+//! - [`arg`]: bind parameters ([`Arg`]) and the dialect's placeholders, so a
+//!   statement is written once and runs on the connection by driver
+//!   ([`any_conn`]);
+//! - [`in_tx`]: the caller's transaction as a body run inside it sees it
+//!   ([`InTx`], [`TxBody`]);
+//! - `savepoint`: the savepoint a technique takes in the caller's transaction,
 //!   so its own statement and the body roll back together;
 //! - [`time`]: durations as the integer microseconds the drivers bind.
-//! - [`conn`]: the caller's connection as one of the drivers ([`AnyConn`],
-//!   [`TxDb`]) and bind parameters ([`Arg`]); `savepoint`: savepoints in it.
 //!
 //! The in-transaction helpers the seed lists beside the guard, each a file
 //! over the pieces above and `observe` (technique labels `optimistic`,
@@ -42,26 +46,32 @@
 //! Nothing here knows idem's records, stores or guard: the stores build on
 //! this module, never the reverse.
 
+pub mod any_conn;
+pub mod arg;
 pub mod classify;
 pub mod conn;
 pub mod dialect;
 pub mod ident;
+pub mod in_tx;
 pub mod insert_once;
 pub mod optimistic;
 pub mod pessimistic;
 mod reserved;
 pub mod retry;
-pub mod savepoint;
+pub(crate) mod savepoint;
 pub mod time;
 pub mod tx;
-pub mod tx_conn;
-pub(crate) mod tx_savepoint;
 
+pub use any_conn::AnyConn;
+pub use arg::Arg;
 pub use classify::{Failure, classify};
+/// [`SqlDb`] under the name the transactional guard's API uses
+/// (`idem::TxDb`): the same trait.
+pub use conn::SqlDb as TxDb;
 pub use conn::{SqlConn, SqlDb};
 pub use dialect::{Dialect, SqlDialect};
 pub use ident::{Ident, IdentError, MAX_IDENT_BYTES, check_ident};
+pub use in_tx::{InTx, TxBody};
 pub use retry::{is_retryable_conflict, retry_conflicts};
 pub use time::micros;
 pub use tx::detached;
-pub use tx_conn::{AnyConn, Arg, InTx, TxBody, TxDb};

@@ -22,9 +22,9 @@
 //! The re-read is a locking read on MySQL/MariaDB (`LOCK IN SHARE MODE`), so
 //! `REPEATABLE READ`'s snapshot cannot hide the version that moved.
 
+use super::arg::placeholders;
 use super::classify::tx_error;
-use super::tx_conn::placeholders;
-use super::{Arg, Dialect, Ident, TxDb};
+use super::{Arg, Dialect, Ident, SqlConn as _, TxDb};
 use crate::error::Error;
 use crate::observe::instrument::Fenced;
 use crate::observe::{CallOutcome, Observer, Technique};
@@ -173,7 +173,7 @@ impl<'h> Optimistic<'h> {
         request: &str,
         name: &str,
     ) -> Result<Versioned, Error> {
-        let mut conn = DB::any(&mut **tx);
+        let mut conn = tx.any();
         let d = DB::DIALECT;
         let (update, read) = (self.update_sql(d), self.read_sql(d));
         let err = |e| tx_error(name, e);

@@ -18,10 +18,10 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
+use super::arg::placeholders;
 use super::classify::tx_error;
 use super::retry::{CONFLICT_RETRIES, is_retryable_conflict, pause};
-use super::tx_conn::placeholders;
-use super::{Arg, Dialect, Ident, TxBody, TxDb};
+use super::{Arg, Dialect, Ident, SqlConn as _, TxBody, TxDb};
 use crate::error::Error;
 use crate::observe::instrument::Fenced;
 use crate::observe::{CallOutcome, Observer, Technique};
@@ -95,7 +95,7 @@ impl<'h> RowLock<'h> {
         name: &str,
     ) -> Result<bool, Error> {
         let d = DB::DIALECT;
-        let mut conn = DB::any(&mut **tx);
+        let mut conn = tx.any();
         let err = |e| tx_error(name, e);
         let id = (d, self.table.to_string(), self.key.to_string());
         let known = INDEXED

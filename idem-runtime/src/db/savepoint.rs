@@ -1,38 +1,95 @@
-//! Savepoints in the caller's transaction. A technique that writes its own row
-//! there (a state transition's `UPDATE`, the consume log's `INSERT`) takes one
-//! first: a body error (or the technique's own failed statement, such as a
-//! unique violation) rolls back to it, leaving whatever the caller wrote before
-//! for the caller to commit or roll back; on PostgreSQL it also makes the
-//! transaction usable again after a failed statement.
+//! Savepoints in the caller's transaction. A technique that writes there (the
+//! transactional guard's claim, a state transition's `UPDATE`, the consume
+//! log's `INSERT`, insert-once's rows) takes one first: a failed step (the
+//! body's error, or the technique's own failed statement, such as a unique
+//! violation) rolls back to it, so its own writes go while what the caller
+//! wrote before stays for the caller to commit or roll back; on PostgreSQL it
+//! also makes the transaction usable again after a failed statement.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::conn::{SqlConn, SqlDb as _};
+use super::SqlConn;
+use crate::error::Error;
+use crate::observe::CallOutcome;
 
 /// Savepoint names: unique per process, so a technique nested in another's
 /// body (or MySQL's "same name replaces" rule) cannot release the wrong one.
 static SAVEPOINTS: AtomicU64 = AtomicU64::new(0);
 
-/// Takes a fresh savepoint named `idem_<what>_<n>` and returns its name.
-pub async fn take<C: SqlConn + ?Sized>(conn: &mut C, what: &str) -> Result<String, sqlx::Error> {
-    let sp = format!("idem_{what}_{}", SAVEPOINTS.fetch_add(1, Ordering::Relaxed));
-    C::Db::simple(conn.connection(), format!("SAVEPOINT {sp}")).await?;
-    Ok(sp)
+/// A savepoint taken in the caller's transaction; end it with
+/// [`release`](Self::release), [`rollback`](Self::rollback) or
+/// [`finish`](Self::finish).
+#[derive(Debug)]
+pub(crate) struct Savepoint {
+    name: String,
 }
 
-/// Keeps what was done since `sp` (`RELEASE SAVEPOINT`).
-pub async fn release<C: SqlConn + ?Sized>(conn: &mut C, sp: &str) -> Result<(), sqlx::Error> {
-    C::Db::simple(conn.connection(), format!("RELEASE SAVEPOINT {sp}")).await
-}
-
-/// Undoes what was done since `sp` and drops it. A failure here leaves the
-/// caller's transaction unusable, so its commit fails too: logged, and the
-/// original error is what the caller sees.
-pub async fn rollback<C: SqlConn + ?Sized>(conn: &mut C, sp: &str) {
-    let sql = format!("ROLLBACK TO SAVEPOINT {sp}");
-    if let Err(e) = C::Db::simple(conn.connection(), sql).await {
-        tracing::warn!(error = %e, savepoint = sp, "idem: rolling back to a savepoint failed");
-        return;
+impl Savepoint {
+    /// `SAVEPOINT idem_<what>_<n>`.
+    pub(crate) async fn take<C: SqlConn + ?Sized>(
+        conn: &mut C,
+        what: &str,
+    ) -> Result<Self, sqlx::Error> {
+        let name = format!("idem_{what}_{}", SAVEPOINTS.fetch_add(1, Ordering::Relaxed));
+        conn.any().simple(format!("SAVEPOINT {name}")).await?;
+        Ok(Savepoint { name })
     }
-    let _ = release(conn, sp).await;
+
+    /// Keeps what was written since the savepoint.
+    pub(crate) async fn release<C: SqlConn + ?Sized>(
+        self,
+        conn: &mut C,
+    ) -> Result<(), sqlx::Error> {
+        release(conn, &self.name).await
+    }
+
+    /// Undoes what was written since the savepoint. A failure here leaves the
+    /// caller's transaction unusable, so its commit fails too: logged, and the
+    /// error that led here is what the caller sees.
+    pub(crate) async fn rollback<C: SqlConn + ?Sized>(self, conn: &mut C) {
+        let sql = format!("ROLLBACK TO SAVEPOINT {}", self.name);
+        if let Err(e) = conn.any().simple(sql).await {
+            tracing::warn!(error = %e, savepoint = self.name, "idem: rolling back to a savepoint failed");
+            return;
+        }
+        let _ = release(conn, &self.name).await;
+    }
+
+    /// The body of a technique that holds the savepoint around it (a state
+    /// transition, a consume) ended with `out`: kept (`kept`, the body's
+    /// value) or rolled back (`Released`, the body's error as is). A failed
+    /// release is a database error on `key`.
+    pub(crate) async fn finish<C, T, E>(
+        self,
+        conn: &mut C,
+        key: String,
+        out: Result<T, E>,
+        kept: CallOutcome,
+    ) -> (CallOutcome, Result<T, E>)
+    where
+        C: SqlConn + ?Sized,
+        E: From<Error>,
+    {
+        match out {
+            Ok(v) => match self.release(conn).await {
+                Ok(()) => (kept, Ok(v)),
+                Err(e) => {
+                    let e = Error::Database {
+                        key,
+                        detail: e.to_string(),
+                    };
+                    (CallOutcome::Failed, Err(E::from(e)))
+                }
+            },
+            Err(e) => {
+                self.rollback(conn).await;
+                (CallOutcome::Released, Err(e))
+            }
+        }
+    }
+}
+
+/// `RELEASE SAVEPOINT name`.
+async fn release<C: SqlConn + ?Sized>(conn: &mut C, name: &str) -> Result<(), sqlx::Error> {
+    conn.any().simple(format!("RELEASE SAVEPOINT {name}")).await
 }

@@ -1,4 +1,4 @@
-//! What a `#[consume_once]` expansion calls: a static [`ConsumeSpec`]
+//! What a `#[consume_once]` expansion calls: a static `ConsumeSpec`
 //! (consumer, message type, log table, retention), the message's keys, and
 //! `begin`/`finish` around the body: the same runner as the non-macro
 //! [`consume_once`](crate::consume::consume_once).

@@ -16,8 +16,8 @@ use sqlx::{Encode, Type};
 use super::machine::StateMachine;
 use super::outcome::Transition;
 use super::statements::Statements;
-use crate::db::savepoint::{self, release, rollback};
-use crate::db::{SqlConn as StateConn, SqlDb as _};
+use crate::db::savepoint::Savepoint as Held;
+use crate::db::{Arg, SqlConn as StateConn, SqlDb as _};
 use crate::error::Error;
 use crate::handle::{Idem, recorder_for};
 use crate::key::{Key, KeyPart};
@@ -74,7 +74,7 @@ pub(crate) enum Step<T, E> {
 /// The savepoint an applied update holds until the body ends.
 #[derive(Debug)]
 pub struct Savepoint {
-    name: String,
+    held: Held,
     key: String,
 }
 
@@ -107,23 +107,22 @@ where
             edge.from.len()
         )));
     };
-    let sp = match savepoint::take(conn, "state").await {
+    let sp = match Held::take(conn, "state").await {
         Ok(sp) => sp,
         Err(e) => return failed(db(e)),
     };
     let q = sqlx::query::<C::Db>(sqlx::AssertSqlSafe(update));
-    let mut q = C::Db::bind_state(q, edge.to.stored()).bind(key);
-    for f in edge.from {
-        q = C::Db::bind_state(q, f.stored());
-    }
+    let q = C::Db::bind(q, &[Arg::Text(edge.to.stored())]).bind(key);
+    let from: Vec<Arg<'_>> = edge.from.iter().map(|f| Arg::Text(f.stored())).collect();
+    let q = C::Db::bind(q, &from);
     let rows = C::Db::exec(conn.connection(), q).await;
     match rows {
         Ok(1) => Step::Go(Savepoint {
-            name: sp,
+            held: sp,
             key: name,
         }),
         Ok(0) => {
-            if let Err(e) = release(conn, &sp).await {
+            if let Err(e) = sp.release(conn).await {
                 return failed(db(e));
             }
             match current(stmts, conn, key).await {
@@ -133,13 +132,13 @@ where
             }
         }
         Ok(n) => {
-            rollback(conn, &sp).await;
+            sp.rollback(conn).await;
             failed(Error::Config(format!(
                 "`{name}`: the key column matched {n} rows; a state transition needs a unique key column"
             )))
         }
         Err(e) => {
-            rollback(conn, &sp).await;
+            sp.rollback(conn).await;
             failed(db(e))
         }
     }
@@ -153,22 +152,10 @@ impl Savepoint {
         C: StateConn + ?Sized,
         E: From<Error>,
     {
-        match out {
-            Ok(v) => match release(conn, &self.name).await {
-                Ok(()) => (CallOutcome::Applied, Ok(Transition::Applied(v))),
-                Err(e) => {
-                    let e = Error::Database {
-                        key: self.key,
-                        detail: e.to_string(),
-                    };
-                    (CallOutcome::Failed, Err(E::from(e)))
-                }
-            },
-            Err(e) => {
-                rollback(conn, &self.name).await;
-                (CallOutcome::Released, Err(e))
-            }
-        }
+        let (label, r) = (self.held)
+            .finish(conn, self.key, out, CallOutcome::Applied)
+            .await;
+        (label, r.map(Transition::Applied))
     }
 }
 

@@ -6,8 +6,8 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use super::{TxDb, TxGuard, front};
 use crate::db::classify::tx_error;
-use crate::db::tx_savepoint::Savepoint;
-use crate::db::{InTx, TxBody};
+use crate::db::savepoint::Savepoint;
+use crate::db::{InTx, SqlConn as _, TxBody};
 use crate::error::Error;
 use crate::fence::Fence;
 use crate::guard::replay::{encode_ok, mismatch, replay};
@@ -85,8 +85,7 @@ where
     }
     let st = g.idem.inner.tx.statements(DB::DIALECT);
     let owner = Owner::random();
-    let mut conn = DB::any(&mut **cx);
-    let sp = match Savepoint::take(&mut conn, "tx").await {
+    let sp = match Savepoint::take(cx, "tx").await {
         Ok(sp) => sp,
         Err(e) => return failed(tx_error(key, e)),
     };
@@ -98,17 +97,17 @@ where
         fingerprint: fp,
         lease: g.policy.ttl,
     };
-    let (claim, waited) = match st.claim(&mut conn, req).await {
+    let (claim, waited) = match st.claim(&mut cx.any(), req).await {
         Ok(c) => c,
         Err(f) => {
-            sp.rollback(&mut conn).await;
+            sp.rollback(cx).await;
             return failed(fail(g, key, f));
         }
     };
     let fence = match claim {
         Claim::Claimed { fence } => fence,
         Claim::Done(rec) => {
-            if let Err(e) = sp.release(&mut conn).await {
+            if let Err(e) = sp.release(cx).await {
                 return failed(tx_error(key, e));
             }
             let how = if waited { How::Waited } else { How::Replayed };
@@ -119,7 +118,7 @@ where
             return step;
         }
         Claim::Busy { fingerprint, .. } => {
-            if let Err(e) = sp.release(&mut conn).await {
+            if let Err(e) = sp.release(cx).await {
                 return failed(tx_error(key, e));
             }
             if fingerprint.conflicts_with(&fp) {
@@ -136,21 +135,20 @@ where
         }
     };
     let out = body(cx, fence).await;
-    let mut conn = DB::any(&mut **cx);
     match out {
         Ok(v) => {
             let stored = match encode_ok(key, g.policy.version, &v) {
                 Ok(payload) => {
-                    st.complete(&mut conn, key, owner, &payload, g.policy.ttl)
+                    st.complete(&mut cx.any(), key, owner, &payload, g.policy.ttl)
                         .await
                 }
                 Err(e) => {
-                    sp.rollback(&mut conn).await;
+                    sp.rollback(cx).await;
                     return failed(e);
                 }
             };
             match stored {
-                Ok(true) => match sp.release(&mut conn).await {
+                Ok(true) => match sp.release(cx).await {
                     Ok(()) => (
                         CallOutcome::Executed,
                         Ok(Outcome::new(v, How::Executed, fence)),
@@ -158,20 +156,20 @@ where
                     Err(e) => failed(tx_error(key, e)),
                 },
                 Ok(false) => {
-                    sp.rollback(&mut conn).await;
+                    sp.rollback(cx).await;
                     failed(Error::Database {
                         key: key.to_owned(),
                         detail: "the claim row vanished from the transaction before its result was stored".into(),
                     })
                 }
                 Err(f) => {
-                    sp.rollback(&mut conn).await;
+                    sp.rollback(cx).await;
                     failed(fail(g, key, f))
                 }
             }
         }
         Err(e) => {
-            sp.rollback(&mut conn).await;
+            sp.rollback(cx).await;
             (CallOutcome::Released, Err(e))
         }
     }

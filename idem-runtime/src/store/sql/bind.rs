@@ -34,9 +34,27 @@ pub(crate) fn bind<'q, DB: Database>(
 ) -> sqlx::query::Query<'q, DB, DB::Arguments>
 where
     for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+    for<'t> Option<&'t str>: Encode<'t, DB> + Type<DB>,
     for<'t> &'t [u8]: Encode<'t, DB> + Type<DB>,
     for<'t> i64: Encode<'t, DB> + Type<DB>,
 {
     sent.one();
-    crate::db::tx_conn::bind_args(sqlx::query::<DB>(stmt.q()), args)
+    crate::db::arg::bind_args(sqlx::query::<DB>(stmt.q()), args)
+}
+
+/// The binds of [`Statements::complete`](super::ddl::Statements): payload, ttl
+/// in µs, key, owner. One list for the store's complete and the transactional
+/// guard's, which share the statement.
+pub(crate) fn complete_args<'a>(
+    payload: &'a [u8],
+    ttl: std::time::Duration,
+    key: &'a str,
+    owner: &'a [u8; 16],
+) -> [Arg<'a>; 4] {
+    [
+        Arg::Bytes(payload),
+        Arg::Int(crate::db::micros(ttl)),
+        Arg::Text(key),
+        Arg::Bytes(owner),
+    ]
 }

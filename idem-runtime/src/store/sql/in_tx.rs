@@ -167,12 +167,7 @@ impl TxStatements {
         ttl: Duration,
     ) -> Result<bool, TxFail> {
         let o = owner.to_bytes();
-        let args = [
-            Arg::Bytes(payload),
-            Arg::Int(micros(ttl)),
-            Arg::Text(key),
-            Arg::Bytes(&o),
-        ];
+        let args = super::bind::complete_args(payload, ttl, key, &o);
         self.sent.one();
         let n = conn.execute(&self.sql.complete.text(), &args).await?;
         Ok(n > 0)

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::bind::{Arg, Sent};
+use super::bind::{Arg, Sent, complete_args};
 use super::consume_sql::ConsumeStatements;
 use super::ddl::{Statements, Stmt, statements};
 use super::errors::{map_err, missing};
@@ -216,12 +216,7 @@ impl Store for SqlStore {
         Box::pin(async move {
             check_key(self.dialect, key)?;
             let o = owner.to_bytes();
-            let args = [
-                Arg::Bytes(payload),
-                Arg::Int(micros(ttl)),
-                Arg::Text(key),
-                Arg::Bytes(&o),
-            ];
+            let args = complete_args(payload, ttl, key, &o);
             // Whatever the answer, the key is no longer an in-progress claim of ours.
             self.local.drop_key(key);
             let n = self
