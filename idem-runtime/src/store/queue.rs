@@ -34,7 +34,8 @@ use super::StoreError;
 /// was starved of CPU (a scheduler cycle over a burst of runnable tasks).
 pub(crate) const STARVED: Duration = Duration::from_millis(50);
 
-/// Bounds a store's operations in flight; see the [module docs](self).
+/// Bounds a store's operations in flight: a first-come, first-served queue of turns
+/// (see the Bursts section of the Redis store's docs).
 ///
 /// ```
 /// use idem_runtime::store::SendQueue;

@@ -39,7 +39,7 @@ impl RedisStoreBuilder {
     }
 
     /// Time allowed for one response (default 10 s). The guard's operation
-    /// budget is the deadline that matters (see [Timeouts](self#timeouts)); keep
+    /// budget is the deadline that matters (see [Timeouts](super#timeouts)); keep
     /// this at least as long as the longest budget your calls get, or a slow but
     /// healthy server fails attempts the guard would have waited for.
     pub fn response_timeout(mut self, t: Duration) -> Self {

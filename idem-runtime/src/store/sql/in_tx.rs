@@ -24,11 +24,15 @@
 
 use std::time::Duration;
 
-use super::bind::{Arg, Sent};
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+use super::bind::Arg;
+use super::bind::Sent;
 use super::ddl::{Statements, Stmt};
 use super::key::check_key;
 use super::names::TableNames;
-use crate::db::{AnyConn, Dialect, micros};
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+use crate::db::micros;
+use crate::db::{AnyConn, Dialect};
 use crate::store::{Claim, ClaimRequest, Owner, StoreError};
 
 /// Why a statement in the caller's transaction failed.
