@@ -38,9 +38,9 @@ mod lock;
 mod lock_fenced;
 mod memory;
 mod observability;
+mod observability_defaults;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 mod outage;
-mod observability_defaults;
 #[cfg(feature = "redis")]
 mod redis_cluster;
 #[cfg(all(feature = "redis", feature = "sqlite"))]

@@ -71,8 +71,8 @@ impl Idem {
     pub fn guard_key(&self, key: Key) -> Guard<'_> {
         Guard {
             idem: self,
+            policy: self.settings().policy(key.scene()),
             key,
-            policy: Policy::default(),
             fingerprint: Ok(Fingerprint::NONE),
             technique: crate::observe::Technique::Idempotent,
         }
@@ -84,7 +84,8 @@ impl Guard<'_> {
     pub fn key(&self) -> &Key {
         &self.key
     }
-    /// Result replay window (default 24 h).
+    /// Result replay window (default 24 h). Every setting written here wins
+    /// over the handle's configuration (see [`crate::settings`]).
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.policy.ttl = ttl;
         self
@@ -94,7 +95,8 @@ impl Guard<'_> {
         self.policy.lease = lease;
         self
     }
-    /// How long a concurrent duplicate waits (default: the lease).
+    /// How long a concurrent duplicate waits (default 5 s, or the lease if shorter:
+    /// [`DEFAULT_WAIT`](crate::policy::DEFAULT_WAIT)).
     pub fn wait(mut self, wait: Duration) -> Self {
         self.policy.wait = Some(wait);
         self
