@@ -51,6 +51,8 @@ mod redis_procs;
 mod redis_store;
 #[cfg(feature = "redis-tls")]
 mod redis_tls;
+mod settings;
+mod settings_disabled;
 mod sim;
 mod state_cas;
 mod token;

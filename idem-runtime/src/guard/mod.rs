@@ -62,16 +62,23 @@ impl Idem {
     /// or starts with it as a `:` segment makes the later of the two fail with
     /// `Error::SceneConflict`.
     pub fn guard(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Guard<'_> {
-        self.guard_key(self.key(scene, parts))
+        // The configuration names scenes as written, not as escaped in keys.
+        self.start_guard(self.key(scene, parts), self.settings().policy(scene))
     }
 
     /// Starts a guarded call with a key rendered by [`Idem::key`] (another
     /// namespace's key is refused at `run` with `Error::Config`). Same scene
     /// rules as [`Idem::guard`].
     pub fn guard_key(&self, key: Key) -> Guard<'_> {
+        let policy = self.settings().policy(key.scene());
+        self.start_guard(key, policy)
+    }
+
+    /// A guard starting from `policy` (the configured settings of its scene).
+    fn start_guard(&self, key: Key, policy: Policy) -> Guard<'_> {
         Guard {
             idem: self,
-            policy: self.settings().policy(key.scene()),
+            policy,
             key,
             fingerprint: Ok(Fingerprint::NONE),
             technique: crate::observe::Technique::Idempotent,

@@ -138,7 +138,12 @@ impl Idem {
     /// same key builder as [`Idem::guard`]; keep lock scenes apart from guard
     /// scenes, e.g. with a `lock:` prefix).
     pub fn lock(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Lock<'_> {
-        self.lock_key(self.key(scene, parts))
+        // The configuration names scenes as written, not as escaped in keys.
+        Lock {
+            idem: self,
+            policy: self.settings().lock_policy(scene),
+            key: self.key(scene, parts),
+        }
     }
 
     /// Starts a lock on a key rendered by [`Idem::key`].

@@ -89,12 +89,13 @@ impl Settings {
     }
 
     /// A zero duration computed at run time (a literal one is a compile
-    /// error, a configured one a deserialize error) is `Err` naming it.
+    /// error, a configured one a deserialize error) is `Err` naming it. A zero
+    /// `wait` is allowed: it means "do not wait" (as `Guard::wait` and
+    /// `Lock::wait` take it).
     pub(crate) fn check_nonzero(&self) -> Result<(), String> {
         for (name, d) in [
             ("ttl", self.ttl),
             ("lease", self.lease),
-            ("wait", self.wait),
             ("max_hold", self.max_hold),
         ] {
             if d.is_some_and(|d| d.is_zero()) {
@@ -278,6 +279,19 @@ mod tests {
         assert_eq!(b.ttl, crate::policy::DEFAULT_TTL);
         assert_eq!(b.wait, Some(Duration::from_secs(2)));
         assert_eq!(r.lock_policy("a").wait, Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn the_default_wait_is_five_seconds_or_the_lease() {
+        let p = Policy::default();
+        assert_eq!(p.wait_budget(), crate::policy::DEFAULT_WAIT);
+        assert_eq!(crate::policy::DEFAULT_WAIT, Duration::from_secs(5));
+        let short = Policy {
+            lease: Duration::from_secs(2),
+            ..Policy::default()
+        };
+        assert_eq!(short.wait_budget(), Duration::from_secs(2));
+        assert_eq!(LockPolicy::default().wait_budget(), Duration::from_secs(5));
     }
 
     #[test]
