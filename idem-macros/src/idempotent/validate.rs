@@ -312,4 +312,40 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn expressions_are_not_compared_at_compile_time() {
+        // Unknown until run time: the runtime checks them (`Error::Config`).
+        for ok in [
+            r#"key = "k:<id>", ttl = TTL, lease = "2d""#,
+            r#"key = "k:<id>", ttl = "10s", lease = cfg.lease()"#,
+            r#"key = "k:<id>", lease = Duration::from_secs(10), max_hold = "5s""#,
+            r#"key = "k:<id>", wait = WAIT, concurrent = "wait""#,
+        ] {
+            assert_eq!(check(ok), "", "{ok}");
+        }
+        // A literal is still compared with the other literals and defaults.
+        let e = check(r#"key = "k:<id>", ttl = "10s", wait = W"#);
+        assert!(e.contains("must be longer than the default `lease`"), "{e}");
+        let e = check(r#"key = "k:<id>", ttl = 30"#);
+        assert!(e.contains("a duration needs a unit"), "{e}");
+    }
+
+    #[test]
+    fn literals_go_to_the_spec_and_expressions_to_hooks() {
+        let mut errors = Errors::default();
+        let args = super::super::args::parse(
+            r#"key = "k:<id>", ttl = "1h", lease = LEASE, max_hold = "1h""#
+                .parse()
+                .unwrap(),
+            &mut errors,
+        );
+        let item: ItemFn =
+            syn::parse_str("async fn f(id: u64) -> Result<u64, E> { Ok(id) }").unwrap();
+        let plan = validate(args, &item, &mut errors).expect("valid");
+        let fixed: Vec<&str> = plan.durations.fixed.iter().map(|(n, _)| *n).collect();
+        let dynamic: Vec<&str> = plan.durations.dynamic.iter().map(|(n, _)| *n).collect();
+        assert_eq!(fixed, ["ttl", "max_hold"]);
+        assert_eq!(dynamic, ["lease"]);
+    }
 }

@@ -38,17 +38,28 @@ pub(crate) fn duration(value: &Expr, name: &str) -> syn::Result<DurationArg> {
             ..
         }) => Ok(DurationArg::Lit(DurationLit::new(s.clone()))),
         Expr::Lit(syn::ExprLit {
-            lit: lit @ (syn::Lit::Int(_) | syn::Lit::Float(_)),
+            lit: syn::Lit::Int(n),
             ..
-        }) => Err(syn::Error::new(
-            lit.span(),
-            format!(
-                "a duration needs a unit: `{name} = \"{}s\"`, or an expression of type \
-                 `Duration` such as `{name} = Duration::from_secs({})`",
-                quote::ToTokens::to_token_stream(lit),
-                quote::ToTokens::to_token_stream(lit),
-            ),
+        }) => Err(no_unit(
+            n.span(),
+            name,
+            &format!("{}s", n.base10_digits()),
+            &format!("from_secs({})", n.base10_digits()),
         )),
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Float(x),
+            ..
+        }) => {
+            let ms = x
+                .base10_parse::<f64>()
+                .map_or(0.0, |x| (x * 1000.0).round());
+            Err(no_unit(
+                x.span(),
+                name,
+                &format!("{ms}ms"),
+                &format!("from_secs_f64({})", x.base10_digits()),
+            ))
+        }
         other => Ok(DurationArg::Expr(other.clone())),
     }
 }
@@ -124,4 +135,15 @@ pub(crate) fn idents(value: &Expr, name: &str) -> syn::Result<Vec<Ident>> {
             other => Err(bad(other.span())),
         })
         .collect()
+}
+
+/// A bare number as a duration: which unit? Shows both ways to write it.
+fn no_unit(at: Span, name: &str, text: &str, call: &str) -> syn::Error {
+    syn::Error::new(
+        at,
+        format!(
+            "a duration needs a unit: `{name} = \"{text}\"`, or an expression of type \
+             `Duration` such as `{name} = Duration::{call}`"
+        ),
+    )
 }
