@@ -53,6 +53,8 @@ mod redis_store;
 mod redis_tls;
 mod settings;
 mod settings_disabled;
+#[cfg(feature = "axum")]
+mod settings_http;
 mod sim;
 mod state_cas;
 mod token;
