@@ -44,6 +44,7 @@
 
 pub mod classify;
 pub mod conn;
+pub mod tx_conn;
 pub mod dialect;
 pub mod ident;
 pub mod insert_once;
@@ -52,16 +53,15 @@ pub mod pessimistic;
 mod reserved;
 pub mod retry;
 pub mod savepoint;
+pub(crate) mod tx_savepoint;
 pub mod time;
 pub mod tx;
-pub mod tx_conn;
-pub(crate) mod tx_savepoint;
 
 pub use classify::{Failure, classify};
+pub use tx_conn::{AnyConn, Arg, InTx, TxBody, TxDb};
 pub use conn::{SqlConn, SqlDb};
 pub use dialect::{Dialect, SqlDialect};
 pub use ident::{Ident, IdentError, MAX_IDENT_BYTES, check_ident};
 pub use retry::{is_retryable_conflict, retry_conflicts};
 pub use time::micros;
 pub use tx::detached;
-pub use tx_conn::{AnyConn, Arg, InTx, TxBody, TxDb};

@@ -19,8 +19,8 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use super::classify::tx_error;
-use super::retry::{CONFLICT_RETRIES, is_retryable_conflict, pause};
 use super::tx_conn::placeholders;
+use super::retry::{CONFLICT_RETRIES, is_retryable_conflict, pause};
 use super::{Arg, Dialect, Ident, TxBody, TxDb};
 use crate::error::Error;
 use crate::observe::instrument::Fenced;
