@@ -140,8 +140,8 @@ pub use idem_runtime::http;
 )]
 pub use idem_runtime::sql;
 pub use idem_runtime::{
-    backstop, error, fingerprint, guard, hooks, key, lock, observe, outcome, policy, state_cas,
-    store, token,
+    backstop, error, fingerprint, guard, hooks, key, lock, observe, outcome, policy, settings,
+    state_cas, store, token,
 };
 
 // The exact versions of the crates idem's API takes values of.

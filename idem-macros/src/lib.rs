@@ -69,9 +69,9 @@ use proc_macro::TokenStream;
 /// | option | value | default |
 /// |---|---|---|
 /// | `key` | `"scene:<param>:<param.field>"` | required |
-/// | `ttl` | duration (`ms` `s` `m` `h` `d`, e.g. `"1h30m"`, or humantime's `"1h 30m"`) | `"24h"` |
+/// | `ttl` | duration (`ms` `s` `m` `h` `d`, e.g. `"1h30m"`, or humantime's `"1h 30m"`; or an expression of type `Duration`) | `"24h"` |
 /// | `lease` | duration, shorter than `ttl` | `"30s"` |
-/// | `wait` | duration | the lease |
+/// | `wait` | duration | `"5s"`, or the lease if shorter |
 /// | `max_hold` | duration, at least the lease | 20 × the lease |
 /// | `concurrent` | `"wait"` or `"reject"` | `"wait"` |
 /// | `fingerprint` | `[param, ...]` | none |
@@ -83,6 +83,13 @@ use proc_macro::TokenStream;
 /// | `token` | `"<param>"`: a one-time token issued for scope `token:<scene>`, consumed when the body succeeds | none |
 /// | `handle` | expression of type `&idem::Idem` | the installed global |
 /// | `crate` | `"path"` to the `idem` crate | `"::idem"` |
+///
+/// A duration written as a string literal is parsed and checked at compile
+/// time; any other expression (`ORDER_TTL`, `Duration::from_secs(60)`,
+/// `cfg.ttl()`) is evaluated on each call and checked then (`Error::Config`
+/// naming the function). Unwritten durations come from the handle's settings
+/// (`idem::settings`: handle defaults and per-scene overrides), then the
+/// defaults above.
 ///
 /// Every mistake in the attribute is a compile error at its own span, all
 /// reported at once; the function is then emitted unchanged.
@@ -110,8 +117,8 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | option | value | default |
 /// |---|---|---|
 /// | `key` | `"scene:<param>:<param.field>"` | required |
-/// | `lease` | duration (as for `#[idempotent]`) | `"30s"` |
-/// | `wait` | duration (`"0s"` is not allowed; a short one tries about once) | the lease |
+/// | `lease` | duration (as for `#[idempotent]`: a literal or a `Duration` expression) | `"30s"` |
+/// | `wait` | duration (`"0s"` is not allowed, `Duration::ZERO` tries once) | `"5s"`, or the lease if shorter |
 /// | `max_hold` | duration, longer than the lease | 20 × the lease |
 /// | `handle` | expression of type `&idem::Idem` | the installed global |
 /// | `crate` | `"path"` to the `idem` crate | `"::idem"` |

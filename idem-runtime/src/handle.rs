@@ -34,6 +34,8 @@ pub struct IdemBuilder {
     tx_tables: crate::store::sql::TableNames,
     detection: Detection,
     raw_keys: bool,
+    /// Run-time settings and the off switch (`settings/builder.rs`).
+    pub(crate) config: crate::settings::Config,
 }
 
 impl std::fmt::Debug for IdemBuilder {
@@ -145,6 +147,10 @@ impl IdemBuilder {
         within_bounds("op_timeout", self.op_timeout).map_err(Error::Config)?;
         within_bounds("the circuit breaker cooldown", self.breaker_cooldown)
             .map_err(Error::Config)?;
+        let settings = crate::settings::Resolved::new(self.config).map_err(Error::Config)?;
+        if settings.disabled {
+            crate::settings::warn_disabled(&self.namespace);
+        }
         let breaker = Breaker::new(self.breaker_threshold, self.breaker_cooldown);
         crate::observe::describe();
         let recorder = Recorder::default();
@@ -156,6 +162,7 @@ impl IdemBuilder {
                 recorder,
                 scenes: SceneRegistry::default(),
                 backstops: Backstops::new(self.catalog, self.detection),
+                settings,
                 #[cfg(feature = "sql")]
                 tx: crate::txguard::TxTables::new(self.tx_tables),
             }),
@@ -172,6 +179,8 @@ pub(crate) struct Inner {
     scenes: SceneRegistry,
     /// Backstop constraints seen (for `verify()`) and the catalog that names them.
     backstops: Backstops,
+    /// The configured defaults per scene, and the off switch.
+    pub(crate) settings: crate::settings::Resolved,
     /// The transactional guard's record table in the caller's database.
     #[cfg(feature = "sql")]
     pub(crate) tx: crate::txguard::TxTables,
@@ -235,6 +244,7 @@ impl Idem {
             tx_tables: crate::store::sql::TableNames::default(),
             detection: Detection::default(),
             raw_keys: false,
+            config: crate::settings::Config::default(),
         }
     }
 
@@ -295,10 +305,10 @@ impl Idem {
 
     /// Start-up check: the store is reachable and safe (tables exist, Redis does
     /// not evict), and every backstop constraint used so far, plus `extra`, exists
-    /// in the constraint catalog. Returns warnings; a missing piece is an error
-    /// naming it.
+    /// in the constraint catalog. Returns warnings (among them a disabled guard:
+    /// see [`IdemBuilder::disabled`]); a missing piece is an error naming it.
     pub async fn verify(&self, extra_backstops: &[&str]) -> Result<Vec<Warning>, Error> {
-        let warnings = self
+        let mut warnings = self
             .inner
             .exec
             .store
@@ -306,6 +316,9 @@ impl Idem {
             .await
             .map_err(|e| Error::Verify(format!("store `{}`: {e}", self.store_name())))?;
         self.inner.backstops.verify(extra_backstops).await?;
+        if self.is_disabled() {
+            warnings.push(Warning(crate::settings::DISABLED_WARNING.into()));
+        }
         Ok(warnings)
     }
 

@@ -27,6 +27,7 @@ pub mod policy;
 pub(crate) mod record;
 mod reply;
 mod scene;
+pub mod settings;
 #[cfg(feature = "sql")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
 pub mod state;

@@ -18,6 +18,9 @@ pub enum How {
     Backstop,
     /// The store was unavailable; the body ran under `degrade = "backstop"`.
     Degraded,
+    /// The guard is turned off (`IdemBuilder::disabled`): the body ran with no
+    /// claim and nothing was stored.
+    Unguarded,
 }
 
 impl How {
@@ -29,6 +32,7 @@ impl How {
             How::Waited => "waited",
             How::Backstop => "backstop",
             How::Degraded => "degraded",
+            How::Unguarded => "unguarded",
         }
     }
 }

@@ -19,6 +19,20 @@ pub enum Concurrency {
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
 /// Default claim life without renewal: 30 seconds.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// Default longest wait of a concurrent duplicate: 5 seconds, or the lease
+/// if that is shorter (the wait used to be the whole lease, 30 s by default).
+///
+/// Chosen for HTTP, where most duplicates come from: a double-click or a
+/// client retry should get the first call's result if it finishes soon, and
+/// otherwise an answer it can act on (`Error::InProgress`, the HTTP layer's
+/// `409` with `Retry-After`) well before the caller's own deadline: API
+/// gateways cut requests at 29–60 s (AWS API Gateway 29 s, ALB and nginx 60 s),
+/// browsers' and SDKs' retry timers commonly at 10–30 s, and a request thread
+/// parked 30 s per duplicate is how a retry storm exhausts a service. 5 s
+/// covers a typical body (tens to hundreds of milliseconds, a payment call of
+/// a few seconds) with room, and stays under every common timeout. Longer
+/// bodies set `wait` (or the configuration's `wait`) explicitly.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(5);
 /// The longest duration any setting accepts (ttl, lease, wait, `max_hold`, the
 /// operation timeout, the breaker cooldown): 3,650 days. Every store can represent
 /// `now + MAX_DURATION` (MySQL `DATETIME` ends in year 9999, millisecond and
@@ -41,7 +55,8 @@ pub struct Policy {
     /// How long a claim lives without renewal; renewed every `lease / 3` while the
     /// body runs, so it only lapses when the process dies or hangs past `max_hold`.
     pub lease: Duration,
-    /// How long a concurrent duplicate waits; `None` means `lease`.
+    /// How long a concurrent duplicate waits; `None` means [`DEFAULT_WAIT`]
+    /// (5 s) or the lease if shorter.
     pub wait: Option<Duration>,
     /// Renewal stops after this long, so a hung body cannot hold a key forever;
     /// `None` means 20 × `lease`.
@@ -80,7 +95,7 @@ impl Policy {
     pub(crate) fn wait_budget(&self) -> Duration {
         match self.concurrent {
             Concurrency::Reject => Duration::ZERO,
-            Concurrency::Wait => self.wait.unwrap_or(self.lease),
+            Concurrency::Wait => self.wait.unwrap_or(self.lease.min(DEFAULT_WAIT)),
         }
     }
 
@@ -94,6 +109,9 @@ impl Policy {
     pub fn validate(&self) -> Result<(), String> {
         if self.ttl.is_zero() || self.lease.is_zero() {
             return Err("ttl and lease must be greater than zero".into());
+        }
+        if self.max_hold.is_some_and(|d| d.is_zero()) {
+            return Err("max_hold must be greater than zero".into());
         }
         for (name, d) in [
             ("ttl", Some(self.ttl)),

@@ -53,6 +53,10 @@ mod redis_procs;
 mod redis_store;
 #[cfg(feature = "redis-tls")]
 mod redis_tls;
+mod settings;
+mod settings_disabled;
+#[cfg(feature = "axum")]
+mod settings_http;
 mod sim;
 mod state_cas;
 mod token;

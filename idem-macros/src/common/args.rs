@@ -9,7 +9,9 @@
 //! the macro's `validate.rs`, with the value helpers at the end of this file.
 //! Problems are recorded and parsing goes on, so every one is reported at once.
 
-use proc_macro2::{Span, TokenStream};
+#[cfg(test)]
+use proc_macro2::Span;
+use proc_macro2::TokenStream;
 use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, LitStr, Path};
@@ -166,104 +168,7 @@ fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
 
 /// Typed readers for [`Arg::set`]: `fn(value, option name) -> syn::Result<T>`,
 /// each error spanned at the value and showing the option's expected shape.
-pub(crate) mod read {
-    use super::*;
-    use crate::common::duration::DurationLit;
-    use syn::{ExprArray, LitInt};
-
-    /// `name = "..."`
-    pub(crate) fn string(value: &Expr, name: &str) -> syn::Result<LitStr> {
-        match value {
-            Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(s),
-                ..
-            }) => Ok(s.clone()),
-            other => Err(syn::Error::new(
-                other.span(),
-                format!("expected a string literal: `{name} = \"...\"`"),
-            )),
-        }
-    }
-
-    /// `name = "1h30m"`: read as a string, parsed at once, its problems
-    /// reported when the macro validates values (see [`DurationLit`]).
-    pub(crate) fn duration(value: &Expr, name: &str) -> syn::Result<DurationLit> {
-        string(value, name).map(DurationLit::new)
-    }
-
-    /// `name = 2`
-    pub(crate) fn int(value: &Expr, name: &str) -> syn::Result<LitInt> {
-        match value {
-            Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Int(i),
-                ..
-            }) => Ok(i.clone()),
-            other => Err(syn::Error::new(
-                other.span(),
-                format!("expected an integer: `{name} = 2`"),
-            )),
-        }
-    }
-
-    /// `name = my_function` or `name = Type::method`: a real path, never Rust
-    /// code inside a string (cached's record 0006).
-    pub(crate) fn path(value: &Expr, name: &str) -> syn::Result<Path> {
-        match value {
-            Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => Ok(p.path.clone()),
-            Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(s),
-                ..
-            }) => Err(syn::Error::new(
-                s.span(),
-                format!("expected a path, not a string: `{name} = {}`", s.value()),
-            )),
-            other => Err(syn::Error::new(
-                other.span(),
-                format!("expected a function path: `{name} = my_function`"),
-            )),
-        }
-    }
-
-    /// `tx = tx`: a parameter name.
-    pub(crate) fn param(value: &Expr, name: &str) -> syn::Result<Ident> {
-        match value {
-            Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
-                Ok(p.path.get_ident().cloned().expect("checked"))
-            }
-            other => Err(syn::Error::new(
-                other.span(),
-                format!("expected a parameter name: `{name} = tx`"),
-            )),
-        }
-    }
-
-    /// `name = <any expression>`, checked by rustc where it is used.
-    pub(crate) fn expr(value: &Expr, _name: &str) -> syn::Result<Expr> {
-        Ok(value.clone())
-    }
-
-    /// `name = [a, b]`: parameter names.
-    pub(crate) fn idents(value: &Expr, name: &str) -> syn::Result<Vec<Ident>> {
-        let bad = |span: Span| {
-            syn::Error::new(
-                span,
-                format!("expected a list of parameter names: `{name} = [cmd, amount]`"),
-            )
-        };
-        let Expr::Array(ExprArray { elems, .. }) = value else {
-            return Err(bad(value.span()));
-        };
-        elems
-            .iter()
-            .map(|e| match e {
-                Expr::Path(p) if p.qself.is_none() => {
-                    p.path.get_ident().cloned().ok_or_else(|| bad(e.span()))
-                }
-                other => Err(bad(other.span())),
-            })
-            .collect()
-    }
-}
+pub(crate) mod read;
 
 /// `option = "one"` of a fixed set of strings; `None` (recorded) for another.
 pub(crate) fn choice(
@@ -321,7 +226,7 @@ mod tests {
     #[derive(Default)]
     struct Demo {
         key: Option<Opt<LitStr>>,
-        lease: Option<Opt<crate::common::duration::DurationLit>>,
+        lease: Option<Opt<crate::common::duration::DurationArg>>,
         hook: Option<Opt<Path>>,
     }
 

@@ -134,26 +134,27 @@ pub(crate) fn some(v: impl ToTokens) -> TokenStream {
     quote!(::core::option::Option::Some(#v))
 }
 
-/// The duration options a spec writes, each only when the attribute wrote it:
-/// `lease: Duration::..,` for a required field, `wait: Some(Duration::..),` for an
-/// optional one. Every macro's spec lists its lease-like options through here.
-pub(crate) fn duration_fields(
-    required: &[(&str, Option<Duration>)],
-    optional: &[(&str, Option<Duration>)],
-) -> TokenStream {
+/// The literal durations a spec writes, each only when the attribute wrote it:
+/// `lease: Some(Duration::..),`. Every macro's spec lists its duration options
+/// through here; unwritten ones stay `None` (the handle's settings decide).
+pub(crate) fn duration_fields(fixed: &[(&str, Duration)]) -> TokenStream {
     let mut fields = TokenStream::new();
-    let field = |name: &str| syn::Ident::new(name, Span::call_site());
-    for (name, d) in required {
-        if let Some(d) = d {
-            let (name, d) = (field(name), duration(*d));
-            fields.extend(quote!(#name: #d,));
-        }
-    }
-    for (name, d) in optional {
-        if let Some(d) = d {
-            let (name, d) = (field(name), some(duration(*d)));
-            fields.extend(quote!(#name: #d,));
-        }
+    for (name, d) in fixed {
+        let (name, d) = (Ident::new(name, Span::call_site()), some(duration(*d)));
+        fields.extend(quote!(#name: #d,));
     }
     fields
+}
+
+/// The durations written as expressions → `.ttl(expr).wait(expr)`, hooks on
+/// the call evaluated each time it runs. Spanned at the expression: rustc
+/// reports a value that is not a `Duration` there.
+pub(crate) fn duration_hooks(dynamic: &[(&str, syn::Expr)]) -> TokenStream {
+    let mut hooks = TokenStream::new();
+    for (name, e) in dynamic {
+        let at = syn::spanned::Spanned::span(e);
+        let name = Ident::new(name, at);
+        hooks.extend(quote_spanned!(at=> .#name(#e)));
+    }
+    hooks
 }

@@ -9,6 +9,9 @@ use std::time::Duration;
 pub(crate) const TTL: Duration = Duration::from_secs(24 * 3600);
 /// `idem_runtime::policy::DEFAULT_LEASE`.
 pub(crate) const LEASE: Duration = Duration::from_secs(30);
+/// `idem_runtime::policy::DEFAULT_WAIT`: what the docs of `wait` promise.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) const WAIT: Duration = Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests {
@@ -21,8 +24,14 @@ mod tests {
         assert_eq!(super::LEASE, policy::DEFAULT_LEASE);
         // The expansion leaves these to `..Spec::DEFAULT`, so what the docs
         // and the macro assume about them must hold there too.
-        assert_eq!(Spec::DEFAULT.ttl, super::TTL);
-        assert_eq!(Spec::DEFAULT.lease, super::LEASE);
+        // Unwritten durations are `None` in the spec: the handle's settings,
+        // then `Policy::default()`, decide; the macro's copies must be those.
+        assert_eq!(Spec::DEFAULT.ttl, None);
+        assert_eq!(Spec::DEFAULT.lease, None);
+        let built_in = idem_runtime::Policy::default();
+        assert_eq!(built_in.ttl, super::TTL);
+        assert_eq!(built_in.lease, super::LEASE);
+        assert_eq!(super::WAIT, policy::DEFAULT_WAIT);
         // `concurrent = "wait"` is emitted as nothing: it must be the default.
         assert_eq!(Spec::DEFAULT.concurrent, Concurrency::Wait);
         // `max_hold` is emitted only when written; unwritten, the runtime's

@@ -3,84 +3,24 @@
 //! `2 days`, `90 sec`, `1week`): the format `humantime::parse_duration` and most
 //! configuration files accept, so a value can be copied from one to the other.
 //! Parsed at compile time; zero, a fraction of a millisecond or an unknown unit
-//! is an error.
+//! is an error. Any other expression (`ORDER_TTL`, `Duration::from_secs(60)`,
+//! `cfg.ttl()`) is a [`DurationArg::Expr`]: typed `Duration` by rustc at the
+//! user's span and checked by the runtime when the call runs.
 
 use std::time::Duration;
 
-use syn::LitStr;
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Expr, LitStr};
 
+use crate::common::args::Opt;
 use crate::common::errors::Errors;
 
-const UNITS: &str =
-    "`ms`, `s`, `m`, `h` or `d` (or humantime's `sec`, `min`, `hours`, `days`, `weeks`, …)";
-
-/// Nanoseconds per unit, with humantime's names (a month is 30.44 days and a
-/// year 365.25 days, as humantime counts them).
-fn unit_nanos(unit: &str) -> Option<u128> {
-    const S: u128 = 1_000_000_000;
-    Some(match unit {
-        "nanos" | "nsec" | "ns" => 1,
-        "usec" | "us" => 1_000,
-        "millis" | "msec" | "ms" => 1_000_000,
-        "seconds" | "second" | "secs" | "sec" | "s" => S,
-        "minutes" | "minute" | "mins" | "min" | "m" => 60 * S,
-        "hours" | "hour" | "hrs" | "hr" | "h" => 3_600 * S,
-        "days" | "day" | "d" => 86_400 * S,
-        "weeks" | "week" | "w" => 7 * 86_400 * S,
-        "months" | "month" | "M" => 2_630_016 * S,
-        "years" | "year" | "y" => 31_557_600 * S,
-        _ => return None,
-    })
-}
-
-/// Parses a duration; the error is a complete message for the value's span.
-pub(crate) fn parse(text: &str) -> Result<Duration, String> {
-    let malformed = || {
-        format!(
-            "invalid duration `{text}`: expected numbers each followed by {UNITS}, e.g. `30s` or `1h 30m`"
-        )
-    };
-    let too_large = || format!("duration `{text}` is too large");
-    let mut total: u128 = 0;
-    let mut rest = text.trim_start();
-    if rest.is_empty() {
-        return Err(malformed());
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        if digits == 0 {
-            return Err(malformed());
-        }
-        let n: u64 = rest[..digits].parse().map_err(|_| too_large())?;
-        rest = rest[digits..].trim_start();
-        let unit_len = rest
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(rest.len());
-        let per = unit_nanos(&rest[..unit_len]).ok_or_else(malformed)?;
-        rest = rest[unit_len..].trim_start();
-        total = u128::from(n)
-            .checked_mul(per)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(too_large)?;
-    }
-    if total == 0 {
-        return Err(format!("duration `{text}` must be greater than zero"));
-    }
-    if !total.is_multiple_of(1_000_000) {
-        return Err(format!(
-            "duration `{text}` is not a whole number of milliseconds"
-        ));
-    }
-    let ms = u64::try_from(total / 1_000_000).map_err(|_| too_large())?;
-    // Past ~31 years a lease or ttl is a mistake, and larger values overflow
-    // the stores' microsecond arithmetic.
-    if ms > 1_000 * 31_557_600 * 31 {
-        return Err(too_large());
-    }
-    Ok(Duration::from_millis(ms))
-}
+/// The parser the runtime's configuration uses too: one grammar, one file.
+#[path = "../../../idem-runtime/src/settings/text.rs"]
+#[allow(unreachable_pub, dead_code)]
+mod text;
+pub(crate) use text::parse;
 
 /// A duration option as written: the literal (for spans) and its parse. The
 /// options are read first and values judged later, so a malformed duration is
@@ -107,6 +47,68 @@ impl DurationLit {
     }
 }
 
+/// A duration option as written: a string literal (parsed now) or an
+/// expression of type `Duration` (evaluated per call, checked at run time).
+#[derive(Debug)]
+pub(crate) enum DurationArg {
+    Lit(DurationLit),
+    Expr(Expr),
+}
+
+impl DurationArg {
+    /// The literal's duration (`None` for an expression, or a malformed
+    /// literal, recorded).
+    pub(crate) fn get(&self, errors: &mut Errors) -> Option<Duration> {
+        match self {
+            DurationArg::Lit(l) => l.get(errors),
+            DurationArg::Expr(_) => None,
+        }
+    }
+
+    /// The value's span, for messages comparing it with another option.
+    pub(crate) fn span(&self) -> Span {
+        match self {
+            DurationArg::Lit(l) => l.lit.span(),
+            DurationArg::Expr(e) => e.span(),
+        }
+    }
+}
+
+/// An option's value, if written.
+pub(crate) fn written(opt: &Option<Opt<DurationArg>>) -> Option<&DurationArg> {
+    opt.as_ref().map(|o| &o.value)
+}
+
+/// The duration options of one macro as codegen needs them: literals go into
+/// the static spec, expressions become per-call hooks (`.ttl(expr)`).
+#[derive(Debug, Default)]
+pub(crate) struct Durations {
+    /// `(option, value)` of every literal written.
+    pub(crate) fixed: Vec<(&'static str, Duration)>,
+    /// `(option, expression)` of every expression written.
+    pub(crate) dynamic: Vec<(&'static str, Expr)>,
+}
+
+impl Durations {
+    /// Sorts the options written: `(name, option, its literal value if valid)`.
+    pub(crate) fn of(opts: &[(&'static str, Option<&DurationArg>, Option<Duration>)]) -> Self {
+        let mut out = Durations::default();
+        for (name, arg, value) in opts {
+            match (arg, value) {
+                (Some(DurationArg::Expr(e)), _) => out.dynamic.push((name, e.clone())),
+                (Some(DurationArg::Lit(_)), Some(d)) => out.fixed.push((name, *d)),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Was every one of `names` written as a literal?
+    pub(crate) fn all_fixed(&self, names: &[&str]) -> bool {
+        names.iter().all(|n| self.fixed.iter().any(|(f, _)| f == n))
+    }
+}
+
 /// Renders a duration the way users write it, for messages (`90s` → `1m30s`).
 pub(crate) fn display(d: Duration) -> String {
     let mut ms = d.as_millis();
@@ -129,64 +131,6 @@ pub(crate) fn display(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn units() {
-        assert_eq!(parse("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse("24h"), Ok(Duration::from_secs(86_400)));
-        assert_eq!(parse("7d"), Ok(Duration::from_secs(7 * 86_400)));
-        assert_eq!(parse("1h30m"), Ok(Duration::from_secs(5_400)));
-    }
-
-    #[test]
-    fn humantime_grammar() {
-        assert_eq!(parse("1h 30m"), Ok(Duration::from_secs(5_400)));
-        assert_eq!(parse("24 hours"), Ok(Duration::from_secs(86_400)));
-        assert_eq!(
-            parse("2days 3hrs"),
-            Ok(Duration::from_secs(2 * 86_400 + 3 * 3_600))
-        );
-        assert_eq!(parse("90 sec"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse("1week"), Ok(Duration::from_secs(7 * 86_400)));
-        assert_eq!(parse("1500000us"), Ok(Duration::from_millis(1_500)));
-        assert_eq!(parse("1month"), Ok(Duration::from_secs(2_630_016)));
-        assert_eq!(parse(" 5 min "), Ok(Duration::from_secs(300)));
-    }
-
-    #[test]
-    fn zero_and_malformed_are_errors() {
-        for bad in [
-            "",
-            "0s",
-            "0ms0s",
-            "s",
-            "10",
-            "1.5h",
-            "10x",
-            "-1s",
-            "1h30",
-            "h1",
-            "3 parsecs",
-            "1h,30m",
-            "500us",
-        ] {
-            assert!(parse(bad).is_err(), "{bad:?} accepted");
-        }
-        assert!(parse("0s").unwrap_err().contains("greater than zero"));
-        assert!(
-            parse("99999999999999999999d")
-                .unwrap_err()
-                .contains("too large")
-        );
-        assert!(parse("999999999999999d").unwrap_err().contains("too large"));
-        assert!(
-            parse("500us")
-                .unwrap_err()
-                .contains("whole number of milliseconds")
-        );
-    }
 
     #[test]
     fn displays_like_input() {

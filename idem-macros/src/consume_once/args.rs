@@ -46,7 +46,7 @@ pub(crate) fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Ar
         "consumer" => arg.set(&mut a.consumer, read::string),
         "msg_type" => arg.set(&mut a.msg_type, read::string),
         "log" => arg.set(&mut a.log, read::string),
-        "retention" => arg.set(&mut a.retention, read::duration),
+        "retention" => arg.set(&mut a.retention, read::duration_lit),
         "handle" => arg.set(&mut a.handle, read::expr),
         "crate" => arg.set(&mut a.krate, read::string),
         _ => arg.unknown(),

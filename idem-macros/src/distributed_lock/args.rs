@@ -3,7 +3,7 @@
 use syn::{Expr, LitStr};
 
 use crate::common::args::{self, Opt, Table, read};
-use crate::common::duration::DurationLit;
+use crate::common::duration::DurationArg;
 use crate::common::errors::Errors;
 
 /// The macro's name and every option, in documentation order.
@@ -16,9 +16,9 @@ pub(crate) const TABLE: Table = Table {
 #[derive(Default, Debug)]
 pub(crate) struct Args {
     pub(crate) key: Option<Opt<LitStr>>,
-    pub(crate) lease: Option<Opt<DurationLit>>,
-    pub(crate) wait: Option<Opt<DurationLit>>,
-    pub(crate) max_hold: Option<Opt<DurationLit>>,
+    pub(crate) lease: Option<Opt<DurationArg>>,
+    pub(crate) wait: Option<Opt<DurationArg>>,
+    pub(crate) max_hold: Option<Opt<DurationArg>>,
     pub(crate) handle: Option<Opt<Expr>>,
     pub(crate) krate: Option<Opt<LitStr>>,
 }
@@ -57,7 +57,10 @@ mod tests {
             &mut errors,
         );
         assert!(errors.is_empty());
-        assert_eq!(a.lease.unwrap().value.lit.value(), "3s");
+        assert_eq!(
+            a.lease.unwrap().value.get(&mut Errors::default()),
+            Some(std::time::Duration::from_secs(3))
+        );
         assert!(a.wait.is_some() && a.max_hold.is_some() && a.handle.is_some());
         let mut errors = Errors::default();
         parse(quote!(key = "lock:o:<id>", ttl = "1h"), &mut errors);

@@ -6,7 +6,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::validate::Plan;
-use crate::common::codegen::{self, duration_fields};
+use crate::common::codegen::{self, duration_fields, duration_hooks};
 use crate::common::item::ItemFn;
 
 /// `#[distributed_lock(..)] async fn f(..) -> R { body }` →
@@ -28,6 +28,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     if let Some(h) = &plan.handle {
         hooks.extend(quote_spanned!(h.span()=> .handle(#h)));
     }
+    hooks.extend(duration_hooks(&plan.durations.dynamic));
     let (mut cell, mut take) = (TokenStream::new(), TokenStream::new());
     if let Some((fence, mutable)) = &plan.fence {
         (cell, take) = codegen::fence_binding(&krate, fence, *mutable);
@@ -64,12 +65,9 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
     let function = format!("::{}", plan.item.sig.ident);
     let template = &plan.key.template;
     let scene = &plan.key.scene;
-    let fields = duration_fields(
-        &[("lease", plan.lease)],
-        &[("wait", plan.wait), ("max_hold", plan.max_hold)],
-    );
+    let fields = duration_fields(&plan.durations.fixed);
     // With every option written, `..DEFAULT` would be a needless update (clippy).
-    let rest = if plan.lease.is_some() && plan.wait.is_some() && plan.max_hold.is_some() {
+    let rest = if plan.durations.all_fixed(&["lease", "wait", "max_hold"]) {
         TokenStream::new()
     } else {
         quote!(..#krate::__private::LockSpec::DEFAULT)

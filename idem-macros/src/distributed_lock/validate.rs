@@ -1,15 +1,13 @@
 //! Decides whether a `#[distributed_lock]` makes sense for this function and
 //! turns it into a [`Plan`]. Every problem is recorded at its own span.
 
-use std::time::Duration;
-
 use proc_macro2::Span;
 use syn::{Expr, Ident, Path, Type};
 
 use super::args::{Args, TABLE};
 use crate::common::args::{Opt, crate_path};
 use crate::common::defaults;
-use crate::common::duration::{self, DurationLit};
+use crate::common::duration::{self, DurationArg, Durations};
 use crate::common::errors::Errors;
 use crate::common::item::{self, ItemFn};
 use crate::common::key::{self, Key};
@@ -20,10 +18,10 @@ pub(crate) struct Plan<'a> {
     pub(crate) item: &'a ItemFn,
     pub(crate) krate: Option<Path>,
     pub(crate) key: Key,
-    /// `None`: the runtime defaults (lease 30 s, wait = lease, max_hold 20 × lease).
-    pub(crate) lease: Option<Duration>,
-    pub(crate) wait: Option<Duration>,
-    pub(crate) max_hold: Option<Duration>,
+    /// `lease`, `wait`, `max_hold` as written (literals for the spec,
+    /// expressions for per-call hooks); unwritten, the handle's settings and
+    /// then the runtime defaults (30 s, 5 s or the lease, 20 × lease).
+    pub(crate) durations: Durations,
     pub(crate) handle: Option<Expr>,
     pub(crate) ret: &'a Type,
     /// The `idem::Fence` parameter and whether it was declared `mut`.
@@ -49,7 +47,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         }
         Some(Opt { value, .. }) => key::resolve(value, &params, "key template", errors),
     };
-    let get = |opt: &Option<Opt<DurationLit>>, errors: &mut Errors| opt.as_ref()?.value.get(errors);
+    let get = |opt: &Option<Opt<DurationArg>>, errors: &mut Errors| opt.as_ref()?.value.get(errors);
     let lease = get(&args.lease, errors);
     let wait = get(&args.wait, errors);
     let max_hold = get(&args.max_hold, errors);
@@ -68,7 +66,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
             None => "the default `lease`",
         };
         errors.at(
-            m.value.lit.span(),
+            m.value.span(),
             format!(
                 "`max_hold` ({}) must be longer than {lease_name} ({}): renewal stops at `max_hold`, so the lock could never be renewed",
                 duration::display(hold),
@@ -76,6 +74,12 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
             ),
         );
     }
+    let arg = duration::written;
+    let durations = Durations::of(&[
+        ("lease", arg(&args.lease), lease),
+        ("wait", arg(&args.wait), wait),
+        ("max_hold", arg(&args.max_hold), max_hold),
+    ]);
     let krate = crate_path(args.krate.as_ref(), errors);
     let ret = ret?;
     if !errors.is_empty() {
@@ -85,9 +89,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         item,
         krate,
         key,
-        lease,
-        wait,
-        max_hold,
+        durations,
         handle: args.handle.map(|o| o.value),
         ret,
         fence: params.fence,

@@ -4,7 +4,7 @@
 use syn::{Expr, Ident, LitInt, LitStr, Path};
 
 use crate::common::args::{self, Opt, Table, read};
-use crate::common::duration::DurationLit;
+use crate::common::duration::DurationArg;
 use crate::common::errors::Errors;
 
 /// The macro's name and every option, in documentation order.
@@ -34,10 +34,10 @@ pub(crate) const TABLE: Table = Table {
 #[derive(Default, Debug)]
 pub(crate) struct Args {
     pub(crate) key: Option<Opt<LitStr>>,
-    pub(crate) ttl: Option<Opt<DurationLit>>,
-    pub(crate) lease: Option<Opt<DurationLit>>,
-    pub(crate) wait: Option<Opt<DurationLit>>,
-    pub(crate) max_hold: Option<Opt<DurationLit>>,
+    pub(crate) ttl: Option<Opt<DurationArg>>,
+    pub(crate) lease: Option<Opt<DurationArg>>,
+    pub(crate) wait: Option<Opt<DurationArg>>,
+    pub(crate) max_hold: Option<Opt<DurationArg>>,
     pub(crate) concurrent: Option<Opt<LitStr>>,
     pub(crate) fingerprint: Option<Opt<Vec<Ident>>>,
     pub(crate) version: Option<Opt<LitInt>>,
@@ -108,7 +108,10 @@ mod tests {
         ));
         assert_eq!(e, "");
         assert_eq!(a.key.unwrap().value.value(), "k:<a>");
-        assert_eq!(a.max_hold.unwrap().value.lit.value(), "10m");
+        assert_eq!(
+            a.max_hold.unwrap().value.get(&mut Errors::default()),
+            Some(std::time::Duration::from_secs(600))
+        );
         assert_eq!(a.fingerprint.unwrap().value.len(), 2);
         assert_eq!(a.version.unwrap().value.base10_digits(), "3");
         assert!(a.terminal.is_some() && a.handle.is_some() && a.krate.is_some());

@@ -8,7 +8,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::validate::Plan;
-use crate::common::codegen::{self, duration_fields, some};
+use crate::common::codegen::{self, duration_fields, duration_hooks, some};
 use crate::common::item::ItemFn;
 
 /// `#[idempotent(..)] async fn f(..) -> R { body }` →
@@ -46,10 +46,7 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
     let function = format!("::{}", plan.item.sig.ident);
     let template = &plan.key.template;
     let scene = &plan.key.scene;
-    let mut fields = duration_fields(
-        &[("ttl", plan.ttl), ("lease", plan.lease)],
-        &[("wait", plan.wait), ("max_hold", plan.max_hold)],
-    );
+    let mut fields = duration_fields(&plan.durations.fixed);
     if plan.reject {
         fields.extend(quote!(concurrent: #krate::__private::Concurrency::Reject,));
     }
@@ -78,12 +75,14 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
     }
 }
 
-/// The hooks every guarded call may have: `.handle(h)`, `.fingerprint_with(..)`.
+/// The hooks every guarded call may have: `.handle(h)`, `.ttl(expr)` (the
+/// durations written as expressions), `.fingerprint_with(..)`.
 fn common_hooks(plan: &Plan<'_>) -> TokenStream {
     let mut hooks = TokenStream::new();
     if let Some(h) = &plan.handle {
         hooks.extend(quote_spanned!(h.span()=> .handle(#h)));
     }
+    hooks.extend(duration_hooks(&plan.durations.dynamic));
     if !plan.fingerprint.is_empty() {
         let adds = plan
             .fingerprint

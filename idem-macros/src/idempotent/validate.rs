@@ -3,15 +3,13 @@
 //! the first one. Messages come out in a fixed order: the signature, the key,
 //! durations, then the other options.
 
-use std::time::Duration;
-
 use proc_macro2::Span;
 use syn::{Expr, Ident, LitStr, Path, Type};
 
 use super::args::{Args, TABLE};
 use crate::common::args::{Opt, choice, crate_path};
 use crate::common::defaults;
-use crate::common::duration::{self, DurationLit};
+use crate::common::duration::{self, DurationArg, Durations};
 use crate::common::errors::Errors;
 use crate::common::item::{self, ItemFn};
 use crate::common::key::{self, Key, KeyPiece};
@@ -23,12 +21,11 @@ pub(crate) struct Plan<'a> {
     /// `crate = "path"`; `None`: `::idem`.
     pub(crate) krate: Option<Path>,
     pub(crate) key: Key,
-    /// `None`: the runtime default (24h); likewise `lease` (30s), `wait` (the
-    /// lease), `max_hold` (20 × lease) and `version` (1).
-    pub(crate) ttl: Option<Duration>,
-    pub(crate) lease: Option<Duration>,
-    pub(crate) wait: Option<Duration>,
-    pub(crate) max_hold: Option<Duration>,
+    /// `ttl`, `lease`, `wait`, `max_hold` as written: literals for the spec,
+    /// expressions for per-call hooks. Unwritten, the handle's settings and
+    /// then the runtime defaults apply (24h, 30s, 5s or the lease, 20 × lease);
+    /// `version`'s default is 1.
+    pub(crate) durations: Durations,
     pub(crate) reject: bool,
     pub(crate) version: Option<u32>,
     pub(crate) backstop: Option<LitStr>,
@@ -78,12 +75,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         }
         Some(Opt { value, .. }) => key::resolve(value, &params, "key template", errors),
     };
-    let Durations {
-        ttl,
-        lease,
-        wait,
-        max_hold,
-    } = durations(&args, errors);
+    let durations = durations(&args, errors);
 
     // Enumerated strings and numbers.
     let reject = args
@@ -170,10 +162,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         item,
         krate,
         key,
-        ttl,
-        lease,
-        wait,
-        max_hold,
+        durations,
         reject,
         version,
         backstop: args.backstop.map(|o| o.value),
@@ -192,18 +181,12 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     })
 }
 
-/// The durations as written (`None`: not written, or malformed and recorded).
-struct Durations {
-    ttl: Option<Duration>,
-    lease: Option<Duration>,
-    wait: Option<Duration>,
-    max_hold: Option<Duration>,
-}
-
 /// Parses the durations and checks them against each other, filling in the
-/// runtime defaults (`common/defaults.rs`) for the ones not written.
+/// runtime defaults (`common/defaults.rs`) for the ones not written. A value
+/// written as an expression is unknown until run time: nothing is compared
+/// with it here (the runtime does, `Error::Config` naming the function).
 fn durations(args: &Args, errors: &mut Errors) -> Durations {
-    let get = |opt: &Option<Opt<DurationLit>>, errors: &mut Errors| opt.as_ref()?.value.get(errors);
+    let get = |opt: &Option<Opt<DurationArg>>, errors: &mut Errors| opt.as_ref()?.value.get(errors);
     let ttl = get(&args.ttl, errors);
     let lease = get(&args.lease, errors);
     let wait = get(&args.wait, errors);
@@ -226,7 +209,7 @@ fn durations(args: &Args, errors: &mut Errors) -> Durations {
     {
         match (&args.lease, &args.ttl) {
             (Some(l), _) => errors.at(
-                l.value.lit.span(),
+                l.value.span(),
                 format!(
                     "`lease` ({}) must be shorter than `ttl` ({}): a result must outlive the claim that produced it",
                     show(lease_v),
@@ -234,7 +217,7 @@ fn durations(args: &Args, errors: &mut Errors) -> Durations {
                 ),
             ),
             (None, Some(t)) => errors.at(
-                t.value.lit.span(),
+                t.value.span(),
                 format!(
                     "`ttl` ({}) must be longer than the default `lease` ({}); set a shorter `lease` as well",
                     show(ttl_v),
@@ -254,7 +237,7 @@ fn durations(args: &Args, errors: &mut Errors) -> Durations {
             None => "the default `lease`",
         };
         errors.at(
-            m.value.lit.span(),
+            m.value.span(),
             format!(
                 "`max_hold` ({}) must not be shorter than {lease_name} ({}): renewal stops at `max_hold`, so the claim could never be renewed",
                 show(hold),
@@ -262,12 +245,13 @@ fn durations(args: &Args, errors: &mut Errors) -> Durations {
             ),
         );
     }
-    Durations {
-        ttl,
-        lease,
-        wait,
-        max_hold,
-    }
+    let arg = duration::written;
+    Durations::of(&[
+        ("ttl", arg(&args.ttl), ttl),
+        ("lease", arg(&args.lease), lease),
+        ("wait", arg(&args.wait), wait),
+        ("max_hold", arg(&args.max_hold), max_hold),
+    ])
 }
 
 #[cfg(test)]
@@ -327,5 +311,41 @@ mod tests {
             e.contains("`lease` (2d) must be shorter than `ttl` (1d)"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn expressions_are_not_compared_at_compile_time() {
+        // Unknown until run time: the runtime checks them (`Error::Config`).
+        for ok in [
+            r#"key = "k:<id>", ttl = TTL, lease = "2d""#,
+            r#"key = "k:<id>", ttl = "10s", lease = cfg.lease()"#,
+            r#"key = "k:<id>", lease = Duration::from_secs(10), max_hold = "5s""#,
+            r#"key = "k:<id>", wait = WAIT, concurrent = "wait""#,
+        ] {
+            assert_eq!(check(ok), "", "{ok}");
+        }
+        // A literal is still compared with the other literals and defaults.
+        let e = check(r#"key = "k:<id>", ttl = "10s", wait = W"#);
+        assert!(e.contains("must be longer than the default `lease`"), "{e}");
+        let e = check(r#"key = "k:<id>", ttl = 30"#);
+        assert!(e.contains("a duration needs a unit"), "{e}");
+    }
+
+    #[test]
+    fn literals_go_to_the_spec_and_expressions_to_hooks() {
+        let mut errors = Errors::default();
+        let args = super::super::args::parse(
+            r#"key = "k:<id>", ttl = "1h", lease = LEASE, max_hold = "1h""#
+                .parse()
+                .unwrap(),
+            &mut errors,
+        );
+        let item: ItemFn =
+            syn::parse_str("async fn f(id: u64) -> Result<u64, E> { Ok(id) }").unwrap();
+        let plan = validate(args, &item, &mut errors).expect("valid");
+        let fixed: Vec<&str> = plan.durations.fixed.iter().map(|(n, _)| *n).collect();
+        let dynamic: Vec<&str> = plan.durations.dynamic.iter().map(|(n, _)| *n).collect();
+        assert_eq!(fixed, ["ttl", "max_hold"]);
+        assert_eq!(dynamic, ["lease"]);
     }
 }

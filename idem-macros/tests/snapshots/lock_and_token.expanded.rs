@@ -7,7 +7,7 @@ pub async fn deduct(
         function: ::core::concat!(::core::module_path!(), "::deduct"),
         template: "lock:deduct:order:<order_no>",
         scene: "lock:deduct:order",
-        lease: ::core::time::Duration::from_secs(3),
+        lease: ::core::option::Option::Some(::core::time::Duration::from_secs(3)),
         wait: ::core::option::Option::Some(::core::time::Duration::from_millis(500)),
         max_hold: ::core::option::Option::Some(::core::time::Duration::from_secs(60)),
     };

@@ -9,7 +9,7 @@ impl Payments {
             function: ::core::concat!(::core::module_path!(), "::charge"),
             template: "pay:<self.merchant>:<cmd.order_no>",
             scene: "pay",
-            lease: ::core::time::Duration::from_secs(10),
+            lease: ::core::option::Option::Some(::core::time::Duration::from_secs(10)),
             wait: ::core::option::Option::Some(::core::time::Duration::from_secs(2)),
             ..::idem::__private::Spec::DEFAULT
         };

@@ -8,7 +8,7 @@ pub async fn create_order(
         function: ::core::concat!(::core::module_path!(), "::create_order"),
         template: "order-create:<user_id>:<req_id>",
         scene: "order-create",
-        ttl: ::core::time::Duration::from_secs(86_400),
+        ttl: ::core::option::Option::Some(::core::time::Duration::from_secs(86_400)),
         backstop: ::core::option::Option::Some("uk_order_no"),
         ..::idem::__private::Spec::DEFAULT
     };

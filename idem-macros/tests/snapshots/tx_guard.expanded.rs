@@ -9,7 +9,7 @@ pub async fn refund(
         function: ::core::concat!(::core::module_path!(), "::refund"),
         template: "refund:<order_no>:<refund_id>",
         scene: "refund",
-        ttl: ::core::time::Duration::from_secs(604_800),
+        ttl: ::core::option::Option::Some(::core::time::Duration::from_secs(604_800)),
         ..::idem::__private::Spec::DEFAULT
     };
     let __idem_key = ::idem::__private::KeyBuf::new(&__IDEM_SPEC)

@@ -92,6 +92,10 @@ impl Call<'_> {
             Ok(fp) => fp,
             Err(e) => return (CallOutcome::Failed.into(), Err(Error::codec(key, e).into())),
         };
+        if self.idem.is_disabled() {
+            // Boxed: a cold path kept out of every call's future.
+            return Box::pin(unguarded(body)).await;
+        }
         let owner = Owner::random();
         let budget = self.policy.op_budget(exec.op_timeout);
         let mut unclaimed = ReleaseOnDrop::new(exec, key, owner, self.policy.lease);
@@ -219,4 +223,18 @@ impl Call<'_> {
         }
         Ok(())
     }
+}
+
+/// The guard is off (`IdemBuilder::disabled`): the body runs as if unguarded,
+/// nothing is claimed or stored, and the call is counted as `unguarded`
+/// whatever the body returns, so the series shows every call it let through.
+async fn unguarded<T, E, B, Fut>(body: B) -> Step<T, E>
+where
+    B: FnOnce(Fence) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let out = body(Fence::NONE)
+        .await
+        .map(|v| Outcome::new(v, How::Unguarded, Fence::NONE).with_stored(false));
+    (CallOutcome::Unguarded.into(), out)
 }

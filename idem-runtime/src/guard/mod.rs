@@ -64,17 +64,24 @@ impl Idem {
     /// or starts with it as a `:` segment makes the later of the two fail with
     /// `Error::SceneConflict`.
     pub fn guard(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Guard<'_> {
-        self.guard_key(self.key(scene, parts))
+        // The configuration names scenes as written, not as escaped in keys.
+        self.start_guard(self.key(scene, parts), self.settings().policy(scene))
     }
 
     /// Starts a guarded call with a key rendered by [`Idem::key`] (another
     /// namespace's key is refused at `run` with `Error::Config`). Same scene
     /// rules as [`Idem::guard`].
     pub fn guard_key(&self, key: Key) -> Guard<'_> {
+        let policy = self.settings().policy(key.scene());
+        self.start_guard(key, policy)
+    }
+
+    /// A guard starting from `policy` (the configured settings of its scene).
+    fn start_guard(&self, key: Key, policy: Policy) -> Guard<'_> {
         Guard {
             idem: self,
+            policy,
             key,
-            policy: Policy::default(),
             fingerprint: Ok(Fingerprint::NONE),
             technique: crate::observe::Technique::Idempotent,
             fenced: true,
@@ -87,7 +94,8 @@ impl Guard<'_> {
     pub fn key(&self) -> &Key {
         &self.key
     }
-    /// Result replay window (default 24 h).
+    /// Result replay window (default 24 h). Every setting written here wins
+    /// over the handle's configuration (see [`crate::settings`]).
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.policy.ttl = ttl;
         self
@@ -97,7 +105,8 @@ impl Guard<'_> {
         self.policy.lease = lease;
         self
     }
-    /// How long a concurrent duplicate waits (default: the lease).
+    /// How long a concurrent duplicate waits (default 5 s, or the lease if shorter:
+    /// [`DEFAULT_WAIT`](crate::policy::DEFAULT_WAIT)).
     pub fn wait(mut self, wait: Duration) -> Self {
         self.policy.wait = Some(wait);
         self

@@ -10,7 +10,7 @@ use super::problem::DEFAULT_RETRY_AFTER;
 use super::service::Idempotency;
 use super::stored::DEFAULT_STORED_BODY_LIMIT;
 use crate::handle::Idem;
-use crate::policy::{Concurrency, Policy};
+use crate::policy::Concurrency;
 
 /// What the request fingerprint covers (all by default). A retry whose
 /// fingerprint differs from the first request's is answered `422`.
@@ -42,7 +42,11 @@ type StatusFn = dyn Fn(StatusCode) -> bool + Send + Sync;
 pub(super) struct Settings {
     pub(super) scene: String,
     pub(super) required: bool,
-    pub(super) policy: Policy,
+    /// The durations set on the layer; unset ones come from the handle's
+    /// configuration for the layer's scene (see `idem::settings`).
+    pub(super) durations: crate::settings::Settings,
+    /// Wait for or reject concurrent duplicates.
+    pub(super) concurrent: Concurrency,
     pub(super) retry_after: Duration,
     pub(super) scope: Option<Arc<ScopeFn>>,
     pub(super) fingerprint: Fingerprinted,
@@ -69,7 +73,8 @@ impl fmt::Debug for IdempotencyLayer {
         f.debug_struct("IdempotencyLayer")
             .field("scene", &s.scene)
             .field("required", &s.required)
-            .field("policy", &s.policy)
+            .field("durations", &s.durations)
+            .field("concurrent", &s.concurrent)
             .field("fingerprint", &s.fingerprint)
             .field("replay_headers", &s.replay_headers)
             .finish_non_exhaustive()
@@ -78,7 +83,9 @@ impl fmt::Debug for IdempotencyLayer {
 
 impl IdempotencyLayer {
     /// A layer on `idem`'s store: scene `http`, key required, 24 h replay
-    /// window, 30 s lease, duplicates wait for the first request, `5xx`
+    /// window, 30 s lease, duplicates wait up to 5 s for the first request
+    /// (the durations the layer does not set come from the handle's
+    /// configuration for its scene, then these defaults), `5xx`
     /// released, keys up to 255 bytes, request bodies up to 1 MiB, response
     /// bodies stored up to 256 KiB, `Content-Type` and `Location` replayed.
     pub fn new(idem: Idem) -> Self {
@@ -87,7 +94,8 @@ impl IdempotencyLayer {
             settings: Arc::new(Settings {
                 scene: "http".into(),
                 required: true,
-                policy: Policy::default(),
+                durations: crate::settings::Settings::NONE,
+                concurrent: Concurrency::Wait,
                 retry_after: DEFAULT_RETRY_AFTER,
                 scope: None,
                 fingerprint: Fingerprinted::default(),
@@ -130,23 +138,23 @@ impl IdempotencyLayer {
 
     /// How long a response is replayed (default 24 h).
     pub fn ttl(self, ttl: Duration) -> Self {
-        self.with(|s| s.policy.ttl = ttl)
+        self.with(|s| s.durations.ttl = Some(ttl))
     }
 
     /// Claim life without renewal (default 30 s; renewed while the handler runs).
     pub fn lease(self, lease: Duration) -> Self {
-        self.with(|s| s.policy.lease = lease)
+        self.with(|s| s.durations.lease = Some(lease))
     }
 
-    /// How long a concurrent duplicate waits for the first request (default:
-    /// the lease); past it, `409`.
+    /// How long a concurrent duplicate waits for the first request (default
+    /// 5 s, or the lease if shorter); past it, `409`.
     pub fn wait(self, wait: Duration) -> Self {
-        self.with(|s| s.policy.wait = Some(wait))
+        self.with(|s| s.durations.wait = Some(wait))
     }
 
     /// Concurrent duplicates get `409` with `Retry-After` at once.
     pub fn reject_concurrent(self) -> Self {
-        self.with(|s| s.policy.concurrent = Concurrency::Reject)
+        self.with(|s| s.concurrent = Concurrency::Reject)
     }
 
     /// The `Retry-After` of a `409` (default 1 s; rounded up to whole seconds).

@@ -193,11 +193,13 @@ where
             .then(|| parts.uri.path_and_query().map_or("/", |p| p.as_str())),
         body: over.body.then_some(Raw(&bytes)),
     };
-    let guard = idem
+    // Starts from the handle's settings for the scene; the layer's own win.
+    let mut guard = idem
         .guard(&cfg.scene, &[&scope, &key])
-        .policy(cfg.policy.clone())
+        .concurrent(cfg.concurrent)
         .fingerprint(&payload)
         .technique(Technique::Http);
+    cfg.durations.apply(&mut guard.policy);
     let req = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
     // The first response keeps all its headers; only its stored copy is trimmed.
     let mut first: Option<(http::response::Parts, Bytes)> = None;

@@ -49,7 +49,8 @@ pub struct LockPolicy {
     /// Life of the lock without renewal (default 30 s).
     pub lease: Duration,
     /// How long a caller waits for a busy lock before `Error::LockBusy`
-    /// (default: the lease; zero tries once).
+    /// (default: [`DEFAULT_WAIT`](crate::policy::DEFAULT_WAIT), 5 s, or the
+    /// lease if shorter; zero tries once).
     pub wait: Option<Duration>,
     /// Upper bound on renewal for a hung body (default 20 × lease); must be
     /// longer than the lease.
@@ -68,7 +69,8 @@ impl Default for LockPolicy {
 
 impl LockPolicy {
     pub(crate) fn wait_budget(&self) -> Duration {
-        self.wait.unwrap_or(self.lease)
+        self.wait
+            .unwrap_or(self.lease.min(crate::policy::DEFAULT_WAIT))
     }
 
     pub(crate) fn max_hold(&self) -> Duration {
@@ -136,15 +138,20 @@ impl Idem {
     /// same key builder as [`Idem::guard`]; keep lock scenes apart from guard
     /// scenes, e.g. with a `lock:` prefix).
     pub fn lock(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Lock<'_> {
-        self.lock_key(self.key(scene, parts))
+        // The configuration names scenes as written, not as escaped in keys.
+        Lock {
+            idem: self,
+            policy: self.settings().lock_policy(scene),
+            key: self.key(scene, parts),
+        }
     }
 
     /// Starts a lock on a key rendered by [`Idem::key`].
     pub fn lock_key(&self, key: Key) -> Lock<'_> {
         Lock {
             idem: self,
+            policy: self.settings().lock_policy(key.scene()),
             key,
-            policy: LockPolicy::default(),
         }
     }
 }
@@ -159,7 +166,8 @@ impl Lock<'_> {
         self.policy.lease = lease;
         self
     }
-    /// How long to wait for a busy lock (default: the lease; zero tries once).
+    /// How long to wait for a busy lock (default 5 s, or the lease if shorter;
+    /// zero tries once).
     pub fn wait(mut self, wait: Duration) -> Self {
         self.policy.wait = Some(wait);
         self

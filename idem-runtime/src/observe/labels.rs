@@ -52,11 +52,14 @@ pub enum CallOutcome {
     /// Optimistic lock: the version matched but the business precondition
     /// (`stock >= n`, ...) was false; nothing was written.
     PreconditionFailed,
+    /// The guard is turned off (`IdemBuilder::disabled`): the body ran
+    /// unguarded. Alert on it in production.
+    Unguarded,
 }
 
 impl CallOutcome {
     /// Every outcome, in declaration order (the index of per-outcome counters).
-    pub const ALL: [CallOutcome; 18] = [
+    pub const ALL: [CallOutcome; 19] = [
         CallOutcome::Executed,
         CallOutcome::Replayed,
         CallOutcome::Waited,
@@ -75,6 +78,7 @@ impl CallOutcome {
         CallOutcome::DuplicateMessage,
         CallOutcome::Conflict,
         CallOutcome::PreconditionFailed,
+        CallOutcome::Unguarded,
     ];
 
     /// The label value.
@@ -98,6 +102,7 @@ impl CallOutcome {
             CallOutcome::DuplicateMessage => "duplicate_message",
             CallOutcome::Conflict => "conflict",
             CallOutcome::PreconditionFailed => "precondition_failed",
+            CallOutcome::Unguarded => "unguarded",
         }
     }
 
@@ -133,6 +138,7 @@ impl From<How> for CallOutcome {
             How::Waited => CallOutcome::Waited,
             How::Backstop => CallOutcome::Backstop,
             How::Degraded => CallOutcome::Degraded,
+            How::Unguarded => CallOutcome::Unguarded,
         }
     }
 }

@@ -28,6 +28,7 @@ fn outcome_labels_are_the_documented_ones() {
             "duplicate_message",
             "conflict",
             "precondition_failed",
+            "unguarded",
         ]
     );
     for (i, o) in CallOutcome::ALL.iter().enumerate() {
@@ -53,6 +54,7 @@ fn how_maps_to_its_label() {
         How::Waited,
         How::Backstop,
         How::Degraded,
+        How::Unguarded,
     ] {
         assert_eq!(CallOutcome::from(how).as_str(), how.as_str());
     }

@@ -23,7 +23,8 @@
 //! - `outcome`: `executed`, `replayed`, `waited`, `in_progress`, `mismatch`,
 //!   `backstop`, `degraded`, `failed`, `released`, `not_stored`; for the other
 //!   techniques `applied`, `already_applied`, `invalid_transition`, `lock_busy`,
-//!   `token_invalid`, `duplicate_message`, `conflict`, `precondition_failed`.
+//!   `token_invalid`, `duplicate_message`, `conflict`, `precondition_failed`;
+//!   `unguarded` for every call of a disabled handle (`IdemBuilder::disabled`).
 //! - `op`: `claim`, `renew`, `complete`, `release`, `inspect`, `forget`, `purge`,
 //!   `verify`; one-time tokens: `token_issue`, `token_take`, `token_renew`,
 //!   `token_consume`, `token_return`; state check-and-set: `state_cas`.

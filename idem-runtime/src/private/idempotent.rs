@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 use super::bounds::{IsResult, Returns, TerminalError};
 use super::{FenceCell, KeyBuf, Spec};
@@ -11,6 +12,7 @@ use crate::guard::Call;
 use crate::handle::{Idem, global};
 use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};
 use crate::scene::Owner;
+use crate::settings::Settings;
 
 /// One guarded call as generated code builds it, typed by the function's
 /// declared return type `R` (`Result<T, E>` or an alias of it).
@@ -22,6 +24,8 @@ pub struct Guarded<'h, R: IsResult, C = NoConflict> {
     hooks: Hooks<R::Err, C>,
     fence: Option<&'h FenceCell>,
     token: Option<String>,
+    /// Durations written as expressions, evaluated for this call.
+    dynamic: Settings,
 }
 
 impl<R: IsResult, C> std::fmt::Debug for Guarded<'_, R, C> {
@@ -44,6 +48,7 @@ impl<'h, R: IsResult> Guarded<'h, R, NoConflict> {
             hooks: Hooks::new(),
             fence: None,
             token: None,
+            dynamic: Settings::NONE,
         }
     }
 }
@@ -95,7 +100,33 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
             hooks: self.hooks.on_conflict(on_conflict),
             fence: self.fence,
             token: self.token,
+            dynamic: self.dynamic,
         }
+    }
+
+    /// `ttl = <expr>`: evaluated for this call, checked when it runs (zero, or
+    /// against the other settings, is `Error::Config` naming the function).
+    pub fn ttl(mut self, d: Duration) -> Self {
+        self.dynamic.ttl = Some(d);
+        self
+    }
+
+    /// `lease = <expr>` (see [`ttl`](Self::ttl)).
+    pub fn lease(mut self, d: Duration) -> Self {
+        self.dynamic.lease = Some(d);
+        self
+    }
+
+    /// `wait = <expr>` (see [`ttl`](Self::ttl)).
+    pub fn wait(mut self, d: Duration) -> Self {
+        self.dynamic.wait = Some(d);
+        self
+    }
+
+    /// `max_hold = <expr>` (see [`ttl`](Self::ttl)).
+    pub fn max_hold(mut self, d: Duration) -> Self {
+        self.dynamic.max_hold = Some(d);
+        self
     }
 
     /// The cell the body reads its `idem::Fence` parameter from.
@@ -111,7 +142,8 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
         self
     }
 
-    /// What `run_in_tx` needs: the spec, the key, the handle and the fingerprint.
+    /// What `run_in_tx` needs: the spec, the key, the handle, the fingerprint
+    /// and the durations evaluated for this call.
     #[cfg(feature = "sql")]
     pub(super) fn into_parts(
         self,
@@ -120,8 +152,15 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
         KeyBuf,
         Option<&'h Idem>,
         Result<Fingerprint, String>,
+        Settings,
     ) {
-        (self.spec, self.key, self.handle, self.fingerprint)
+        (
+            self.spec,
+            self.key,
+            self.handle,
+            self.fingerprint,
+            self.dynamic,
+        )
     }
 
     /// Runs the body under the guard and returns what the function returns.
@@ -146,8 +185,11 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
         if let Err(e) = idem.scenes().register(self.spec.scene, owner) {
             return R::from_result(Err(e.into()));
         }
+        let policy = match self.spec.policy(idem, &self.dynamic) {
+            Ok(p) => p,
+            Err(e) => return R::from_result(Err(e.into())),
+        };
         let key = self.key.into_key(idem.namespace());
-        let policy = self.spec.policy();
         let cell = self.fence;
         let call = Call {
             idem,

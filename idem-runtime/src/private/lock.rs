@@ -6,10 +6,13 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use super::bounds::{IdemErrorInto, IsResult};
+use super::spec::config;
 use super::{FenceCell, KeyBuf};
+use crate::error::Error;
 use crate::handle::{Idem, global};
 use crate::lock::{Acquire, LockPolicy};
 use crate::scene::Owner;
+use crate::settings::Settings;
 
 /// The compile-time description of one locked function.
 #[derive(Debug)]
@@ -20,11 +23,13 @@ pub struct LockSpec {
     pub template: &'static str,
     /// The literal scene prefix of the template.
     pub scene: &'static str,
-    /// Life of the lock without renewal.
-    pub lease: Duration,
-    /// How long a caller waits for a busy lock (`None`: the lease).
+    /// Life of the lock without renewal, when written as a literal (`None`:
+    /// the handle's settings, then 30 s).
+    pub lease: Option<Duration>,
+    /// How long a caller waits for a busy lock (`None`: settings, then 5 s or
+    /// the lease if shorter).
     pub wait: Option<Duration>,
-    /// Renewal bound for a hung body (`None`: 20 × lease).
+    /// Renewal bound for a hung body (`None`: settings, then 20 × lease).
     pub max_hold: Option<Duration>,
 }
 
@@ -34,17 +39,30 @@ impl LockSpec {
         function: "",
         template: "",
         scene: "",
-        lease: crate::lock::DEFAULT_LEASE,
+        lease: None,
         wait: None,
         max_hold: None,
     };
 
-    fn policy(&self) -> LockPolicy {
-        LockPolicy {
+    /// The handle's settings for this scene, under the literals, under the
+    /// expressions evaluated for this call; `Error::Config` naming the function.
+    fn policy(&self, idem: &Idem, dynamic: &Settings) -> Result<LockPolicy, Error> {
+        let mut p = idem.settings().lock_policy(self.scene);
+        let written = Settings {
             lease: self.lease,
             wait: self.wait,
             max_hold: self.max_hold,
+            ..Settings::NONE
+        };
+        written.apply_lock(&mut p);
+        if *dynamic != Settings::NONE {
+            dynamic
+                .check_nonzero()
+                .map_err(|e| config(self.function, e))?;
+            dynamic.apply_lock(&mut p);
         }
+        p.validate().map_err(|e| config(self.function, e))?;
+        Ok(p)
     }
 }
 
@@ -65,6 +83,8 @@ pub struct Locked<'h, R: IsResult> {
     key: KeyBuf,
     handle: Option<&'h Idem>,
     fence: Option<&'h FenceCell>,
+    /// Durations written as expressions, evaluated for this call.
+    dynamic: Settings,
     _ret: std::marker::PhantomData<fn() -> R>,
 }
 
@@ -85,6 +105,7 @@ impl<'h, R: IsResult> Locked<'h, R> {
             key,
             handle: None,
             fence: None,
+            dynamic: Settings::NONE,
             _ret: std::marker::PhantomData,
         }
     }
@@ -98,6 +119,24 @@ impl<'h, R: IsResult> Locked<'h, R> {
     /// The cell the body reads its `idem::Fence` parameter from.
     pub fn fence(mut self, cell: &'h FenceCell) -> Self {
         self.fence = Some(cell);
+        self
+    }
+
+    /// `lease = <expr>`: evaluated for this call, checked when it runs.
+    pub fn lease(mut self, d: Duration) -> Self {
+        self.dynamic.lease = Some(d);
+        self
+    }
+
+    /// `wait = <expr>`.
+    pub fn wait(mut self, d: Duration) -> Self {
+        self.dynamic.wait = Some(d);
+        self
+    }
+
+    /// `max_hold = <expr>`.
+    pub fn max_hold(mut self, d: Duration) -> Self {
+        self.dynamic.max_hold = Some(d);
         self
     }
 
@@ -117,8 +156,11 @@ impl<'h, R: IsResult> Locked<'h, R> {
         if let Err(e) = idem.scenes().register(self.spec.scene, owner) {
             return R::from_result(Err(e.into()));
         }
+        let policy = match self.spec.policy(idem, &self.dynamic) {
+            Ok(p) => p,
+            Err(e) => return R::from_result(Err(e.into())),
+        };
         let key = self.key.into_key(idem.namespace());
-        let policy = self.spec.policy();
         let cell = self.fence;
         let acquire = Acquire {
             idem,

@@ -1,10 +1,13 @@
 //! `Spec`: the compile-time description of one `#[idempotent]` function, a
 //! `static` in the expansion. The runtime turns it into the same `Policy` the
-//! non-macro builder uses.
+//! non-macro builder uses, over the handle's configured settings.
 
 use std::time::Duration;
 
+use crate::error::Error;
+use crate::handle::Idem;
 use crate::policy::{Concurrency, Policy};
+use crate::settings::Settings;
 
 /// The compile-time description of one guarded function.
 #[derive(Debug)]
@@ -18,13 +21,16 @@ pub struct Spec {
     /// The literal scene prefix of the template (before the first placeholder,
     /// without the trailing `:`).
     pub scene: &'static str,
-    /// Result replay window.
-    pub ttl: Duration,
-    /// Claim life without renewal.
-    pub lease: Duration,
-    /// How long a concurrent duplicate waits (`None`: the lease).
+    /// Result replay window, when written as a literal (`None`: the handle's
+    /// settings decide, then the built-in 24 h). An expression is not here: it
+    /// is evaluated per call and given to `Guarded::ttl`.
+    pub ttl: Option<Duration>,
+    /// Claim life without renewal (`None`: settings, then 30 s).
+    pub lease: Option<Duration>,
+    /// How long a concurrent duplicate waits (`None`: settings, then 5 s or
+    /// the lease if shorter).
     pub wait: Option<Duration>,
-    /// Renewal bound for a hung body (`None`: 20 × lease).
+    /// Renewal bound for a hung body (`None`: settings, then 20 × lease).
     pub max_hold: Option<Duration>,
     /// Wait for or reject concurrent duplicates.
     pub concurrent: Concurrency,
@@ -46,8 +52,8 @@ impl Spec {
         function: "",
         template: "",
         scene: "",
-        ttl: crate::policy::DEFAULT_TTL,
-        lease: crate::policy::DEFAULT_LEASE,
+        ttl: None,
+        lease: None,
         wait: None,
         max_hold: None,
         concurrent: Concurrency::Wait,
@@ -57,17 +63,39 @@ impl Spec {
         degrade_local: false,
     };
 
-    pub(super) fn policy(&self) -> Policy {
-        Policy {
+    /// The literal durations, as settings.
+    pub(super) const fn written(&self) -> Settings {
+        Settings {
             ttl: self.ttl,
             lease: self.lease,
             wait: self.wait,
             max_hold: self.max_hold,
-            concurrent: self.concurrent,
-            version: self.version,
-            degrade: self.degrade,
-            degrade_local: self.degrade_local,
-            backstop: self.backstop.map(std::borrow::Cow::Borrowed),
         }
     }
+
+    /// The call's policy: the handle's settings for this scene, under the
+    /// literals written, under the expressions evaluated for this call
+    /// (`dynamic`). Contradictions are `Error::Config` naming the function.
+    pub(super) fn policy(&self, idem: &Idem, dynamic: &Settings) -> Result<Policy, Error> {
+        let mut p = idem.settings().policy(self.scene);
+        self.written().apply(&mut p);
+        p.concurrent = self.concurrent;
+        p.version = self.version;
+        p.degrade = self.degrade;
+        p.degrade_local = self.degrade_local;
+        p.backstop = self.backstop.map(std::borrow::Cow::Borrowed);
+        if *dynamic != Settings::NONE {
+            dynamic
+                .check_nonzero()
+                .map_err(|e| config(self.function, e))?;
+            dynamic.apply(&mut p);
+        }
+        p.validate().map_err(|e| config(self.function, e))?;
+        Ok(p)
+    }
+}
+
+/// A setting of `function` that cannot work.
+pub(super) fn config(function: &str, e: String) -> Error {
+    Error::Config(format!("`{function}`: {e}"))
 }

@@ -27,7 +27,7 @@ where
     B: for<'a> FnOnce(&'a mut InTx<'g, 't, DB>, Fence) -> TxBody<'a, R::Ok, R::Err> + Send + 'g,
 {
     Box::pin(async move {
-        let (spec, key, handle, fingerprint) = guarded.into_parts();
+        let (spec, key, handle, fingerprint, dynamic) = guarded.into_parts();
         let idem = match handle {
             Some(h) => h,
             None => match global() {
@@ -39,10 +39,14 @@ where
         if let Err(e) = idem.scenes().register(spec.scene, owner) {
             return R::from_result(Err(e.into()));
         }
+        let policy = match spec.policy(idem, &dynamic) {
+            Ok(p) => p,
+            Err(e) => return R::from_result(Err(e.into())),
+        };
         let guard = Guard {
             idem,
             key: key.into_key(idem.namespace()),
-            policy: spec.policy(),
+            policy,
             fingerprint,
             technique: crate::observe::Technique::Idempotent,
             fenced: true,

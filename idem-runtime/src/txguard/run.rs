@@ -80,6 +80,13 @@ where
         Ok(fp) => *fp,
         Err(e) => return failed(Error::codec(key, e)),
     };
+    if g.idem.is_disabled() {
+        // The guard is off (`IdemBuilder::disabled`): the body runs in the
+        // caller's transaction with no record, counted as `unguarded`.
+        let out = body(cx, Fence::NONE).await;
+        let out = out.map(|v| Outcome::new(v, How::Unguarded, Fence::NONE).with_stored(false));
+        return (CallOutcome::Unguarded, out);
+    }
     if let Some(rec) = front::finished(g.idem, key).await {
         return replayed(g, key, fp, &rec, How::Replayed);
     }
