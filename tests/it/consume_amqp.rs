@@ -24,16 +24,16 @@ struct ChildStats {
 
 const CHILD_ENV: &str = "IDEM_CONSUME_CHILD";
 
-/// Runs `child_consumer` in a child process of this test binary, returning
+/// Runs this file's crash test again in a child process of this test binary,
+/// with [`CHILD_ENV`] set so that it runs [`child_consumer`] instead; returns
 /// whether it exited normally and what it reported.
 fn run_child(schema: &str, queue: &str, abort_after: Option<u64>) -> (bool, ChildStats) {
     let exe = std::env::current_exe().expect("test binary");
     let cfg = format!("{schema},{queue},{}", abort_after.unwrap_or(0));
     let mut child = std::process::Command::new(exe)
         .args([
-            "consume_amqp::child_consumer",
+            "consume_amqp::consumer_crash_between_commit_and_ack",
             "--exact",
-            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -72,12 +72,8 @@ fn run_child(schema: &str, queue: &str, abort_after: Option<u64>) -> (bool, Chil
 
 /// The consumer process: consumes until idle, reports, exits; with an abort
 /// count it aborts right after that commit, before the loop acknowledges it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the consumer process of `consumer_crash_between_commit_and_ack`"]
-async fn child_consumer() {
-    let Ok(cfg) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+/// `cfg` is `schema,queue,abort_after` (0: no abort).
+async fn child_consumer(cfg: &str) {
     let mut parts = cfg.split(',');
     let (schema, queue) = (parts.next().unwrap(), parts.next().unwrap().to_owned());
     let abort_after = parts.next().unwrap().parse::<u64>().unwrap();
@@ -125,6 +121,10 @@ async fn child_consumer() {
 /// exactly one refund per order and an empty queue afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_crash_between_commit_and_ack() {
+    // In the child process this test is the consumer (see `run_child`).
+    if let Ok(cfg) = std::env::var(CHILD_ENV) {
+        return child_consumer(&cfg).await;
+    }
     let started = Instant::now();
     let db = LogDb::new(Dialect::Postgres).await;
     let (conn, ch) = channel().await;
