@@ -89,6 +89,8 @@ mod sql_store;
 mod sql_support;
 mod sql_token;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod state_conflicts;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod state_machine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod state_support;
