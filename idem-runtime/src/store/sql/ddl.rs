@@ -169,11 +169,19 @@ impl Statements {
     }
 
     fn postgres(t: &str, seq: &str) -> Self {
-        let remaining = "(EXTRACT(EPOCH FROM (expires_at - now())) * 1000000)::INT8";
-        let plus = |p: &str| format!("now() + ({p}::INT8 * INTERVAL '1 microsecond')");
+        // The clock is `statement_timestamp()`, never `now()`: `now()` is the
+        // start of the transaction, and the transactional guard runs these
+        // statements in the caller's transaction, which may have begun before a
+        // record expired (it would replay it) or long before its claim (the
+        // claim's expiry would start in the past). MySQL's `UTC_TIMESTAMP(6)` and
+        // SQLite's `unixepoch('subsec')` are the statement's time already.
+        let remaining =
+            "(EXTRACT(EPOCH FROM (expires_at - statement_timestamp())) * 1000000)::INT8";
+        let plus =
+            |p: &str| format!("statement_timestamp() + ({p}::INT8 * INTERVAL '1 microsecond')");
         Statements {
             select_live: Stmt::new(format!(
-                "SELECT {COLS}, {remaining} AS remaining_us FROM {t} WHERE idem_key = $1 AND expires_at > now()"
+                "SELECT {COLS}, {remaining} AS remaining_us FROM {t} WHERE idem_key = $1 AND expires_at > statement_timestamp()"
             )),
             // One round trip. `cur` is the live row, if any; only when there is none
             // does `ins` upsert (taking a missing or expired key), so duplicates and
@@ -183,14 +191,14 @@ impl Statements {
             claim: Stmt::new(format!(
                 "WITH cur AS (\
                    SELECT {COLS}, {remaining} AS remaining_us FROM {t} \
-                   WHERE idem_key = $1 AND expires_at > now()), \
+                   WHERE idem_key = $1 AND expires_at > statement_timestamp()), \
                  ins AS (\
                    INSERT INTO {t} AS r (idem_key, state, owner, fence, fingerprint, payload, expires_at) \
                    SELECT $1, 0, $2, nextval('{seq}'), $3, NULL, {exp} WHERE NOT EXISTS (SELECT 1 FROM cur) \
                    ON CONFLICT (idem_key) DO UPDATE SET state = 0, owner = EXCLUDED.owner, \
                      fence = EXCLUDED.fence, fingerprint = EXCLUDED.fingerprint, payload = NULL, \
                      expires_at = EXCLUDED.expires_at \
-                   WHERE r.expires_at <= now() \
+                   WHERE r.expires_at <= statement_timestamp() \
                    RETURNING r.fence) \
                  SELECT TRUE AS claimed, 0::INT2 AS state, $2::BYTEA AS owner, fence, \
                    $3::BYTEA AS fingerprint, NULL::BYTEA AS payload, 0::INT8 AS remaining_us FROM ins \
@@ -202,7 +210,7 @@ impl Statements {
             complete: Stmt::new(format!(
                 "UPDATE {t} SET payload = CASE WHEN state = 0 THEN $1 ELSE payload END, \
                    expires_at = CASE WHEN state = 0 THEN {exp} ELSE expires_at END, state = 1 \
-                 WHERE idem_key = $3 AND owner = $4 AND expires_at > now()",
+                 WHERE idem_key = $3 AND owner = $4 AND expires_at > statement_timestamp()",
                 exp = plus("$2"),
             )),
             release: Stmt::new(format!(
@@ -211,15 +219,15 @@ impl Statements {
             exists: Stmt::new(format!("SELECT 1 FROM {t} WHERE idem_key = $1")),
             renew: Stmt::new(format!(
                 "UPDATE {t} SET expires_at = {exp} \
-                 WHERE idem_key = $2 AND owner = $3 AND state = 0 AND expires_at > now()",
+                 WHERE idem_key = $2 AND owner = $3 AND state = 0 AND expires_at > statement_timestamp()",
                 exp = plus("$1"),
             )),
             forget: Stmt::new(format!("DELETE FROM {t} WHERE idem_key = $1")),
             purge: Stmt::new(format!(
                 "DELETE FROM {t} WHERE idem_key IN (\
-                   SELECT idem_key FROM {t} WHERE expires_at <= now() LIMIT {PURGE_BATCH} \
+                   SELECT idem_key FROM {t} WHERE expires_at <= statement_timestamp() LIMIT {PURGE_BATCH} \
                    FOR UPDATE SKIP LOCKED) \
-                 AND expires_at <= now()"
+                 AND expires_at <= statement_timestamp()"
             )),
             probes: vec![
                 (
