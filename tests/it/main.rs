@@ -97,6 +97,8 @@ mod state_support;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_guard;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod tx_guard_locks;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_guard_sql;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_helpers;

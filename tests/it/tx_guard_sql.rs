@@ -28,7 +28,7 @@ pub(crate) async fn guarded<D: TestDb>(
     tx: &mut sqlx::Transaction<'static, D::DB>,
     key: &str,
     runs: &Counter,
-) -> How {
+) -> (How, idem::Fence) {
     idem.guard("clock", &[&key])
         .ttl(Duration::from_secs(2))
         .lease(Duration::from_secs(1))
@@ -47,8 +47,8 @@ pub(crate) async fn guarded<D: TestDb>(
             })
         })
         .await
+        .map(|out| (out.how(), out.fence()))
         .unwrap_or_else(|e| panic!("{}: {e}", D::NAME))
-        .how()
 }
 
 /// A transaction opened before a record expired claims the key after the
@@ -71,10 +71,8 @@ async fn opened_before_expiry<D: TestDb>() {
         Some(tx)
     };
     let mut first = db.begin().await;
-    assert_eq!(
-        guarded::<D>(&idem, &mut first, "k-1", &runs).await,
-        How::Executed
-    );
+    let (how, fence) = guarded::<D>(&idem, &mut first, "k-1", &runs).await;
+    assert_eq!(how, How::Executed);
     first.commit().await.unwrap();
     let mut late = match early {
         Some(tx) => tx,
@@ -82,7 +80,7 @@ async fn opened_before_expiry<D: TestDb>() {
     };
     // The record lives 2 s; 1 s of slack past it.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let how = guarded::<D>(&idem, &mut late, "k-1", &runs).await;
+    let (how, later) = guarded::<D>(&idem, &mut late, "k-1", &runs).await;
     late.commit().await.unwrap();
     let rows = db.int("SELECT COUNT(*) FROM t_run", &[]).await;
     eprintln!(
@@ -93,6 +91,7 @@ async fn opened_before_expiry<D: TestDb>() {
     assert_eq!(how, How::Executed, "{}: the record had expired", D::NAME);
     assert_eq!(runs.get(), 2, "{}", D::NAME);
     assert_eq!(rows, 2, "{}", D::NAME);
+    assert!(later > fence, "{}: fences never go backwards", D::NAME);
 }
 per_db!(
     transaction_opened_before_record_expired_executes,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use sqlx::AssertSqlSafe;
 
+use super::mysql_sql::{MYSQL_NOW, mysql_claim};
 use super::{Dialect, PURGE_BATCH, TableNames};
 
 /// The schema idem needs (records, fences, one-time tokens, the consume log), as idempotent
@@ -245,32 +246,15 @@ impl Statements {
     }
 
     fn mysql(t: &str, f: &str) -> Self {
-        let now = "UTC_TIMESTAMP(6)";
+        let now = MYSQL_NOW;
         let now_us = format!("TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {now})");
         let remaining = format!("TIMESTAMPDIFF(MICROSECOND, {now}, expires_at)");
-        let expired = format!("expires_at <= {now}");
         Statements {
             select_live: Stmt::new(format!(
                 "SELECT {COLS}, {remaining} AS remaining_us FROM {t} WHERE idem_key = ? AND expires_at > {now}"
             )),
-            // Binds: key, owner, fence, fingerprint, lease µs. `LAST_INSERT_ID(fence)`
-            // in the row marks "this statement took the key"; the branch that leaves
-            // a live row alone resets it to 0, so the OK packet's last-insert-id says
-            // whether we claimed (rows-affected cannot: the driver sets
-            // CLIENT_FOUND_ROWS). Assignments run left to right and see earlier ones,
-            // so `expires_at`, which every condition reads, is assigned last.
-            // Not `INSERT IGNORE`: it would turn truncation errors into warnings.
-            claim: Stmt::new(format!(
-                "INSERT INTO {t} (idem_key, state, owner, fence, fingerprint, payload, expires_at) \
-                 VALUES (?, 0, ?, LAST_INSERT_ID(?), ?, NULL, {now} + INTERVAL ? MICROSECOND) \
-                 ON DUPLICATE KEY UPDATE \
-                   state = IF({expired}, 0, state), \
-                   owner = IF({expired}, VALUES(owner), owner), \
-                   fingerprint = IF({expired}, VALUES(fingerprint), fingerprint), \
-                   payload = IF({expired}, NULL, payload), \
-                   fence = IF({expired}, VALUES(fence), IF(LAST_INSERT_ID(0) = 0, fence, fence)), \
-                   expires_at = IF({expired}, VALUES(expires_at), expires_at)"
-            )),
+            // Binds: key, owner, fence, fingerprint, lease µs (see `mysql_claim`).
+            claim: Stmt::new(mysql_claim(t, "LAST_INSERT_ID(?)", "VALUES(fence)")),
             next_fence: Stmt::new(format!(
                 "INSERT INTO {f} (slot, v) VALUES (?, LAST_INSERT_ID({now_us})) \
                  ON DUPLICATE KEY UPDATE v = LAST_INSERT_ID(GREATEST(v + 1, {now_us}))"

@@ -132,6 +132,7 @@ mod key;
 mod local;
 #[cfg(feature = "mysql")]
 mod mysql;
+mod mysql_sql;
 mod names;
 mod pool;
 #[cfg(feature = "postgres")]
