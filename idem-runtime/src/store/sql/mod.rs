@@ -146,6 +146,7 @@ mod token_sql;
 
 pub use crate::db::Dialect;
 pub use builder::SqlStoreBuilder;
+pub(crate) use catalog::lookup_on;
 pub use catalog::{EXPRESSION, SqlConstraints};
 pub use ddl::ddl;
 pub(crate) use in_tx::{TxFail, TxStatements};
