@@ -89,13 +89,23 @@ mod sql_store;
 mod sql_support;
 mod sql_token;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod state_conflicts;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod state_machine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod state_support;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_guard;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod tx_guard_locks;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod tx_guard_sql;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_helpers;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod tx_helpers_repeats;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod tx_insert_once;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod tx_macro;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]

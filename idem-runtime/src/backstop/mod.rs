@@ -76,6 +76,18 @@ impl UniqueViolation {
     pub fn names(&self, constraint: &str) -> Option<bool> {
         self.constraint.as_deref().map(|c| c == constraint)
     }
+
+    /// Is this unnamed violation one of the index `def` a catalog found: its
+    /// table (when the database said) and its columns, in any order?
+    pub(crate) fn is_on(&self, def: &ConstraintDef) -> bool {
+        self.table.as_deref().is_none_or(|t| t == def.table) && {
+            let mut a = self.columns.clone();
+            let mut b = def.columns.clone();
+            a.sort();
+            b.sort();
+            a == b
+        }
+    }
 }
 
 /// Walks an error's `source()` chain and returns the first unique violation the

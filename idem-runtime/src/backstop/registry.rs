@@ -99,15 +99,7 @@ impl Backstops {
             },
         };
         match def {
-            Some(d) => {
-                v.table.as_deref().is_none_or(|t| t == d.table) && {
-                    let mut a = v.columns.clone();
-                    let mut b = d.columns.clone();
-                    a.sort();
-                    b.sort();
-                    a == b
-                }
-            }
+            Some(d) => v.is_on(&d),
             None => false,
         }
     }

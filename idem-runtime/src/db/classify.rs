@@ -44,6 +44,11 @@ pub fn classify(e: &sqlx::Error) -> Failure {
 /// [`Error::TxConflict`](crate::Error::TxConflict) (roll back and retry), a
 /// missing table is a setup mistake (`Error::Config`), anything else
 /// `Error::Database`. `key` names what the statement was about.
+///
+/// The one mapping for every technique that runs statements in the caller's
+/// transaction (the transactional guard, state transitions, the consume log,
+/// the optimistic and pessimistic locks, insert-once, their savepoints): the
+/// same database answer is the same `idem::Error` whichever technique met it.
 pub(crate) fn tx_error(key: &str, e: sqlx::Error) -> crate::Error {
     use crate::Error;
     if super::is_retryable_conflict(&e) {
@@ -53,7 +58,7 @@ pub(crate) fn tx_error(key: &str, e: sqlx::Error) -> crate::Error {
         };
         let hint = match code.as_deref() {
             Some("40001") if e.to_string().contains("serialize") => {
-                "; under REPEATABLE READ or SERIALIZABLE a concurrent duplicate aborts instead of waiting (READ COMMITTED waits and replays)"
+                "; under REPEATABLE READ or SERIALIZABLE a transaction that meets a row changed after its snapshot (a concurrent duplicate, a concurrent transition) is aborted instead of waiting: retry it (READ COMMITTED waits)"
             }
             Some("5" | "517") => {
                 "; SQLite transactions that write must begin with `BEGIN IMMEDIATE` (`pool.begin_with(\"BEGIN IMMEDIATE\")`)"
@@ -67,7 +72,8 @@ pub(crate) fn tx_error(key: &str, e: sqlx::Error) -> crate::Error {
     }
     match classify(&e) {
         Failure::MissingObject => Error::Config(format!(
-            "`{key}`: {e} (run `migrate()` or apply `idem::sql::ddl()`)"
+            "`{key}`: {e} (a table or column the statement names does not exist; \
+             for idem's own tables run `migrate()` or apply `idem::sql::ddl()`)"
         )),
         _ => Error::Database {
             key: key.to_owned(),

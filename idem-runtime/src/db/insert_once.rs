@@ -1,9 +1,21 @@
 //! Insert-once (seed §3.1): an insert guarded by a named unique constraint,
 //! in the caller's transaction. A duplicate is told by the same backstop
 //! detection as `#[idempotent(backstop = …)]` (the driver error's chain,
-//! the constraint named by the database or, on SQLite, by the handle's
-//! constraint catalog) and answered with the existing row
-//! ([`Inserted::Existing`]).
+//! the constraint named by the database or, on SQLite, whose errors name
+//! columns only, the index of that name looked up on the caller's own
+//! connection) and answered with the existing row ([`Inserted::Existing`]).
+//!
+//! `find` runs in the caller's transaction, so it sees what that transaction
+//! may see. Under `READ COMMITTED` (PostgreSQL's default) and on SQLite it
+//! sees the conflicting row. Under MySQL/MariaDB's `REPEATABLE READ` (their
+//! default) a plain `SELECT` reads the transaction's snapshot, which misses a
+//! row committed after the transaction's first read: write `find` as a
+//! locking read (`SELECT … FOR SHARE` / `LOCK IN SHARE MODE`, or
+//! `FOR UPDATE`), which reads the latest committed row. Under PostgreSQL's
+//! `REPEATABLE READ` or `SERIALIZABLE` such a row is invisible even to a
+//! locking read: have `find` return an `Option` and retry the whole
+//! transaction when it is `None` (the retry's snapshot has the row), or use
+//! `READ COMMITTED` for this transaction.
 //!
 //! The insert runs inside a savepoint: when the parent's insert (or any later
 //! one) hits the constraint, everything the closure wrote is rolled back, so
@@ -13,11 +25,12 @@
 
 use super::classify::tx_error;
 use super::savepoint::Savepoint;
-use super::{InTx, TxBody, TxDb};
+use super::{InTx, SqlConn as _, TxBody, TxDb};
 use crate::backstop::find_unique_violation;
 use crate::error::Error;
 use crate::observe::instrument::Fenced;
 use crate::observe::{CallOutcome, Observer, Technique};
+use crate::store::sql::lookup_on;
 
 /// What an insert-once call found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,9 +99,13 @@ impl<'h> InsertOnce<'h> {
         }
     }
 
-    /// Counts calls under `idem`'s statistics and names SQLite violations
-    /// with its constraint catalog (`IdemBuilder::constraints`). Without it
-    /// (or a catalog), SQLite's unnamed violations are taken as this one.
+    /// Counts calls under `idem`'s statistics. SQLite's violations name
+    /// columns, not the index: they are matched against the index called
+    /// `constraint`, looked up on the caller's own connection (no second
+    /// pooled connection, none cached, no `verify()` needed). When the
+    /// database has no index of that name, `idem`'s constraint catalog
+    /// (`IdemBuilder::constraints`) decides; without a handle (or a catalog)
+    /// the violation is taken as this one.
     pub fn handle(mut self, idem: &'h crate::Idem) -> Self {
         self.idem = Some(idem);
         self.observer = idem.observer();
@@ -147,7 +164,7 @@ impl<'h> InsertOnce<'h> {
             }
             Err(e) => {
                 sp.rollback(cx).await;
-                if !self.is_ours(&e).await {
+                if !self.is_ours(cx, &e).await {
                     return Err(tx_error(key, e));
                 }
                 let v = find(cx).await.map_err(|e| tx_error(key, e))?;
@@ -156,14 +173,31 @@ impl<'h> InsertOnce<'h> {
         }
     }
 
-    /// Is `e` a violation of this constraint (the backstop detection)?
-    async fn is_ours(&self, e: &sqlx::Error) -> bool {
+    /// Is `e` a violation of this constraint (the backstop detection)? A
+    /// violation the database names (PostgreSQL, MySQL) is matched by name;
+    /// an unnamed one (SQLite names columns) by the index's definition,
+    /// looked up on the caller's own connection: another pooled connection
+    /// may never come while this transaction holds SQLite's write lock and
+    /// the pool's other connections wait for it.
+    async fn is_ours<DB: TxDb>(&self, cx: &mut InTx<'_, '_, DB>, e: &sqlx::Error) -> bool {
         let Some(v) = find_unique_violation(e) else {
             return false;
         };
-        match self.idem {
-            Some(idem) => idem.violation_matches(&self.constraint, &v).await,
-            None => v.names(&self.constraint).unwrap_or(true),
+        if let Some(named) = v.names(&self.constraint) {
+            return named;
+        }
+        match lookup_on(cx.any(), &self.constraint).await {
+            Ok(Some(def)) => v.is_on(&def),
+            // No index of that name here (a primary key, a name only the
+            // handle's catalog knows): the rule as before this lookup.
+            Ok(None) => match self.idem {
+                Some(idem) => idem.violation_matches(&self.constraint, &v).await,
+                None => true,
+            },
+            Err(e) => {
+                tracing::warn!(constraint = %self.constraint, error = %e, "idem: constraint lookup failed");
+                false
+            }
         }
     }
 }

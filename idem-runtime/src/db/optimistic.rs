@@ -19,6 +19,13 @@
 //!
 //! Retrying with a fresh read is opt-in ([`Optimistic::retries`]) and only
 //! right for changes that do not depend on what the client saw (a counter).
+//! It is refused together with a request column (`Error::Config`, before any
+//! statement): the column remembers only the *last* request, so after r1 and
+//! r2 a repeated r1 finds r2 there, looks like a stranger whose version moved,
+//! and the retry at the fresh version would apply r1 a second time. Keeping
+//! the deduplication means answering that repeat as a
+//! [`Versioned::Conflict`], which only the request column without retries
+//! does.
 //! The re-read is a locking read on MySQL/MariaDB (`LOCK IN SHARE MODE`), so
 //! `REPEATABLE READ`'s snapshot cannot hide the version that moved.
 
@@ -105,7 +112,9 @@ impl<'h> Optimistic<'h> {
 
     /// A text column the update sets to the request id, so a repeated request
     /// is recognised ([`Versioned::AlreadyApplied`]) while no later change
-    /// overwrote it.
+    /// overwrote it; after a later change it is a [`Versioned::Conflict`]
+    /// (its expected version is stale), never applied again. Not combinable
+    /// with [`retries`](Self::retries) (see there).
     pub fn request_column(mut self, column: &str) -> Result<Self, Error> {
         self.request = Some(ident(column)?);
         Ok(self)
@@ -125,7 +134,21 @@ impl<'h> Optimistic<'h> {
 
     /// On [`Versioned::Conflict`], read the current version and try again, up
     /// to `n` times. Only for changes that do not depend on what the client
-    /// saw; a repeated request is still recognised by the request column.
+    /// saw (a counter), and which carry no request identity: with a
+    /// [`request_column`](Self::request_column) too, [`apply`](Self::apply)
+    /// returns `Error::Config` before any statement. The column names only
+    /// the last request, so a repeat that arrives after another request would
+    /// be retried at the fresh version and applied twice; deduplicate such
+    /// changes with a unique request-id row in the same transaction
+    /// (`InsertOnce`, the transactional guard) instead.
+    ///
+    /// ```
+    /// use idem_runtime::db::optimistic::Optimistic;
+    /// // A counter: retried on a moved version, no request identity.
+    /// let views = Optimistic::new("t_page", "page_id", "version")?.add("views", 1)?.retries(3);
+    /// # let _ = views;
+    /// # Ok::<(), idem_runtime::Error>(())
+    /// ```
     pub fn retries(mut self, n: u32) -> Self {
         self.retries = n;
         self
@@ -150,7 +173,10 @@ impl<'h> Optimistic<'h> {
         let name = key.render();
         let n = name.as_str();
         let op = move || async move {
-            let r = self.attempts(tx, key, expected, request, n).await;
+            let r = match self.refused() {
+                Some(e) => Err(e),
+                None => self.attempts(tx, key, expected, request, n).await,
+            };
             let label = match &r {
                 Ok(Versioned::Applied { .. }) => CallOutcome::Applied,
                 Ok(Versioned::AlreadyApplied { .. }) => CallOutcome::AlreadyApplied,
@@ -163,6 +189,20 @@ impl<'h> Optimistic<'h> {
         self.observer
             .run(Technique::Optimistic, self.table.as_str(), &name, op)
             .await
+    }
+
+    /// Retries with a request column could apply a repeated request twice
+    /// (see [`retries`](Self::retries)).
+    fn refused(&self) -> Option<Error> {
+        let column = self.request.as_ref()?;
+        (self.retries > 0).then(|| {
+            Error::Config(format!(
+                "optimistic update of `{}`: `retries({})` with the request column `{column}` could \
+                 apply a repeated request twice (the column names only the last request); \
+                 drop the retries, or deduplicate with a unique request-id row",
+                self.table, self.retries
+            ))
+        })
     }
 
     async fn attempts<DB: TxDb>(

@@ -9,6 +9,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::SqlConn;
+use super::classify::tx_error;
 use crate::error::Error;
 use crate::observe::CallOutcome;
 
@@ -58,7 +59,7 @@ impl Savepoint {
     /// The body of a technique that holds the savepoint around it (a state
     /// transition, a consume) ended with `out`: kept (`kept`, the body's
     /// value) or rolled back (`Released`, the body's error as is). A failed
-    /// release is a database error on `key`.
+    /// release is mapped by [`tx_error`] on `key`.
     pub(crate) async fn finish<C, T, E>(
         self,
         conn: &mut C,
@@ -73,13 +74,7 @@ impl Savepoint {
         match out {
             Ok(v) => match self.release(conn).await {
                 Ok(()) => (kept, Ok(v)),
-                Err(e) => {
-                    let e = Error::Database {
-                        key,
-                        detail: e.to_string(),
-                    };
-                    (CallOutcome::Failed, Err(E::from(e)))
-                }
+                Err(e) => (CallOutcome::Failed, Err(E::from(tx_error(&key, e)))),
             },
             Err(e) => {
                 self.rollback(conn).await;

@@ -22,10 +22,13 @@
 //! - `builder`: the non-macro API, [`transition`];
 //! - `sqlx_text`: the derive's `sqlx` text impls, per enabled database.
 //!
-//! Deadlocks: the update runs in the caller's transaction, which a deadlock
-//! victim loses as a whole (InnoDB and PostgreSQL abort it), so no statement is
-//! retried here; run the whole transaction under
-//! [`retry_conflicts`](crate::db::retry_conflicts) where that can happen.
+//! Conflicts: the update runs in the caller's transaction, which a deadlock
+//! victim (MariaDB 1213, PostgreSQL 40P01), a serialization failure
+//! (PostgreSQL 40001 under `REPEATABLE READ`) or a stale SQLite snapshot (517)
+//! loses as a whole, so no statement is retried here: the transition returns
+//! `Error::TxConflict` (the SQL kernel's one mapping, `db::classify`), and the
+//! caller runs the whole transaction again, for example with
+//! [`transaction`](crate::db::pessimistic::transaction).
 
 mod builder;
 mod machine;

@@ -16,6 +16,7 @@ use sqlx::{Encode, Type};
 use super::machine::StateMachine;
 use super::outcome::Transition;
 use super::statements::Statements;
+use crate::db::classify::tx_error;
 use crate::db::savepoint::Savepoint as Held;
 use crate::db::{Arg, SqlConn as StateConn, SqlDb as _};
 use crate::error::Error;
@@ -95,10 +96,9 @@ where
     E: From<Error>,
 {
     let failed = |e: Error| Step::Done((CallOutcome::Failed, Err(E::from(e))));
-    let db = |e: sqlx::Error| Error::Database {
-        key: name.clone(),
-        detail: e.to_string(),
-    };
+    // The one mapping of the caller's SQL errors: a transition that lost to a
+    // concurrent transaction is `TxConflict` (retry the transaction).
+    let db = |e: sqlx::Error| tx_error(&name, e);
     let Some(update) = stmts.update(edge.from.len()) else {
         return failed(Error::Config(format!(
             "a transition of `{}` needs 1 to {} source states, got {}",

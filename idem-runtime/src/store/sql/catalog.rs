@@ -4,6 +4,7 @@
 
 use super::errors::map_err;
 use super::pool::Pool;
+use crate::db::AnyConn;
 use crate::store::catalog::{ConstraintCatalog, ConstraintDef, Engine};
 use crate::store::{BoxFuture, StoreError};
 
@@ -62,71 +63,105 @@ impl SqlConstraints {
     }
 
     async fn lookup(&self, name: &str) -> Result<Option<ConstraintDef>, sqlx::Error> {
-        // Each query returns (table, column) rows in index order; an expression
-        // in the index has no column name.
-        let rows: Vec<(String, Option<String>)> = match &self.pool {
+        let rows: Rows = match &self.pool {
             #[cfg(feature = "postgres")]
-            Pool::Postgres(p) => {
-                sqlx::query_as(
-                    "SELECT c.relname::TEXT, a.attname::TEXT \
-                     FROM pg_index i \
-                     JOIN pg_class ic ON ic.oid = i.indexrelid \
-                     JOIN pg_class c ON c.oid = i.indrelid \
-                     JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON TRUE \
-                     LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum \
-                     WHERE i.indisunique AND ic.relname = $1 AND ic.oid = ( \
-                       SELECT ic2.oid FROM pg_class ic2 JOIN pg_index i2 ON i2.indexrelid = ic2.oid \
-                       WHERE ic2.relname = $1 AND i2.indisunique \
-                       ORDER BY pg_table_is_visible(i2.indrelid) DESC, ic2.oid LIMIT 1) \
-                     ORDER BY k.ord",
-                )
-                .bind(name)
-                .fetch_all(p)
-                .await?
-            }
+            Pool::Postgres(p) => sqlx::query_as(PG_LOOKUP).bind(name).fetch_all(p).await?,
             #[cfg(feature = "mysql")]
             Pool::MySql(p) => {
-                sqlx::query_as(
-                    "SELECT CAST(s.TABLE_NAME AS CHAR), CAST(s.COLUMN_NAME AS CHAR) \
-                     FROM information_schema.STATISTICS s \
-                     WHERE s.TABLE_SCHEMA = DATABASE() AND s.INDEX_NAME = ? AND s.NON_UNIQUE = 0 \
-                     AND s.TABLE_NAME = ( \
-                       SELECT MIN(s2.TABLE_NAME) FROM information_schema.STATISTICS s2 \
-                       WHERE s2.TABLE_SCHEMA = DATABASE() AND s2.INDEX_NAME = ? AND s2.NON_UNIQUE = 0) \
-                     ORDER BY s.SEQ_IN_INDEX",
-                )
-                .bind(name)
-                .bind(name)
-                .fetch_all(p)
-                .await?
+                sqlx::query_as(MYSQL_LOOKUP)
+                    .bind(name)
+                    .bind(name)
+                    .fetch_all(p)
+                    .await?
             }
             #[cfg(feature = "sqlite")]
             Pool::Sqlite(lite) => {
-                let p = &lite.pool;
-                sqlx::query_as(
-                    "SELECT m.tbl_name, ii.name \
-                     FROM sqlite_master m \
-                     JOIN pragma_index_list(m.tbl_name) il ON il.name = m.name \
-                     JOIN pragma_index_info(m.name) ii \
-                     WHERE m.type = 'index' AND m.name = ?1 AND il.\"unique\" = 1 \
-                     ORDER BY ii.seqno",
-                )
-                .bind(name)
-                .fetch_all(p)
-                .await?
+                sqlx::query_as(SQLITE_LOOKUP)
+                    .bind(name)
+                    .fetch_all(&lite.pool)
+                    .await?
             }
         };
-        let Some((table, _)) = rows.first() else {
-            return Ok(None);
-        };
-        Ok(Some(ConstraintDef {
-            table: table.clone(),
-            columns: rows
-                .iter()
-                .map(|(_, c)| c.clone().unwrap_or_else(|| EXPRESSION.to_owned()))
-                .collect(),
-        }))
+        Ok(definition(rows))
     }
+}
+
+/// The unique constraint or index called `name`, looked up on `conn` itself
+/// (the same statements as [`SqlConstraints`]): insert-once resolves
+/// SQLite's unnamed violations on the caller's own connection, because a
+/// second pooled connection may be unavailable while the caller's
+/// transaction holds the write lock (and the pool's other connections wait
+/// for it).
+pub(crate) async fn lookup_on(
+    conn: AnyConn<'_>,
+    name: &str,
+) -> Result<Option<ConstraintDef>, sqlx::Error> {
+    let rows: Rows = match conn {
+        #[cfg(feature = "postgres")]
+        AnyConn::Postgres(c) => sqlx::query_as(PG_LOOKUP).bind(name).fetch_all(c).await?,
+        #[cfg(feature = "mysql")]
+        AnyConn::MySql(c) => {
+            sqlx::query_as(MYSQL_LOOKUP)
+                .bind(name)
+                .bind(name)
+                .fetch_all(c)
+                .await?
+        }
+        #[cfg(feature = "sqlite")]
+        AnyConn::Sqlite(c) => {
+            sqlx::query_as(SQLITE_LOOKUP)
+                .bind(name)
+                .fetch_all(c)
+                .await?
+        }
+    };
+    Ok(definition(rows))
+}
+
+/// (table, column) rows in index order; an expression in the index has no
+/// column name.
+type Rows = Vec<(String, Option<String>)>;
+
+#[cfg(feature = "postgres")]
+const PG_LOOKUP: &str = "SELECT c.relname::TEXT, a.attname::TEXT \
+     FROM pg_index i \
+     JOIN pg_class ic ON ic.oid = i.indexrelid \
+     JOIN pg_class c ON c.oid = i.indrelid \
+     JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON TRUE \
+     LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum \
+     WHERE i.indisunique AND ic.relname = $1 AND ic.oid = ( \
+       SELECT ic2.oid FROM pg_class ic2 JOIN pg_index i2 ON i2.indexrelid = ic2.oid \
+       WHERE ic2.relname = $1 AND i2.indisunique \
+       ORDER BY pg_table_is_visible(i2.indrelid) DESC, ic2.oid LIMIT 1) \
+     ORDER BY k.ord";
+
+#[cfg(feature = "mysql")]
+const MYSQL_LOOKUP: &str = "SELECT CAST(s.TABLE_NAME AS CHAR), CAST(s.COLUMN_NAME AS CHAR) \
+     FROM information_schema.STATISTICS s \
+     WHERE s.TABLE_SCHEMA = DATABASE() AND s.INDEX_NAME = ? AND s.NON_UNIQUE = 0 \
+     AND s.TABLE_NAME = ( \
+       SELECT MIN(s2.TABLE_NAME) FROM information_schema.STATISTICS s2 \
+       WHERE s2.TABLE_SCHEMA = DATABASE() AND s2.INDEX_NAME = ? AND s2.NON_UNIQUE = 0) \
+     ORDER BY s.SEQ_IN_INDEX";
+
+#[cfg(feature = "sqlite")]
+const SQLITE_LOOKUP: &str = "SELECT m.tbl_name, ii.name \
+     FROM sqlite_master m \
+     JOIN pragma_index_list(m.tbl_name) il ON il.name = m.name \
+     JOIN pragma_index_info(m.name) ii \
+     WHERE m.type = 'index' AND m.name = ?1 AND il.\"unique\" = 1 \
+     ORDER BY ii.seqno";
+
+/// The definition the lookup rows describe, if any.
+fn definition(rows: Rows) -> Option<ConstraintDef> {
+    let (table, _) = rows.first()?;
+    Some(ConstraintDef {
+        table: table.clone(),
+        columns: rows
+            .iter()
+            .map(|(_, c)| c.clone().unwrap_or_else(|| EXPRESSION.to_owned()))
+            .collect(),
+    })
 }
 
 impl ConstraintCatalog for SqlConstraints {

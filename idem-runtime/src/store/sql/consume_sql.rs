@@ -72,7 +72,7 @@ pub(crate) fn insert(d: Dialect, t: &str) -> String {
     match d {
         Dialect::Postgres => format!(
             "INSERT INTO {t} (msg_key, biz_key, consumed_at, expires_at) \
-             VALUES ($1, $2, now(), now() + ($3::INT8 * INTERVAL '1 microsecond'))"
+             VALUES ($1, $2, statement_timestamp(), statement_timestamp() + ($3::INT8 * INTERVAL '1 microsecond'))"
         ),
         Dialect::MySql => format!(
             "INSERT INTO {t} (msg_key, biz_key, consumed_at, expires_at) \
@@ -93,9 +93,9 @@ pub(crate) fn purge(d: Dialect, t: &str) -> String {
     match d {
         Dialect::Postgres => format!(
             "DELETE FROM {t} WHERE msg_key IN (\
-               SELECT msg_key FROM {t} WHERE expires_at <= now() LIMIT {PURGE_BATCH} \
+               SELECT msg_key FROM {t} WHERE expires_at <= statement_timestamp() LIMIT {PURGE_BATCH} \
                FOR UPDATE SKIP LOCKED) \
-             AND expires_at <= now()"
+             AND expires_at <= statement_timestamp()"
         ),
         Dialect::MySql => format!(
             "DELETE FROM {t} WHERE expires_at <= UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT {PURGE_BATCH}"

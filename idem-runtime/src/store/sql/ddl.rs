@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use sqlx::AssertSqlSafe;
 
+use super::mysql_sql::{MYSQL_NOW, mysql_claim};
 use super::{Dialect, PURGE_BATCH, TableNames};
 
 /// The schema idem needs (records, fences, one-time tokens, the consume log), as idempotent
@@ -169,11 +170,19 @@ impl Statements {
     }
 
     fn postgres(t: &str, seq: &str) -> Self {
-        let remaining = "(EXTRACT(EPOCH FROM (expires_at - now())) * 1000000)::INT8";
-        let plus = |p: &str| format!("now() + ({p}::INT8 * INTERVAL '1 microsecond')");
+        // The clock is `statement_timestamp()`, never `now()`: `now()` is the
+        // start of the transaction, and the transactional guard runs these
+        // statements in the caller's transaction, which may have begun before a
+        // record expired (it would replay it) or long before its claim (the
+        // claim's expiry would start in the past). MySQL's `UTC_TIMESTAMP(6)` and
+        // SQLite's `unixepoch('subsec')` are the statement's time already.
+        let remaining =
+            "(EXTRACT(EPOCH FROM (expires_at - statement_timestamp())) * 1000000)::INT8";
+        let plus =
+            |p: &str| format!("statement_timestamp() + ({p}::INT8 * INTERVAL '1 microsecond')");
         Statements {
             select_live: Stmt::new(format!(
-                "SELECT {COLS}, {remaining} AS remaining_us FROM {t} WHERE idem_key = $1 AND expires_at > now()"
+                "SELECT {COLS}, {remaining} AS remaining_us FROM {t} WHERE idem_key = $1 AND expires_at > statement_timestamp()"
             )),
             // One round trip. `cur` is the live row, if any; only when there is none
             // does `ins` upsert (taking a missing or expired key), so duplicates and
@@ -183,14 +192,14 @@ impl Statements {
             claim: Stmt::new(format!(
                 "WITH cur AS (\
                    SELECT {COLS}, {remaining} AS remaining_us FROM {t} \
-                   WHERE idem_key = $1 AND expires_at > now()), \
+                   WHERE idem_key = $1 AND expires_at > statement_timestamp()), \
                  ins AS (\
                    INSERT INTO {t} AS r (idem_key, state, owner, fence, fingerprint, payload, expires_at) \
                    SELECT $1, 0, $2, nextval('{seq}'), $3, NULL, {exp} WHERE NOT EXISTS (SELECT 1 FROM cur) \
                    ON CONFLICT (idem_key) DO UPDATE SET state = 0, owner = EXCLUDED.owner, \
                      fence = EXCLUDED.fence, fingerprint = EXCLUDED.fingerprint, payload = NULL, \
                      expires_at = EXCLUDED.expires_at \
-                   WHERE r.expires_at <= now() \
+                   WHERE r.expires_at <= statement_timestamp() \
                    RETURNING r.fence) \
                  SELECT TRUE AS claimed, 0::INT2 AS state, $2::BYTEA AS owner, fence, \
                    $3::BYTEA AS fingerprint, NULL::BYTEA AS payload, 0::INT8 AS remaining_us FROM ins \
@@ -202,7 +211,7 @@ impl Statements {
             complete: Stmt::new(format!(
                 "UPDATE {t} SET payload = CASE WHEN state = 0 THEN $1 ELSE payload END, \
                    expires_at = CASE WHEN state = 0 THEN {exp} ELSE expires_at END, state = 1 \
-                 WHERE idem_key = $3 AND owner = $4 AND expires_at > now()",
+                 WHERE idem_key = $3 AND owner = $4 AND expires_at > statement_timestamp()",
                 exp = plus("$2"),
             )),
             release: Stmt::new(format!(
@@ -211,15 +220,15 @@ impl Statements {
             exists: Stmt::new(format!("SELECT 1 FROM {t} WHERE idem_key = $1")),
             renew: Stmt::new(format!(
                 "UPDATE {t} SET expires_at = {exp} \
-                 WHERE idem_key = $2 AND owner = $3 AND state = 0 AND expires_at > now()",
+                 WHERE idem_key = $2 AND owner = $3 AND state = 0 AND expires_at > statement_timestamp()",
                 exp = plus("$1"),
             )),
             forget: Stmt::new(format!("DELETE FROM {t} WHERE idem_key = $1")),
             purge: Stmt::new(format!(
                 "DELETE FROM {t} WHERE idem_key IN (\
-                   SELECT idem_key FROM {t} WHERE expires_at <= now() LIMIT {PURGE_BATCH} \
+                   SELECT idem_key FROM {t} WHERE expires_at <= statement_timestamp() LIMIT {PURGE_BATCH} \
                    FOR UPDATE SKIP LOCKED) \
-                 AND expires_at <= now()"
+                 AND expires_at <= statement_timestamp()"
             )),
             probes: vec![
                 (
@@ -237,32 +246,15 @@ impl Statements {
     }
 
     fn mysql(t: &str, f: &str) -> Self {
-        let now = "UTC_TIMESTAMP(6)";
+        let now = MYSQL_NOW;
         let now_us = format!("TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {now})");
         let remaining = format!("TIMESTAMPDIFF(MICROSECOND, {now}, expires_at)");
-        let expired = format!("expires_at <= {now}");
         Statements {
             select_live: Stmt::new(format!(
                 "SELECT {COLS}, {remaining} AS remaining_us FROM {t} WHERE idem_key = ? AND expires_at > {now}"
             )),
-            // Binds: key, owner, fence, fingerprint, lease µs. `LAST_INSERT_ID(fence)`
-            // in the row marks "this statement took the key"; the branch that leaves
-            // a live row alone resets it to 0, so the OK packet's last-insert-id says
-            // whether we claimed (rows-affected cannot: the driver sets
-            // CLIENT_FOUND_ROWS). Assignments run left to right and see earlier ones,
-            // so `expires_at`, which every condition reads, is assigned last.
-            // Not `INSERT IGNORE`: it would turn truncation errors into warnings.
-            claim: Stmt::new(format!(
-                "INSERT INTO {t} (idem_key, state, owner, fence, fingerprint, payload, expires_at) \
-                 VALUES (?, 0, ?, LAST_INSERT_ID(?), ?, NULL, {now} + INTERVAL ? MICROSECOND) \
-                 ON DUPLICATE KEY UPDATE \
-                   state = IF({expired}, 0, state), \
-                   owner = IF({expired}, VALUES(owner), owner), \
-                   fingerprint = IF({expired}, VALUES(fingerprint), fingerprint), \
-                   payload = IF({expired}, NULL, payload), \
-                   fence = IF({expired}, VALUES(fence), IF(LAST_INSERT_ID(0) = 0, fence, fence)), \
-                   expires_at = IF({expired}, VALUES(expires_at), expires_at)"
-            )),
+            // Binds: key, owner, fence, fingerprint, lease µs (see `mysql_claim`).
+            claim: Stmt::new(mysql_claim(t, "LAST_INSERT_ID(?)", "VALUES(fence)")),
             next_fence: Stmt::new(format!(
                 "INSERT INTO {f} (slot, v) VALUES (?, LAST_INSERT_ID({now_us})) \
                  ON DUPLICATE KEY UPDATE v = LAST_INSERT_ID(GREATEST(v + 1, {now_us}))"

@@ -14,10 +14,13 @@
 //!   (SQLSTATE 40001); it is reported as retryable, and the retried
 //!   transaction replays.
 //! - MySQL/MariaDB: a plain read first (a finished key costs one `SELECT`),
-//!   then the store's fence and upsert, then a locking read (`LOCK IN SHARE
-//!   MODE`: a current read, whatever the isolation level) of the row that won.
-//!   The fence slot's row stays locked until the caller's transaction ends, so
-//!   claims of keys sharing one of the 64 slots queue behind it.
+//!   then the store's upsert with its fence from the database clock (not the
+//!   store's fence slot, whose row would stay locked until the caller's
+//!   commit and queue every claim of the keys sharing it, a guard nested in
+//!   the body included), then a locking read (`LOCK IN SHARE MODE`: a current
+//!   read, whatever the isolation level) of the row that won. The only row
+//!   locked is the key's own (a primary-key lock, no gap lock), so a
+//!   concurrent duplicate waits on that key and nothing else does.
 //! - SQLite: the store's write half. The caller's transaction must be a write
 //!   transaction from its start (`BEGIN IMMEDIATE`); a deferred one that read
 //!   first gets `SQLITE_BUSY` when it tries to write, reported as retryable.
@@ -65,6 +68,9 @@ pub(crate) struct TxStatements {
     /// MySQL: the live row as a locking (current) read.
     #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
     select_locked: Stmt,
+    /// MySQL: the claim without the fence slot (`mysql_sql.rs`).
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+    claim_mysql: Stmt,
     sent: Sent,
 }
 
@@ -72,10 +78,12 @@ impl TxStatements {
     pub(crate) fn new(dialect: Dialect, names: &TableNames) -> Self {
         let sql = Statements::new(dialect, names);
         let select_locked = Stmt::from(format!("{} LOCK IN SHARE MODE", sql.select_live.text()));
+        let claim_mysql = super::mysql_sql::mysql_claim_in_tx(&names.records(dialect));
         TxStatements {
             dialect,
             sql,
             select_locked,
+            claim_mysql,
             sent: Sent::default(),
         }
     }
@@ -105,7 +113,7 @@ impl TxStatements {
                 #[cfg(feature = "mysql")]
                 AnyConn::MySql(c) => {
                     let owner = req.owner.to_bytes();
-                    use super::mysql::{TakeArgs, fetch_on, take_on};
+                    use super::mysql::{TakeArgs, fetch_on, take_in_tx};
                     let live = [Arg::Text(req.key)];
                     if let Some(row) = fetch_on(c, sent, &sql.select_live, &live).await? {
                         return Ok((row.into_claim(req.owner)?, round > 0));
@@ -116,7 +124,7 @@ impl TxStatements {
                         fingerprint: &req.fingerprint.0,
                         lease_us: micros(req.lease),
                     };
-                    match take_on(c, sent, &sql.next_fence, &sql.claim, a).await? {
+                    match take_in_tx(c, sent, &self.claim_mysql, a).await? {
                         Some(fence) => Some(Claim::Claimed {
                             fence: crate::outcome::Fence::new(fence as u64),
                         }),

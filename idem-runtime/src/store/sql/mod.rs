@@ -24,7 +24,9 @@
 //! of order, so [`Store::verify`] refuses a cached sequence, naming the fix.
 //!
 //! Expiry is always computed by the database clock inside the statements
-//! (`now()`, `UTC_TIMESTAMP(6)`, `unixepoch('subsec')`), never by the callers'
+//! at the statement's start (`statement_timestamp()`, `UTC_TIMESTAMP(6)`,
+//! `unixepoch('subsec')`; never PostgreSQL's `now()`, the start of a transaction
+//! that may be the caller's), never by the callers'
 //! clocks, so several application hosts with skewed clocks agree.
 //!
 //! The consume log of `#[consume_once]` (`idem_consume_log` by default,
@@ -48,7 +50,7 @@
 //!
 //! # The claim, per dialect
 //! - PostgreSQL: one statement. A CTE reads the live row; only when there is none
-//!   does it `INSERT … ON CONFLICT (idem_key) DO UPDATE … WHERE expires_at <= now()
+//!   does it `INSERT … ON CONFLICT (idem_key) DO UPDATE … WHERE expires_at <= statement_timestamp()
 //!   RETURNING fence`, so duplicates and waiters stay read-only (no row lock, no
 //!   transaction id, no log flush).
 //! - MySQL/MariaDB: a `SELECT`; for a missing or expired key, one transaction with
@@ -130,6 +132,7 @@ mod key;
 mod local;
 #[cfg(feature = "mysql")]
 mod mysql;
+mod mysql_sql;
 mod names;
 mod pool;
 #[cfg(feature = "postgres")]
@@ -143,6 +146,7 @@ mod token_sql;
 
 pub use crate::db::Dialect;
 pub use builder::SqlStoreBuilder;
+pub(crate) use catalog::lookup_on;
 pub use catalog::{EXPRESSION, SqlConstraints};
 pub use ddl::ddl;
 pub(crate) use in_tx::{TxFail, TxStatements};

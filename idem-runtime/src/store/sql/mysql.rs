@@ -82,10 +82,11 @@ pub(super) struct TakeArgs<'a> {
     pub(super) lease_us: i64,
 }
 
-/// The write half's statements on a connection inside a transaction (the
-/// store's own, or the caller's for the transactional guard): the slot's next
-/// fence, then the upsert. The fence when the key is now ours.
-pub(super) async fn take_on(
+/// The write half's statements inside the store's own transaction: the slot's
+/// next fence, then the upsert. The fence when the key is now ours. (Never in
+/// the caller's transaction: the slot row would stay locked until its commit;
+/// see [`take_in_tx`].)
+async fn take_on(
     conn: &mut sqlx::MySqlConnection,
     sent: &Sent,
     next_fence: &Stmt,
@@ -109,9 +110,44 @@ pub(super) async fn take_on(
         Arg::Bytes(a.fingerprint),
         Arg::Int(a.lease_us),
     ];
-    let r = bind(sent, claim, &args).execute(&mut *conn).await?;
-    // LAST_INSERT_ID is our fence exactly when the row is now ours (see ddl.rs).
-    Ok((r.last_insert_id() == fence as u64).then_some(fence))
+    upsert(conn, sent, claim, &args).await
+}
+
+/// The transactional guard's claim in the caller's transaction
+/// ([`mysql_claim_in_tx`](super::mysql_sql::mysql_claim_in_tx)): the upsert
+/// alone, its fence from the database clock, so no fence slot stays locked
+/// until the caller's commit. The fence when the key is now ours.
+pub(super) async fn take_in_tx(
+    conn: &mut sqlx::MySqlConnection,
+    sent: &Sent,
+    claim: &Stmt,
+    a: TakeArgs<'_>,
+) -> Result<Option<i64>, sqlx::Error> {
+    let args = [
+        Arg::Text(a.key),
+        Arg::Bytes(a.owner),
+        Arg::Bytes(a.fingerprint),
+        Arg::Int(a.lease_us),
+    ];
+    upsert(conn, sent, claim, &args).await
+}
+
+/// Runs a claim upsert: its last-insert-id is the fence the row now holds
+/// when the statement took the key, 0 when a live row stayed (see
+/// `mysql_sql.rs`).
+async fn upsert(
+    conn: &mut sqlx::MySqlConnection,
+    sent: &Sent,
+    claim: &Stmt,
+    args: &[Arg<'_>],
+) -> Result<Option<i64>, sqlx::Error> {
+    let r = bind(sent, claim, args).execute(&mut *conn).await?;
+    match r.last_insert_id() {
+        0 => Ok(None),
+        id => i64::try_from(id)
+            .map(Some)
+            .map_err(|_| sqlx::Error::Protocol(format!("claim returned fence {id}"))),
+    }
 }
 
 pub(super) async fn claim(

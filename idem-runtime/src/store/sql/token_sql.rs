@@ -103,10 +103,13 @@ impl TokenStatements {
     }
 
     fn postgres(k: &str, seq: &str) -> Self {
-        let plus = |p: &str| format!("now() + ({p}::INT8 * INTERVAL '1 microsecond')");
-        // Lease left by the clock at evaluation, not `now()` (our transaction's
-        // start): a take that started after ours and committed before our
-        // snapshot would otherwise show more than its whole lease left.
+        let plus =
+            |p: &str| format!("statement_timestamp() + ({p}::INT8 * INTERVAL '1 microsecond')");
+        // The clock is the statement's (`statement_timestamp()`), never the
+        // transaction's start (`now()`), as in the records' statements (ddl.rs).
+        // Lease left by the clock at evaluation, not at our statement's start:
+        // a take that started after ours and committed before our snapshot
+        // would otherwise show more than its whole lease left.
         let remaining = "(EXTRACT(EPOCH FROM (lease_until - clock_timestamp())) * 1000000)::INT8";
         let s = |t: String| Stmt::from(t);
         TokenStatements {
@@ -115,7 +118,7 @@ impl TokenStatements {
                  VALUES ($1, NULL, 0, NULL, {exp}) \
                  ON CONFLICT (token_key) DO UPDATE SET owner = NULL, lease_until = NULL, \
                    expires_at = EXCLUDED.expires_at \
-                 WHERE r.expires_at <= now()",
+                 WHERE r.expires_at <= statement_timestamp()",
                 exp = plus("$2"),
             )),
             // `cur` and the update read one snapshot. When a concurrent take
@@ -125,11 +128,11 @@ impl TokenStatements {
             take: s(format!(
                 "WITH cur AS (\
                    SELECT owner, fence, {remaining} AS remaining_us FROM {k} \
-                   WHERE token_key = $1 AND expires_at > now()), \
+                   WHERE token_key = $1 AND expires_at > statement_timestamp()), \
                  upd AS (\
                    UPDATE {k} SET owner = $2, fence = nextval('{seq}'), lease_until = {lease} \
-                   WHERE token_key = $1 AND expires_at > now() \
-                     AND (owner IS NULL OR (lease_until <= now() AND owner <> $2)) \
+                   WHERE token_key = $1 AND expires_at > statement_timestamp() \
+                     AND (owner IS NULL OR (lease_until <= statement_timestamp() AND owner <> $2)) \
                    RETURNING fence) \
                  SELECT TRUE AS taken, $2::BYTEA AS owner, fence, 0::INT8 AS remaining_us FROM upd \
                  UNION ALL \
@@ -139,11 +142,11 @@ impl TokenStatements {
             )),
             read: s(format!(
                 "SELECT owner, fence, {remaining} AS remaining_us FROM {k} \
-                 WHERE token_key = $1 AND expires_at > now()"
+                 WHERE token_key = $1 AND expires_at > statement_timestamp()"
             )),
             renew: s(format!(
                 "UPDATE {k} SET lease_until = {lease} \
-                 WHERE token_key = $2 AND owner = $3 AND expires_at > now()",
+                 WHERE token_key = $2 AND owner = $3 AND expires_at > statement_timestamp()",
                 lease = plus("$1"),
             )),
             consume: s(format!(
@@ -151,16 +154,16 @@ impl TokenStatements {
             )),
             give_back: s(format!(
                 "UPDATE {k} SET owner = NULL, lease_until = NULL \
-                 WHERE token_key = $1 AND owner = $2 AND expires_at > now()"
+                 WHERE token_key = $1 AND owner = $2 AND expires_at > statement_timestamp()"
             )),
             live: s(format!(
-                "SELECT 1 FROM {k} WHERE token_key = $1 AND expires_at > now()"
+                "SELECT 1 FROM {k} WHERE token_key = $1 AND expires_at > statement_timestamp()"
             )),
             purge: s(format!(
                 "DELETE FROM {k} WHERE token_key IN (\
-                   SELECT token_key FROM {k} WHERE expires_at <= now() LIMIT {PURGE_BATCH} \
+                   SELECT token_key FROM {k} WHERE expires_at <= statement_timestamp() LIMIT {PURGE_BATCH} \
                    FOR UPDATE SKIP LOCKED) \
-                 AND expires_at <= now()"
+                 AND expires_at <= statement_timestamp()"
             )),
             probe: (
                 k.to_owned(),
