@@ -123,13 +123,8 @@ impl Policy {
                 within_bounds(name, d)?;
             }
         }
-        if let Some(h) = self.max_hold
-            && h < self.lease
-        {
-            return Err(format!(
-                "max_hold ({h:?}) must not be shorter than the lease ({:?}): renewal could never happen",
-                self.lease
-            ));
+        if let Some(h) = self.max_hold {
+            idem_rules::check_hold(self.lease, h).map_err(|e| e.to_string())?;
         }
         if self.lease >= self.ttl {
             return Err(format!(
