@@ -335,9 +335,11 @@ impl<S: Store> Store for FaultyStore<S> {
             .map(|_| self as &dyn super::token::TokenStore)
     }
 
-    /// The inner store's state check-and-set, without faults.
+    /// The inner store's state check-and-set, under the same faults.
     fn states(&self) -> Option<&dyn super::state::StateStore> {
-        self.inner.states()
+        self.inner
+            .states()
+            .map(|_| self as &dyn super::state::StateStore)
     }
 
     /// The inner store's queue: its connections are the ones in use.

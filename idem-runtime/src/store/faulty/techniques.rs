@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use super::{FaultyStore, Op};
+use crate::store::state::{StateCas, StateStore};
 use crate::store::token::{TokenStore, TokenTake};
 use crate::store::{BoxFuture, Owned, Owner, Store, StoreError};
 
@@ -15,6 +16,12 @@ impl<S: Store> FaultyStore<S> {
         self.inner
             .tokens()
             .ok_or_else(|| StoreError::config("the wrapped store keeps no tokens"))
+    }
+
+    fn inner_states(&self) -> Result<&dyn StateStore, StoreError> {
+        self.inner
+            .states()
+            .ok_or_else(|| StoreError::config("the wrapped store offers no state check-and-set"))
     }
 }
 
@@ -77,6 +84,33 @@ impl<S: Store> TokenStore for FaultyStore<S> {
         Box::pin(
             self.run(Op::Mutate, Some(key), move || match self.inner_tokens() {
                 Ok(t) => t.give_back(key, owner),
+                Err(e) => Box::pin(std::future::ready(Err(e))),
+            }),
+        )
+    }
+}
+
+impl<S: Store> StateStore for FaultyStore<S> {
+    fn state_cas<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+        from: Option<&'a str>,
+        to: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<StateCas, StoreError>> {
+        Box::pin(
+            self.run(Op::Mutate, Some(key), move || match self.inner_states() {
+                Ok(s) => s.state_cas(key, owner, from, to, ttl),
+                Err(e) => Box::pin(std::future::ready(Err(e))),
+            }),
+        )
+    }
+
+    fn state<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(
+            self.run(Op::Read, Some(key), move || match self.inner_states() {
+                Ok(s) => s.state(key),
                 Err(e) => Box::pin(std::future::ready(Err(e))),
             }),
         )
