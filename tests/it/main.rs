@@ -25,6 +25,8 @@ mod consume_support;
 mod engine_state;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod engine_tokens;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod engine_tx;
 mod guard_safety;
 #[cfg(feature = "axum")]
 mod http;
