@@ -99,3 +99,56 @@ per_db!(
     cancelled_mid_body_then_committed_key_free_after_lease,
     cancelled_mid_body_then_committed
 );
+
+/// Defect m: a caller dropped while its claim waits in the store (here behind
+/// another transaction's uncommitted claim row of the key, on a pooled store)
+/// must not leave the key blocked for a lease once that claim applies. Before,
+/// the background release ran at once on another pooled connection, found
+/// nothing, and the claim applied after it: the next caller got `InProgress`
+/// for the whole lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_callers_release_never_overtakes_its_own_claim_postgres() {
+    use crate::sql_support::{Fixture, pg_url};
+    let fx = Fixture::new(idem::store::sql::Dialect::Postgres).await;
+    let idem = Idem::builder()
+        .shared_store(fx.dyn_store())
+        .namespace(unique_ns("engrace"))
+        .tx_tables(fx.names.clone())
+        .op_timeout(crate::support::TEST_OP_TIMEOUT)
+        .build()
+        .unwrap();
+    let lease = Duration::from_secs(3);
+    let pool = sqlx::PgPool::connect(&pg_url()).await.unwrap();
+    let mut blocker = pool.begin().await.unwrap();
+    idem.guard("race", &[&1u64])
+        .in_tx(&mut blocker)
+        .run(|_tx, _fence| Box::pin(async { Ok::<_, idem::Error>(0_i64) }))
+        .await
+        .unwrap();
+    let caller = {
+        let idem = idem.clone();
+        tokio::spawn(async move {
+            idem.guard("race", &[&1u64])
+                .lease(lease)
+                .run(|_| async { Ok::<_, idem::Error>(1_i64) })
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    caller.abort();
+    let _ = caller.await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The queued claim goes through now.
+    blocker.rollback().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let next = idem
+        .guard("race", &[&1u64])
+        .lease(lease)
+        .wait(Duration::ZERO)
+        .run(|_| async { Ok::<_, idem::Error>(2_i64) })
+        .await;
+    match next {
+        Ok(out) => assert_eq!(out.how(), How::Executed),
+        Err(e) => panic!("the key is blocked after the dropped caller's claim: {e}"),
+    }
+}

@@ -22,6 +22,8 @@ mod consume_nats;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod consume_support;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod engine_keys;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod engine_state;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod engine_tokens;

@@ -146,7 +146,7 @@ impl Idem {
     pub fn lock_key(&self, key: Key) -> Lock<'_> {
         Lock {
             idem: self,
-            policy: self.settings().lock_policy(key.scene()),
+            policy: self.settings().lock_policy(&key.scene_as_written()),
             key,
         }
     }
