@@ -119,7 +119,7 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | `key` | `"scene:<param>:<param.field>"` | required |
 /// | `lease` | duration (as for `#[idempotent]`: a literal or a `Duration` expression) | `"30s"` |
 /// | `wait` | duration (`"0s"` is not allowed, `Duration::ZERO` tries once) | `"5s"`, or the lease if shorter |
-/// | `max_hold` | duration, longer than the lease | 20 × the lease |
+/// | `max_hold` | duration, at least the lease | 20 × the lease |
 /// | `handle` | expression of type `&idem::Idem` | the installed global |
 /// | `crate` | `"path"` to the `idem` crate | `"::idem"` |
 #[proc_macro_attribute]

@@ -206,22 +206,19 @@ static GLOBAL: OnceLock<Idem> = OnceLock::new();
 /// Installs the handle the macros use when no `handle = ...` is given.
 /// Returns the handle back if one was installed already.
 pub fn install(handle: Idem) -> Result<(), Idem> {
-    GLOBAL.set(handle)
+    GLOBAL.set(handle)?;
+    if let Some(g) = GLOBAL.get() {
+        crate::observe::install_fallback(&g.inner.recorder, g.namespace());
+    }
+    Ok(())
 }
 
-/// Counts calls made with no handle at all: the caller-transaction techniques
-/// (state transitions, the consume log) need none (they only talk to the
-/// caller's database), and the `metrics` facade still sees them.
-static UNHANDLED: std::sync::OnceLock<Recorder> = std::sync::OnceLock::new();
-
 /// The recorder and namespace a call counts under: `handle`'s, else the
-/// installed global's, else a process-wide recorder and no namespace.
+/// installed global's, else a process-wide recorder and no namespace (the one
+/// fallback rule, `observe::counted_under`).
 #[cfg_attr(not(feature = "sql"), allow(dead_code))]
 pub(crate) fn recorder_for(handle: Option<&Idem>) -> (&Recorder, &str) {
-    match handle.or_else(|| global().ok()) {
-        Some(h) => (&h.inner.recorder, h.namespace()),
-        None => (UNHANDLED.get_or_init(Recorder::default), ""),
-    }
+    crate::observe::counted_under(handle.map(|h| (&h.inner.recorder, h.namespace())))
 }
 
 /// The installed handle, or `Error::NotInstalled`.

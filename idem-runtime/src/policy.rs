@@ -123,13 +123,8 @@ impl Policy {
                 within_bounds(name, d)?;
             }
         }
-        if let Some(h) = self.max_hold
-            && h < self.lease
-        {
-            return Err(format!(
-                "max_hold ({h:?}) must not be shorter than the lease ({:?}): renewal could never happen",
-                self.lease
-            ));
+        if let Some(h) = self.max_hold {
+            idem_rules::check_hold(self.lease, h).map_err(|e| e.to_string())?;
         }
         if self.lease >= self.ttl {
             return Err(format!(
@@ -153,10 +148,17 @@ impl Policy {
     /// The budget of one store operation of this call: the handle's
     /// `op_timeout`, clamped to `lease / LEASE_PER_OP` so renewal keeps up.
     pub fn op_budget(&self, op_timeout: Duration) -> Duration {
-        op_timeout
-            .min(self.lease / LEASE_PER_OP)
-            .max(Duration::from_millis(1))
+        op_budget(op_timeout, self.lease)
     }
+}
+
+/// The one op-budget rule of every technique that holds a claim: the handle's
+/// operation timeout, at most `lease / LEASE_PER_OP` (two renewal attempts fit
+/// in one lease), at least 1 ms.
+pub(crate) fn op_budget(op_timeout: Duration, lease: Duration) -> Duration {
+    op_timeout
+        .min(lease / LEASE_PER_OP)
+        .max(Duration::from_millis(1))
 }
 
 /// Checks one duration against [`MAX_DURATION`].

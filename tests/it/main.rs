@@ -21,6 +21,14 @@ mod consume_log;
 mod consume_nats;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod consume_support;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod engine_keys;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod engine_state;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod engine_tokens;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod engine_tx;
 mod guard_safety;
 #[cfg(feature = "axum")]
 mod http;

@@ -56,10 +56,9 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     } else {
         lease
     };
-    // Renewal stops at `max_hold`: a bound not above one lease would never renew
-    // the lock at all.
+    // The one `max_hold` rule, shared with the runtime (`idem_rules::check_hold`).
     if let (Some(m), Some(hold), Some(lease_v)) = (&args.max_hold, max_hold, lease_v)
-        && hold <= lease_v
+        && idem_rules::check_hold(lease_v, hold).is_err()
     {
         let lease_name = match args.lease {
             Some(_) => "`lease`",
@@ -68,9 +67,10 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         errors.at(
             m.value.span(),
             format!(
-                "`max_hold` ({}) must be longer than {lease_name} ({}): renewal stops at `max_hold`, so the lock could never be renewed",
+                "`max_hold` ({}) must not be shorter than {lease_name} ({}): {}",
                 duration::display(hold),
-                duration::display(lease_v)
+                duration::display(lease_v),
+                idem_rules::HoldTooShort::WHY
             ),
         );
     }
@@ -113,12 +113,19 @@ mod tests {
         errors.into_compile_errors().to_string()
     }
 
+    /// The guard's rule (`idem_rules::check_hold`): equal to the lease is the
+    /// "never renew" setting, shorter is refused (issue 24: the lock used to
+    /// refuse equal too).
     #[test]
-    fn max_hold_must_exceed_the_lease() {
-        let e = check(r#"key = "lock:k:<id>", lease = "3s", max_hold = "3s""#);
+    fn max_hold_must_cover_one_lease() {
+        let e = check(r#"key = "lock:k:<id>", lease = "3s", max_hold = "2s""#);
         assert!(
-            e.contains("`max_hold` (3s) must be longer than `lease` (3s)"),
+            e.contains("`max_hold` (2s) must not be shorter than `lease` (3s)"),
             "{e}"
+        );
+        assert_eq!(
+            check(r#"key = "lock:k:<id>", lease = "3s", max_hold = "3s""#),
+            ""
         );
         let e = check(r#"key = "lock:k:<id>", max_hold = "10s""#);
         assert!(e.contains("the default `lease` (30s)"), "{e}");

@@ -227,10 +227,9 @@ fn durations(args: &Args, errors: &mut Errors) -> Durations {
             (None, None) => {}
         }
     }
-    // Renewal stops once `now + lease` would pass `max_hold`, so a bound
-    // shorter than one lease would never renew the claim at all.
+    // The one `max_hold` rule, shared with the runtime (`idem_rules::check_hold`).
     if let (Some(m), Some(hold), Some(lease_v)) = (&args.max_hold, max_hold, lease_v)
-        && hold < lease_v
+        && idem_rules::check_hold(lease_v, hold).is_err()
     {
         let lease_name = match args.lease {
             Some(_) => "`lease`",
@@ -239,9 +238,10 @@ fn durations(args: &Args, errors: &mut Errors) -> Durations {
         errors.at(
             m.value.span(),
             format!(
-                "`max_hold` ({}) must not be shorter than {lease_name} ({}): renewal stops at `max_hold`, so the claim could never be renewed",
+                "`max_hold` ({}) must not be shorter than {lease_name} ({}): {}",
                 show(hold),
-                show(lease_v)
+                show(lease_v),
+                idem_rules::HoldTooShort::WHY
             ),
         );
     }

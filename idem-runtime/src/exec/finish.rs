@@ -16,28 +16,62 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Exec, Held};
+use crate::fingerprint::Fingerprint;
 use crate::observe::Op;
-use crate::store::{Owned, Owner, StoreError};
+use crate::store::token::TokenTake;
+use crate::store::{BoxFuture, Claim, ClaimRequest, Owned, Owner, StoreError};
 
-/// How a held claim ends.
+/// What kind of claim is held: decides its renewal, its undo and its finishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A record claim in the record store (guards, locks).
+    Record,
+    /// A one-time token taken in the token store.
+    Token,
+}
+
+/// How a held claim ends: every way goes through [`Exec::finish`].
 #[derive(Debug, Clone)]
 pub(crate) enum Finish {
     /// Store the encoded result for `ttl`.
     Complete { payload: Vec<u8>, ttl: Duration },
-    /// Give the key up so a retry runs.
+    /// Give the key up so a retry runs (a guard's failed body, a lock's end).
     Release,
+    /// Delete the token: its body succeeded, it must never come back.
+    TokenConsume,
+    /// Return the token to issued: its body failed, a retry may use it.
+    TokenGiveBack,
+}
+
+impl Finish {
+    /// How a claim of `kind` whose body never started is undone.
+    fn undo(kind: Kind) -> Finish {
+        match kind {
+            Kind::Record => Finish::Release,
+            Kind::Token => Finish::TokenGiveBack,
+        }
+    }
+
+    fn op(&self) -> Op {
+        match self {
+            Finish::Complete { .. } => Op::Complete,
+            Finish::Release => Op::Release,
+            Finish::TokenConsume => Op::TokenConsume,
+            Finish::TokenGiveBack => Op::TokenReturn,
+        }
+    }
 }
 
 impl Exec {
-    /// Completes or releases a held claim within the call's operation budget.
+    /// Ends a held claim (every [`Finish`]) within the call's operation budget.
     ///
     /// If the store does not confirm it in time, or the caller's future is dropped
     /// while the operation is in flight, the same operation goes on in a detached
     /// task (it is idempotent per owner) until the lease would have lapsed anyway:
     /// a slow but healthy store then still gets the result, so a retry replays it
-    /// instead of running the body again, while the caller waits no longer than one
-    /// operation budget. Once the store answered (applied, or the key is another
-    /// owner's) there is nothing left to do.
+    /// (or finds its token consumed) instead of running the body again, while the
+    /// caller waits no longer than one operation budget. Once the store answered
+    /// (applied, or the key is another owner's) there is nothing left to do.
     pub(crate) async fn finish(
         self: &Arc<Self>,
         held: &Held<'_>,
@@ -50,7 +84,7 @@ impl Exec {
             armed: true,
         };
         let r = self
-            .finish_now(held.key, held.owner, held.budget, &finish)
+            .finish_op(held.key, held.owner, held.budget, &finish, false)
             .await;
         pending.armed = matches!(r, Err(StoreError::Unavailable(_)));
         r
@@ -69,39 +103,93 @@ impl Exec {
         f: &Finish,
     ) -> Result<Owned, StoreError> {
         let budget = lease.max(self.op_timeout);
-        match f {
-            Finish::Complete { payload, ttl } => {
-                self.op_patient(Op::Complete, key, budget, || {
-                    self.store.complete(key, owner, payload, *ttl)
-                })
-                .await
-            }
-            Finish::Release => {
-                self.op_patient(Op::Release, key, budget, || self.store.release(key, owner))
-                    .await
-            }
-        }
+        self.finish_op(key, owner, budget, f, true).await
     }
 
-    async fn finish_now(
+    /// The one store operation of `f`, within `budget` (patiently when nobody
+    /// waits for it).
+    async fn finish_op(
         &self,
         key: &str,
         owner: Owner,
         budget: Duration,
         f: &Finish,
+        patient: bool,
     ) -> Result<Owned, StoreError> {
-        match f {
-            Finish::Complete { payload, ttl } => {
-                self.op_in(Op::Complete, key, budget, || {
-                    self.store.complete(key, owner, payload, *ttl)
-                })
-                .await
-            }
-            Finish::Release => {
-                self.op_in(Op::Release, key, budget, || self.store.release(key, owner))
-                    .await
-            }
+        let call = || self.finish_call(key, owner, f);
+        if patient {
+            self.op_patient(f.op(), key, budget, call).await
+        } else {
+            self.op_in(f.op(), key, budget, call).await
         }
+    }
+
+    fn finish_call<'s>(
+        &'s self,
+        key: &'s str,
+        owner: Owner,
+        f: &'s Finish,
+    ) -> BoxFuture<'s, Result<Owned, StoreError>> {
+        let store = &*self.store;
+        match f {
+            Finish::Complete { payload, ttl } => store.complete(key, owner, payload, *ttl),
+            Finish::Release => store.release(key, owner),
+            Finish::TokenConsume | Finish::TokenGiveBack => match store.tokens() {
+                Some(t) if matches!(f, Finish::TokenConsume) => t.consume(key, owner),
+                Some(t) => t.give_back(key, owner),
+                None => Box::pin(std::future::ready(Err(StoreError::config(
+                    "the store keeps no tokens",
+                )))),
+            },
+        }
+    }
+
+    /// Undoes, in the background, a claim of `kind` whose answer never came.
+    /// It is released (given back) first, patiently, as before. But the claim
+    /// may not have applied *yet*: a store that runs
+    /// it detached (the SQL stores' write half), or on another pooled
+    /// connection, can apply it after that release, and it then held the key
+    /// for a lease (issue 24, m). So the same claim is sent again with the same
+    /// owner: it queues behind the first one where the store orders them (a
+    /// single writer, a row lock, one connection), answers `Claimed` if the
+    /// first one applied (or takes a free key), and is then released too.
+    async fn undo_in_flight(&self, spec: &Undo) -> Result<Owned, StoreError> {
+        let (key, owner, lease) = (&*spec.key, spec.owner, spec.lease);
+        let undo = Finish::undo(spec.kind);
+        // A release of an absent key says `Applied` (a retry after a lost reply
+        // looks the same), so its answer cannot tell "undone" from "not applied
+        // yet": the claim is always sent again.
+        self.in_background(key, owner, lease, &undo).await?;
+        let budget = lease.max(self.op_timeout);
+        let holds = match spec.kind {
+            Kind::Record => {
+                let req = ClaimRequest {
+                    key,
+                    owner,
+                    fingerprint: spec.fingerprint,
+                    lease,
+                };
+                let claim = self
+                    .op_reclaim(Op::Claim, key, budget, || self.store.claim_unfenced(req))
+                    .await?;
+                matches!(claim, Claim::Claimed { .. })
+            }
+            Kind::Token => {
+                let Some(tokens) = self.store.tokens() else {
+                    return Ok(Owned::NotOwner);
+                };
+                let take = self
+                    .op_reclaim(Op::TokenTake, key, budget, || {
+                        tokens.take(key, owner, lease)
+                    })
+                    .await?;
+                matches!(take, TokenTake::Taken { .. })
+            }
+        };
+        if !holds {
+            return Ok(Owned::NotOwner);
+        }
+        self.in_background(key, owner, lease, &undo).await
     }
 }
 
@@ -165,55 +253,95 @@ impl Drop for Detach<'_> {
     }
 }
 
-/// Releases a claim whose body never started when the call is dropped. Armed
-/// before the claim is sent: a caller cancelled while the claim is in flight still
-/// releases it (release is owner-checked, so a claim that never applied is
-/// untouched).
-pub(crate) struct ReleaseOnDrop<'a> {
+/// The owned facts an undo needs in a detached task.
+struct Undo {
+    key: String,
+    owner: Owner,
+    lease: Duration,
+    kind: Kind,
+    fingerprint: Fingerprint,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Off,
+    /// A claim attempt was sent and has not answered: it may apply.
+    InFlight,
+    /// The claim is held and its body has not started.
+    Held,
+}
+
+/// The armed undo of a claim whose body never started, fired when dropped.
+/// Armed before each attempt is sent: a caller cancelled while the claim is in
+/// flight still undoes it (owner-checked, so a claim that never applied is
+/// untouched), and a caller cancelled while it holds the claim releases it (or
+/// gives the token back). Disarmed once the body starts (its effects may commit:
+/// the claim then lapses with its lease), once the attempt answered without
+/// taking the key, or when a technique takes the claim over.
+pub(crate) struct Armed<'a> {
     exec: &'a Arc<Exec>,
     key: &'a str,
     owner: Owner,
     lease: Duration,
-    armed: bool,
+    kind: Kind,
+    fingerprint: Fingerprint,
+    state: State,
 }
 
-impl<'a> ReleaseOnDrop<'a> {
-    pub(crate) fn new(exec: &'a Arc<Exec>, key: &'a str, owner: Owner, lease: Duration) -> Self {
-        ReleaseOnDrop {
+impl<'a> Armed<'a> {
+    pub(super) fn new(exec: &'a Arc<Exec>, spec: &super::ClaimSpec<'a>) -> Self {
+        Armed {
             exec,
-            key,
-            owner,
-            lease,
-            armed: true,
+            key: spec.key,
+            owner: spec.owner,
+            lease: spec.lease,
+            kind: spec.kind,
+            fingerprint: spec.fingerprint,
+            state: State::Off,
         }
     }
 
-    /// The claim must stay: it is held by a body that started (its effects may
-    /// commit, so it lapses with its lease), finished by `finish`, or was never
-    /// taken.
+    pub(super) fn in_flight(&mut self) {
+        self.state = State::InFlight;
+    }
+
+    pub(super) fn held(&mut self) {
+        self.state = State::Held;
+    }
+
+    /// Nothing to undo any more (see the type's docs).
     pub(crate) fn disarm(&mut self) {
-        self.armed = false;
+        self.state = State::Off;
     }
 }
 
-impl Drop for ReleaseOnDrop<'_> {
+impl Drop for Armed<'_> {
     fn drop(&mut self) {
-        if !self.armed {
+        if self.state == State::Off {
             return;
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let exec = Arc::clone(self.exec);
-        let key = self.key.to_owned();
+        let undo = Undo {
+            key: self.key.to_owned(),
+            owner: self.owner,
+            lease: self.lease,
+            kind: self.kind,
+            fingerprint: self.fingerprint,
+        };
         // A claim that may have applied blocks the key for a lease: worth trying to
-        // release for that long (a single attempt lost to a blip left callers
+        // undo for that long (a single attempt lost to a blip left callers
         // waiting out 30 s leases under load: issue 18).
-        let (owner, lease) = (self.owner, self.lease);
+        let in_flight = self.state == State::InFlight;
         rt.spawn(async move {
-            let _ = exec
-                .in_background(&key, owner, lease, &Finish::Release)
-                .await;
+            let _ = if in_flight {
+                exec.undo_in_flight(&undo).await
+            } else {
+                exec.in_background(&undo.key, undo.owner, undo.lease, &Finish::undo(undo.kind))
+                    .await
+            };
         });
     }
 }

@@ -18,9 +18,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Exec;
+use super::finish::Kind;
 use crate::fence::Fence;
 use crate::observe::Op;
-use crate::store::{BoxFuture, Owned, Owner, StoreError};
+use crate::store::{Owned, Owner};
 
 /// A claim this caller holds.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +35,8 @@ pub(crate) struct Held<'a> {
     pub(crate) sent: Instant,
     /// The budget of each operation on it (at most a third of the lease).
     pub(crate) budget: Duration,
+    /// A record claim or a token take: renewed, undone and finished in its store.
+    pub(crate) kind: Kind,
 }
 
 impl Exec {
@@ -51,26 +54,13 @@ impl Exec {
     }
 
     /// [`hold`](Self::hold), reporting each renewal to `live` so the body can ask
-    /// whether its lease still holds (the distributed lock's `is_valid()`).
+    /// whether its lease still holds (the distributed lock's `is_valid()`). A
+    /// claim is renewed in its own store (`held.kind`: records or tokens).
     pub(crate) async fn hold_tracked<F: Future>(
         &self,
         held: &Held<'_>,
         max_hold: Duration,
         live: Option<&Liveness>,
-        body: F,
-    ) -> F::Output {
-        self.hold_with(held, max_hold, live, None, body).await
-    }
-
-    /// [`hold_tracked`](Self::hold_tracked) renewing through `renew` (its op
-    /// label and call) instead of the record store's `renew`: a one-time token
-    /// lives in the token store.
-    pub(crate) async fn hold_with<'s, F: Future>(
-        &'s self,
-        held: &Held<'_>,
-        max_hold: Duration,
-        live: Option<&Liveness>,
-        renew: Option<(Op, Renew<'s>)>,
         body: F,
     ) -> F::Output {
         let body = pin!(body);
@@ -79,18 +69,17 @@ impl Exec {
             r = body => r,
             // Boxed: renewal (timers, a store operation) would otherwise add its
             // size to the future of every call, replays included.
-            never = Box::pin(self.watchdog(held, max_hold, live, renew)) => match never {},
+            never = Box::pin(self.watchdog(held, max_hold, live)) => match never {},
         }
     }
 
     /// Renews until `max_hold`, or parks once the lease is lost. Never returns: the
     /// body's `select!` ends it.
-    async fn watchdog<'s>(
-        &'s self,
+    async fn watchdog(
+        &self,
         held: &Held<'_>,
         max_hold: Duration,
         live: Option<&Liveness>,
-        renew: Option<(Op, Renew<'s>)>,
     ) -> Infallible {
         let Held {
             key,
@@ -109,14 +98,19 @@ impl Exec {
                 tracing::warn!(key = %crate::observe::key_hash(key), "max_hold reached: lease renewal stops and will lapse");
                 return std::future::pending().await;
             }
-            let renewed = match renew {
-                None => {
+            let renewed = match (held.kind, self.store.tokens()) {
+                (Kind::Token, Some(tokens)) => {
+                    self.op_in(Op::TokenRenew, key, budget, || {
+                        tokens.renew(key, owner, lease)
+                    })
+                    .await
+                }
+                _ => {
                     self.op_in(Op::Renew, key, budget, || {
                         self.store.renew(key, owner, lease)
                     })
                     .await
                 }
-                Some((op, f)) => self.op_in(op, key, budget, f).await,
             };
             match renewed {
                 Ok(Owned::Applied) => {
@@ -144,10 +138,6 @@ impl Exec {
         }
     }
 }
-
-/// A renewal other than the record store's (see [`Exec::hold_with`]).
-pub(crate) type Renew<'a> =
-    &'a (dyn Fn() -> BoxFuture<'a, Result<Owned, StoreError>> + Send + Sync);
 
 /// Whether a held lease still holds, as far as this process can tell: until the
 /// last confirmed claim or renewal's *send* instant plus the lease (the store

@@ -3,11 +3,15 @@
 //!
 //! - [`op`](Exec::op): one store operation under the circuit breaker, the
 //!   operation timeout and same-owner retries, timed for the metrics;
+//! - [`claim`]: THE claim engine, the one claim-or-wait primitive
+//!   ([`Exec::acquire`]): queue turn, wait with wake-ups, armed undo on drop,
+//!   one op-budget rule; the guard, the lock and tokens call it;
 //! - [`lease`]: a held claim kept alive by a watchdog (renewal every `lease / 3`
 //!   counted from when the last claim or renewal was *sent*, up to `max_hold`), and
-//!   the wait-with-backoff loop of a caller that finds the key busy;
-//! - [`finish`]: ending a held claim (complete or release) in a way that survives
-//!   the caller's drop, and releasing a claim whose body never started;
+//!   the waiter a busy key's caller waits with;
+//! - [`finish`]: ending a held claim in a way that survives the caller's drop
+//!   (complete, release, token consume, token give-back, lock release: one
+//!   [`Finish`]), and undoing a claim whose body never started;
 //! - [`local`]: wake-ups of same-process waiters when a local holder finishes,
 //!   and the in-process claim of the degraded path.
 //!
@@ -23,6 +27,7 @@ use crate::observe::StoreOpKeys;
 use crate::store::Store;
 
 pub(crate) mod breaker;
+mod claim;
 mod finish;
 mod jitter;
 mod lease;
@@ -30,7 +35,8 @@ mod local;
 mod op;
 
 pub(crate) use breaker::Breaker;
-pub(crate) use finish::{Finish, ReleaseOnDrop};
+pub(crate) use claim::{Acquired, Answer, ClaimSpec};
+pub(crate) use finish::{Finish, Kind};
 pub(crate) use lease::{Held, Liveness, Waiter};
 pub(crate) use local::Inflight;
 

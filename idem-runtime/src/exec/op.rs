@@ -106,6 +106,21 @@ impl Exec {
         self.op_with(op, key, budget, budget, None, true, f).await
     }
 
+    /// The claim an undo sends again for a dropped caller whose claim got no
+    /// answer (see `Exec::undo_in_flight`): it works on a claim that may be ours
+    /// already, so it runs as an operation on a held claim does (patient, never
+    /// refused by the breaker, no send-queue turn), under the claim's label.
+    pub(crate) async fn op_reclaim<'s, R>(
+        &'s self,
+        op: Op,
+        key: &str,
+        budget: Duration,
+        f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
+    ) -> Result<R, StoreError> {
+        self.op_held(op, key, budget, budget, None, true, true, f)
+            .await
+    }
+
     /// Operations on a held claim skip the send queue: they finish work already
     /// admitted (and free its key), so they must never wait behind new work; they
     /// are at most one per held claim.
@@ -118,9 +133,35 @@ impl Exec {
         queue: Duration,
         sent: Option<&mut Instant>,
         background: bool,
+        f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
+    ) -> Result<R, StoreError> {
+        self.op_held(
+            op,
+            key,
+            budget,
+            queue,
+            sent,
+            background,
+            op.holds_claim(),
+            f,
+        )
+        .await
+    }
+
+    /// [`op_with`](Self::op_with), `held` saying whether the operation works on
+    /// a claim already (or possibly) held.
+    #[allow(clippy::too_many_arguments)]
+    async fn op_held<'s, R>(
+        &'s self,
+        op: Op,
+        key: &str,
+        budget: Duration,
+        queue: Duration,
+        sent: Option<&mut Instant>,
+        background: bool,
+        held: bool,
         mut f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
     ) -> Result<R, StoreError> {
-        let held = op.holds_claim();
         if !held && !self.breaker.allow() {
             return Err(StoreError::Unavailable("circuit breaker open".into()));
         }

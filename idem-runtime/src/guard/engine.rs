@@ -21,7 +21,7 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use super::replay::{mismatch, replay};
 use crate::error::Error;
-use crate::exec::{Held, Inflight, ReleaseOnDrop, Waiter};
+use crate::exec::{Acquired, Answer, ClaimSpec, Kind};
 use crate::fence::Fence;
 use crate::fingerprint::Fingerprint;
 use crate::handle::Idem;
@@ -97,111 +97,97 @@ impl Call<'_> {
             return Box::pin(unguarded(body)).await;
         }
         let owner = Owner::random();
-        let budget = self.policy.op_budget(exec.op_timeout);
-        let mut unclaimed = ReleaseOnDrop::new(exec, key, owner, self.policy.lease);
-        let mut waiter = Waiter::new(self.policy.wait_budget());
-        let held = loop {
-            let req = ClaimRequest {
-                key,
-                owner,
-                fingerprint: fp,
-                lease: self.policy.lease,
-            };
-            let mut sent = waiter.attempt();
-            // Set when the claim is handed to the store (the breaker let it through).
-            let mut handed = false;
-            // Under a burst the claim may queue in the client for what is left
-            // of the caller's wait (issue 20); `sent` then moves to its turn.
-            let queue = waiter.queue(budget);
-            let claim = exec.op_queued(Op::Claim, key, budget, queue, &mut sent, || {
-                handed = true;
-                if self.fenced {
-                    exec.store.claim(req)
+        let spec = ClaimSpec {
+            op: Op::Claim,
+            kind: Kind::Record,
+            key,
+            owner,
+            fingerprint: fp,
+            lease: self.policy.lease,
+            wait: self.policy.wait_budget(),
+        };
+        let req = ClaimRequest {
+            key,
+            owner,
+            fingerprint: fp,
+            lease: self.policy.lease,
+        };
+        let fenced = self.fenced;
+        let send = || {
+            if fenced {
+                exec.store.claim(req)
+            } else {
+                exec.store.claim_unfenced(req)
+            }
+        };
+        let read = |claim| match claim {
+            Claim::Claimed { fence } => Answer::Claimed(fence),
+            Claim::Done(rec) => Answer::Stop(Err(rec)),
+            Claim::Busy {
+                fingerprint,
+                remaining,
+            } => {
+                if fingerprint.conflicts_with(&fp) {
+                    Answer::Stop(Ok(fingerprint))
                 } else {
-                    exec.store.claim_unfenced(req)
-                }
-            });
-            match claim.await {
-                Ok(Claim::Claimed { fence }) => {
-                    break Held {
-                        key,
-                        owner,
-                        fence,
-                        lease: self.policy.lease,
-                        sent,
-                        budget,
-                    };
-                }
-                Ok(Claim::Done(rec)) => {
-                    unclaimed.disarm();
-                    if rec.fingerprint.conflicts_with(&fp) {
-                        let e = mismatch(key, rec.fingerprint, fp);
-                        return (CallOutcome::Mismatch.into(), Err(e.into()));
-                    }
-                    let how = if waiter.waited() {
-                        How::Waited
-                    } else {
-                        How::Replayed
-                    };
-                    let r = replay(key, self.policy.version, &rec, how, hooks.terminal);
-                    return (CallOutcome::from(how).into(), r);
-                }
-                Ok(Claim::Busy {
-                    fingerprint,
-                    remaining,
-                }) => {
-                    if fingerprint.conflicts_with(&fp) {
-                        unclaimed.disarm();
-                        let e = mismatch(key, fingerprint, fp);
-                        return (CallOutcome::Mismatch.into(), Err(e.into()));
-                    }
-                    if !waiter.wait(exec, key, remaining).await {
-                        unclaimed.disarm();
-                        let e = Error::InProgress {
-                            key: key.to_owned(),
-                            waited: waiter.elapsed(),
-                        };
-                        return (CallOutcome::InProgress.into(), Err(e.into()));
-                    }
-                }
-                Err(e) => {
-                    let outage = matches!(e, StoreError::Unavailable(_));
-                    // A claim that got no answer may have applied, or may still apply
-                    // (a slow store runs it after our timeout), and would block the key
-                    // for a whole lease from then: the guard stays armed and releases
-                    // it in the background when this call ends (owner-checked: harmless
-                    // if it never applied). Nothing to release when nothing was sent
-                    // (the breaker refused the call) or the store answered (the claim
-                    // did not apply). An open breaker is no reason to skip it: the
-                    // failure that opened it may be this very claim, on a store that is
-                    // slow rather than down, and its orphan then held the key a lease
-                    // past recovery (issue 18, SQLite simulation seed 3). Only claims
-                    // actually sent release, so the breaker still bounds them.
-                    if !outage || !handed {
-                        unclaimed.disarm();
-                    }
-                    if outage && self.policy.degrade {
-                        // The body starts now and its effects may commit: a claim that
-                        // did apply must not be released while it runs, for a duplicate
-                        // to run the body again (rule 8, §A5). Once it has ended, the
-                        // degraded path settles a claim that was sent.
-                        unclaimed.disarm();
-                        let sent = handed.then_some(owner);
-                        // Boxed: a cold path kept out of every call's future.
-                        return Box::pin(self.degraded(fp, sent, hooks, body)).await;
-                    }
-                    return (
-                        CallOutcome::Failed.into(),
-                        Err(self.idem.store_error(key, e).into()),
-                    );
+                    Answer::Busy(remaining)
                 }
             }
         };
+        let mut claimed = match exec.acquire(spec, send, read).await {
+            Acquired::Held(c) => c,
+            Acquired::Stopped {
+                answer: Err(rec),
+                waited,
+            } => {
+                if rec.fingerprint.conflicts_with(&fp) {
+                    let e = mismatch(key, rec.fingerprint, fp);
+                    return (CallOutcome::Mismatch.into(), Err(e.into()));
+                }
+                let how = if waited { How::Waited } else { How::Replayed };
+                let r = replay(key, self.policy.version, &rec, how, hooks.terminal);
+                return (CallOutcome::from(how).into(), r);
+            }
+            Acquired::Stopped {
+                answer: Ok(theirs), ..
+            } => {
+                let e = mismatch(key, theirs, fp);
+                return (CallOutcome::Mismatch.into(), Err(e.into()));
+            }
+            Acquired::Busy { waited } => {
+                let e = Error::InProgress {
+                    key: key.to_owned(),
+                    waited,
+                };
+                return (CallOutcome::InProgress.into(), Err(e.into()));
+            }
+            Acquired::Failed {
+                error,
+                sent,
+                mut pending,
+            } => {
+                if matches!(error, StoreError::Unavailable(_)) && self.policy.degrade {
+                    // The body starts now and its effects may commit: a claim that
+                    // did apply must not be released while it runs, for a duplicate
+                    // to run the body again (rule 8, §A5). Once it has ended, the
+                    // degraded path settles a claim that was sent.
+                    pending.disarm();
+                    let sent = sent.then_some(owner);
+                    // Boxed: a cold path kept out of every call's future.
+                    return Box::pin(self.degraded(fp, sent, hooks, body)).await;
+                }
+                // `pending` undoes a claim that was sent, as this call ends.
+                return (
+                    CallOutcome::Failed.into(),
+                    Err(self.idem.store_error(key, error).into()),
+                );
+            }
+        };
 
-        // We hold the key. Local duplicates wait on `inflight` instead of polling.
-        let _local = Inflight::register(exec, key);
-        // From now on the body's effects may commit: a drop leaves the claim to lapse.
-        unclaimed.disarm();
+        // We hold the key (local duplicates wait on it instead of polling). From
+        // now on the body's effects may commit: a drop leaves the claim to lapse.
+        claimed.disarm();
+        let held = claimed.held;
         let result = exec
             .hold(&held, self.policy.max_hold(), body(held.fence))
             .await;

@@ -72,7 +72,7 @@ impl Idem {
     /// namespace's key is refused at `run` with `Error::Config`). Same scene
     /// rules as [`Idem::guard`].
     pub fn guard_key(&self, key: Key) -> Guard<'_> {
-        let policy = self.settings().policy(key.scene());
+        let policy = self.settings().policy(&key.scene_as_written());
         self.start_guard(key, policy)
     }
 

@@ -36,6 +36,32 @@ pub(crate) fn escape_into(out: &mut String, s: &str) {
     }
 }
 
+/// The text `escape_into` was given, from its output (`%XX` back to bytes);
+/// borrowed when nothing was escaped. A sequence that is not one this module
+/// writes is kept as it is.
+pub(crate) fn unescape(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains('%') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    std::borrow::Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+}
+
 fn push_pct(out: &mut String, v: u32) {
     let _ = write!(out, "%{v:02X}");
 }

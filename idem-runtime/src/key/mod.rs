@@ -71,6 +71,11 @@ impl Key {
         &self.text[self.ns_len..self.scope_len]
     }
 
+    /// The scene as written (unescaped): what configuration names scenes by.
+    pub(crate) fn scene_as_written(&self) -> std::borrow::Cow<'_, str> {
+        escape::unescape(self.scene())
+    }
+
     /// Was this key rendered under `namespace`?
     pub(crate) fn in_namespace(&self, namespace: &str) -> bool {
         match self.text[..self.ns_len].strip_suffix(':') {

@@ -12,13 +12,13 @@ use std::sync::Arc;
 
 use super::{LockGrant, LockPolicy};
 use crate::error::Error;
-use crate::exec::{Finish, Held, Inflight, Liveness, ReleaseOnDrop, Waiter};
+use crate::exec::{Acquired, Answer, ClaimSpec, Finish, Kind, Liveness};
 use crate::fence::Fence;
 use crate::fingerprint::Fingerprint;
 use crate::handle::Idem;
 use crate::key::Key;
 use crate::observe::{self, CallOutcome, Op, Technique, instrument::Fenced};
-use crate::store::{Claim, ClaimRequest, Owner, StoreError};
+use crate::store::{Claim, ClaimRequest, Owner};
 
 /// One lock call's fixed inputs.
 pub(crate) struct Acquire<'a> {
@@ -69,75 +69,53 @@ impl Acquire<'_> {
         }
         let lease = self.policy.lease;
         let owner = Owner::random();
-        // Every operation within a third of the lease, as the guard's (see
-        // `Policy::op_budget`): two renewal attempts fit in a lease.
-        let budget = exec
-            .op_timeout
-            .min(lease / crate::policy::LEASE_PER_OP)
-            .max(std::time::Duration::from_millis(1));
-        // Armed from before the claim until the lock is released: a caller dropped
-        // while the claim is in flight, or while the body runs, gives the lock up
-        // at once (owner-checked). Unlike a guarded call, a lock protects only the
-        // code in its body, and a dropped body runs no more.
-        let mut release_on_drop = ReleaseOnDrop::new(exec, key, owner, lease);
-        let mut waiter = Waiter::new(self.policy.wait_budget());
-        let held = loop {
-            let req = ClaimRequest {
-                key,
-                owner,
-                fingerprint: Fingerprint::NONE,
-                lease,
-            };
-            let mut sent = waiter.attempt();
-            let mut handed = false;
-            let queue = waiter.queue(budget);
-            let claim = exec.op_queued(Op::Claim, key, budget, queue, &mut sent, || {
-                handed = true;
-                exec.store.claim(req)
-            });
-            match claim.await {
-                Ok(Claim::Claimed { fence }) => {
-                    break Held {
-                        key,
-                        owner,
-                        fence,
-                        lease,
-                        sent,
-                        budget,
-                    };
-                }
-                Ok(Claim::Done(_)) => {
-                    release_on_drop.disarm();
-                    let e = Error::Config(format!(
-                        "lock key `{key}` holds a finished idempotency record: \
-                         give locks a scene of their own (e.g. `lock:...`)"
-                    ));
-                    return (CallOutcome::Failed, None, Err(e.into()));
-                }
-                Ok(Claim::Busy { remaining, .. }) => {
-                    if !waiter.wait(exec, key, remaining).await {
-                        release_on_drop.disarm();
-                        let e = Error::LockBusy {
-                            key: key.to_owned(),
-                        };
-                        return (CallOutcome::LockBusy, None, Err(e.into()));
-                    }
-                }
-                Err(e) => {
-                    // A claim that got no answer may have applied: the armed
-                    // release frees it in the background (see the guard's engine).
-                    if !matches!(e, StoreError::Unavailable(_)) || !handed {
-                        release_on_drop.disarm();
-                    }
-                    let e = self.idem.store_error(key, e);
-                    return (CallOutcome::Failed, None, Err(e.into()));
-                }
+        let spec = ClaimSpec {
+            op: Op::Claim,
+            kind: Kind::Record,
+            key,
+            owner,
+            fingerprint: Fingerprint::NONE,
+            lease,
+            wait: self.policy.wait_budget(),
+        };
+        let req = ClaimRequest {
+            key,
+            owner,
+            fingerprint: Fingerprint::NONE,
+            lease,
+        };
+        let read = |claim| match claim {
+            Claim::Claimed { fence } => Answer::Claimed(fence),
+            Claim::Busy { remaining, .. } => Answer::Busy(remaining),
+            Claim::Done(_) => Answer::Stop(()),
+        };
+        // Unlike a guarded call, a lock protects only the code in its body, and a
+        // dropped body runs no more: the claim stays armed while the body runs,
+        // so a caller dropped then gives the lock up at once (owner-checked).
+        let mut claimed = match exec.acquire(spec, || exec.store.claim(req), read).await {
+            Acquired::Held(c) => c,
+            Acquired::Stopped { .. } => {
+                let e = Error::Config(format!(
+                    "lock key `{key}` holds a finished idempotency record: \
+                     give locks a scene of their own (e.g. `lock:...`)"
+                ));
+                return (CallOutcome::Failed, None, Err(e.into()));
+            }
+            Acquired::Busy { .. } => {
+                let e = Error::LockBusy {
+                    key: key.to_owned(),
+                };
+                return (CallOutcome::LockBusy, None, Err(e.into()));
+            }
+            // `pending` releases a claim that got no answer, as this call ends.
+            Acquired::Failed { error, .. } => {
+                let e = self.idem.store_error(key, error);
+                return (CallOutcome::Failed, None, Err(e.into()));
             }
         };
-
-        // Local contenders wait on `_local` instead of polling (dropped last, after
-        // the release, so the first one woken finds the key free).
-        let _local = Inflight::register(exec, key);
+        let held = claimed.held;
+        // Local contenders wait on `claimed` instead of polling (dropped last,
+        // after the release, so the first one woken finds the key free).
         let live = Arc::new(Liveness::new(held.sent, lease));
         let grant = LockGrant {
             fence: held.fence,
@@ -147,7 +125,7 @@ impl Acquire<'_> {
             .hold_tracked(&held, self.policy.max_hold(), Some(&live), body(grant))
             .await;
         // `finish` goes on in the background if this future is dropped from here.
-        release_on_drop.disarm();
+        claimed.disarm();
         if let Err(e) = exec.finish(&held, Finish::Release).await {
             // The lock lapses with its lease; the body's result stands.
             tracing::warn!(key = %crate::observe::key_hash(key), error = %e, "lock release failed; it lapses with its lease");

@@ -52,8 +52,9 @@ pub struct LockPolicy {
     /// (default: [`DEFAULT_WAIT`](crate::policy::DEFAULT_WAIT), 5 s, or the
     /// lease if shorter; zero tries once).
     pub wait: Option<Duration>,
-    /// Upper bound on renewal for a hung body (default 20 × lease); must be
-    /// longer than the lease.
+    /// Upper bound on renewal for a hung body (default 20 × lease); not
+    /// shorter than the lease (equal: never renewed), the rule of every
+    /// technique (`idem_rules::check_hold`).
     pub max_hold: Option<Duration>,
 }
 
@@ -93,13 +94,8 @@ impl LockPolicy {
                 crate::policy::within_bounds(name, d)?;
             }
         }
-        if let Some(m) = self.max_hold
-            && m <= self.lease
-        {
-            return Err(format!(
-                "max_hold ({m:?}) must be longer than the lease ({:?})",
-                self.lease
-            ));
+        if let Some(m) = self.max_hold {
+            idem_rules::check_hold(self.lease, m).map_err(|e| e.to_string())?;
         }
         Ok(())
     }
@@ -150,7 +146,7 @@ impl Idem {
     pub fn lock_key(&self, key: Key) -> Lock<'_> {
         Lock {
             idem: self,
-            policy: self.settings().lock_policy(key.scene()),
+            policy: self.settings().lock_policy(&key.scene_as_written()),
             key,
         }
     }

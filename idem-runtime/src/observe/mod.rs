@@ -71,6 +71,7 @@
 
 mod deliveries;
 mod describe;
+mod fallback;
 pub(crate) mod instrument;
 pub mod labels;
 mod recorder;
@@ -88,6 +89,7 @@ mod verdict;
 pub use deliveries::{DeliveryEvent, count_delivery};
 pub use describe::STORE_SECONDS_BUCKETS;
 pub(crate) use describe::describe;
+pub(crate) use fallback::{counted_under, install_fallback};
 pub(crate) use instrument::instrument;
 pub use labels::{CallOutcome, Op, Technique};
 pub(crate) use recorder::Recorder;

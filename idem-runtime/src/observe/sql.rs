@@ -1,18 +1,15 @@
-//! The `idem` span and counters for the SQL helpers that may run without a
-//! handle (optimistic and pessimistic locks, insert-once): counted under the
-//! given handle's recorder, else a process-wide one (the `metrics` facade
-//! sees every call either way).
+//! The `idem` span and counters for calls that may run without a handle (the
+//! SQL helpers: optimistic and pessimistic locks, insert-once; the caller's-
+//! transaction techniques count through `recorder_for`), under the one
+//! fallback rule (`fallback::counted_under`).
 
 use std::future::Future;
-use std::sync::OnceLock;
 
+use super::fallback::counted_under;
 use super::instrument::{Fenced, instrument};
 use super::labels::{CallOutcome, Technique};
 use super::recorder::Recorder;
 use crate::key::Key;
-
-/// Counts helper calls made without a handle.
-static UNHANDLED: OnceLock<Recorder> = OnceLock::new();
 
 /// A helper's view of a handle: where to count, and the namespace of its keys.
 #[derive(Debug, Clone, Copy, Default)]
@@ -39,9 +36,7 @@ impl<'h> Observer<'h> {
         R: Fenced,
         F: Future<Output = (CallOutcome, R)>,
     {
-        let (recorder, ns) = self
-            .handle
-            .unwrap_or_else(|| (UNHANDLED.get_or_init(Recorder::default), ""));
+        let (recorder, ns) = counted_under(self.handle);
         let name = Key::from_parts(ns, table, &[&key]);
         instrument(recorder, technique, &name, op).await
     }

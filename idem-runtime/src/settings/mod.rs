@@ -187,10 +187,10 @@ impl Resolved {
                 .map_err(|e| format!("{what} in the idem configuration: {e}"))?;
             let mut l = LockPolicy::default();
             s.apply_lock(&mut l);
-            // A lock's `max_hold` must pass its lease; the guard's rule was checked.
-            if l.validate().is_err() {
-                l.max_hold = None;
-            }
+            // One `max_hold` rule for guards and locks (`idem_rules::check_hold`):
+            // what passed the guard's check passes the lock's.
+            l.validate()
+                .map_err(|e| format!("{what} in the idem configuration: {e}"))?;
             Ok::<_, String>((p, l))
         };
         let (base, base_lock) = resolve(cfg.defaults, "the defaults")?;

@@ -96,9 +96,14 @@ impl StateKey<'_> {
             ))
         })?;
         let k = self.key.as_str();
-        exec.op(Op::StateCas, k, || states.state_cas(k, from, to, ttl))
-            .await
-            .map_err(|e| self.idem.store_error(k, e))
+        // One owner per call: the engine's same-owner retry after a lost reply
+        // is then told `Applied` for its own attempt (issue 24, f).
+        let owner = crate::store::Owner::random();
+        exec.op(Op::StateCas, k, || {
+            states.state_cas(k, owner, from, to, ttl)
+        })
+        .await
+        .map_err(|e| self.idem.store_error(k, e))
     }
 
     /// The key's current state (`None`: no state, or expired).

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{BoxFuture, StoreError};
+use super::{BoxFuture, Owner, StoreError};
 
 /// What a check-and-set did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,10 +27,14 @@ pub enum StateCas {
 
 /// A backend offering the state check-and-set.
 pub trait StateStore: Send + Sync {
-    /// `from` → `to` with `ttl` (`from = None`: only if the key has no state).
+    /// `from` → `to` with `ttl` (`from = None`: only if the key has no state),
+    /// by `owner` (one per call, kept with the state it set): a retry by the
+    /// owner whose attempt applied (its reply was lost) is `Applied` again;
+    /// `AlreadyApplied` is for every other caller.
     fn state_cas<'a>(
         &'a self,
         key: &'a str,
+        owner: Owner,
         from: Option<&'a str>,
         to: &'a str,
         ttl: Duration,
@@ -40,26 +44,37 @@ pub trait StateStore: Send + Sync {
     fn state<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
 }
 
-/// The memory store's states.
+/// The memory store's states: state, expiry, and the owner that set it.
 #[derive(Debug, Default)]
-pub struct MemoryStates(Mutex<HashMap<String, (String, Instant)>>);
+pub struct MemoryStates(Mutex<HashMap<String, (String, Instant, Owner)>>);
 
 impl MemoryStates {
-    fn cas(&self, key: &str, from: Option<&str>, to: &str, ttl: Duration) -> StateCas {
+    fn cas(
+        &self,
+        key: &str,
+        owner: Owner,
+        from: Option<&str>,
+        to: &str,
+        ttl: Duration,
+    ) -> StateCas {
         let now = Instant::now();
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let current = map
-            .get(key)
-            .filter(|(_, e)| *e > now)
-            .map(|(s, _)| s.clone());
-        if current.as_deref() == Some(to) {
-            return StateCas::AlreadyApplied;
+        let current = map.get(key).filter(|(_, e, _)| *e > now);
+        if let Some((s, _, by)) = current
+            && s == to
+        {
+            return if *by == owner {
+                StateCas::Applied
+            } else {
+                StateCas::AlreadyApplied
+            };
         }
+        let current = current.map(|(s, _, _)| s.clone());
         if current.as_deref() != from {
             return StateCas::InvalidTransition { current };
         }
         let expires = now + ttl.min(crate::policy::MAX_DURATION);
-        map.insert(key.to_owned(), (to.to_owned(), expires));
+        map.insert(key.to_owned(), (to.to_owned(), expires, owner));
         StateCas::Applied
     }
 }
@@ -68,11 +83,12 @@ impl StateStore for MemoryStates {
     fn state_cas<'a>(
         &'a self,
         key: &'a str,
+        owner: Owner,
         from: Option<&'a str>,
         to: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<StateCas, StoreError>> {
-        Box::pin(std::future::ready(Ok(self.cas(key, from, to, ttl))))
+        Box::pin(std::future::ready(Ok(self.cas(key, owner, from, to, ttl))))
     }
 
     fn state<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
@@ -80,8 +96,8 @@ impl StateStore for MemoryStates {
         let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let s = map
             .get(key)
-            .filter(|(_, e)| *e > now)
-            .map(|(s, _)| s.clone());
+            .filter(|(_, e, _)| *e > now)
+            .map(|(s, _, _)| s.clone());
         Box::pin(std::future::ready(Ok(s)))
     }
 }

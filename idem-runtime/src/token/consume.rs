@@ -12,8 +12,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::exec::{Held, Inflight, Waiter};
+use crate::exec::{Acquired, Answer, ClaimSpec, Finish, Kind};
 use crate::fence::Fence;
+use crate::fingerprint::Fingerprint;
 use crate::handle::Idem;
 use crate::key::Key;
 use crate::observe::{self, CallOutcome, Op, Technique, instrument::Fenced};
@@ -25,7 +26,8 @@ pub(super) struct Consumption<'a> {
     pub(super) scope: &'a str,
     pub(super) key: Option<&'a Key>,
     pub(super) lease: Duration,
-    pub(super) wait: Duration,
+    /// `None`: the one default, 5 s or the lease if shorter.
+    pub(super) wait: Option<Duration>,
     pub(super) max_hold: Option<Duration>,
 }
 
@@ -89,7 +91,7 @@ impl Consumption<'_> {
         }
         let policy = crate::lock::LockPolicy {
             lease: self.lease,
-            wait: Some(self.wait),
+            wait: self.wait,
             max_hold: self.max_hold,
         };
         if let Err(e) = policy.validate() {
@@ -108,77 +110,49 @@ impl Consumption<'_> {
         };
         let k = key.as_str();
         let (lease, owner) = (self.lease, Owner::random());
-        let budget = exec
-            .op_timeout
-            .min(lease / crate::policy::LEASE_PER_OP)
-            .max(Duration::from_millis(1));
-        let mut waiter = Waiter::new(self.wait);
-        let held = loop {
-            let mut sent = waiter.attempt();
-            let queue = waiter.queue(budget);
-            match exec
-                .op_queued(Op::TokenTake, k, budget, queue, &mut sent, || {
-                    tokens.take(k, owner, lease)
-                })
-                .await
-            {
-                Ok(TokenTake::Taken { fence }) => {
-                    break Held {
-                        key: k,
-                        owner,
-                        fence,
-                        lease,
-                        sent,
-                        budget,
-                    };
-                }
-                Ok(TokenTake::Invalid) => return fail(CallOutcome::TokenInvalid, self.invalid()),
-                Ok(TokenTake::Busy { remaining }) => {
-                    if !waiter.wait(exec, k, remaining).await {
-                        let e = Error::InProgress {
-                            key: k.to_owned(),
-                            waited: waiter.elapsed(),
-                        };
-                        return fail(CallOutcome::InProgress, e);
-                    }
-                }
-                Err(e) => return fail(CallOutcome::Failed, self.idem.store_error(k, e)),
+        let spec = ClaimSpec {
+            op: Op::TokenTake,
+            kind: Kind::Token,
+            key: k,
+            owner,
+            fingerprint: Fingerprint::NONE,
+            lease,
+            wait: policy.wait_budget(),
+        };
+        let read = |take| match take {
+            TokenTake::Taken { fence } => Answer::Claimed(fence),
+            TokenTake::Busy { remaining } => Answer::Busy(remaining),
+            TokenTake::Invalid => Answer::Stop(()),
+        };
+        let send = || tokens.take(k, owner, lease);
+        let mut claimed = match exec.acquire(spec, send, read).await {
+            Acquired::Held(c) => c,
+            Acquired::Stopped { .. } => return fail(CallOutcome::TokenInvalid, self.invalid()),
+            Acquired::Busy { waited } => {
+                let e = Error::InProgress {
+                    key: k.to_owned(),
+                    waited,
+                };
+                return fail(CallOutcome::InProgress, e);
+            }
+            // `pending` gives back a take that got no answer, as this call ends.
+            Acquired::Failed { error, .. } => {
+                return fail(CallOutcome::Failed, self.idem.store_error(k, error));
             }
         };
-        // Local submitters of the same token wait on this instead of polling.
-        let _local = Inflight::register(exec, k);
-        let renew = || tokens.renew(k, owner, lease);
-        let max_hold = policy.max_hold();
-        let result = exec
-            .hold_with(
-                &held,
-                max_hold,
-                None,
-                Some((Op::TokenRenew, &renew)),
-                body(held.fence),
-            )
-            .await;
-        let (op, outcome) = match result {
-            Ok(_) => (Op::TokenConsume, CallOutcome::Executed),
-            Err(_) => (Op::TokenReturn, CallOutcome::Released),
+        // The body starts: a drop from here leaves the token to its lease.
+        claimed.disarm();
+        let held = claimed.held;
+        let result = exec.hold(&held, policy.max_hold(), body(held.fence)).await;
+        // The detached finish: once the body succeeded the token must never come
+        // back, so the consume goes on in the background if this call is dropped
+        // or the store does not confirm it in time (issue 24, e).
+        let (finish, outcome) = match result {
+            Ok(_) => (Finish::TokenConsume, CallOutcome::Executed),
+            Err(_) => (Finish::TokenGiveBack, CallOutcome::Released),
         };
-        let ok = result.is_ok();
-        // Retried for two thirds of a lease (the part the last renewal surely
-        // left): a consume lost for good would let the token come back.
-        let finish_budget = (lease * 2 / 3).max(budget);
-        let finished = exec
-            .op_in(op, k, finish_budget, || {
-                if ok {
-                    tokens.consume(k, owner)
-                } else {
-                    tokens.give_back(k, owner)
-                }
-            })
-            .await;
-        if let Err(e) = finished {
-            // Consume lost: the token returns to issued when the lease lapses.
-            // Give-back lost: the same, a lease later than it could have.
-            tracing::warn!(key = %crate::observe::key_hash(k), error = %e, op = op.as_str(), "token not finished; its lease will lapse");
+        if let Err(e) = exec.finish(&held, finish).await {
+            tracing::warn!(key = %crate::observe::key_hash(k), error = %e, "token not finished yet; it goes on in the background");
         }
         (outcome, Some(held.fence), result)
     }

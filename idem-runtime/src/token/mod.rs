@@ -125,7 +125,8 @@ impl Consume<'_> {
         self.lease = lease;
         self
     }
-    /// How long a concurrent submission waits for the holder (default: the lease).
+    /// How long a concurrent submission waits for the holder (default 5 s, or
+    /// the lease if shorter: the rule of every technique).
     pub fn wait(mut self, wait: Duration) -> Self {
         self.wait = Some(wait);
         self
@@ -152,7 +153,7 @@ impl Consume<'_> {
             scope: &self.scope,
             key: self.key.as_ref(),
             lease: self.lease,
-            wait: self.wait.unwrap_or(self.lease),
+            wait: self.wait,
             max_hold: self.max_hold,
         }
         .execute(body)

@@ -30,10 +30,12 @@
 //! finished keys before the transaction is touched and learns records that
 //! replays read from the table; it is never written before the caller's commit.
 //!
-//! The in-transaction claim row is never committed unfinished (the guard
-//! completes or removes it before returning), so leases, renewal and waiting
-//! budgets do not apply: the database's lock wait (`lock_timeout`,
-//! `innodb_lock_wait_timeout`, `busy_timeout`) bounds a duplicate's wait.
+//! The in-transaction claim row is completed or removed before the guard
+//! returns, so renewal and waiting budgets do not apply: the database's lock
+//! wait (`lock_timeout`, `innodb_lock_wait_timeout`, `busy_timeout`) bounds a
+//! duplicate's wait. The `lease` does apply: a caller dropped mid-body that
+//! then commits its transaction anyway commits the unfinished claim row, and
+//! the lease bounds how long it blocks the key (issue 24, b).
 
 mod front;
 mod run;
@@ -76,7 +78,8 @@ impl<'h> Guard<'h> {
     /// Writes this call's claim and result record in the caller's transaction
     /// `tx` instead of the store (see [`crate::txguard`]): the body runs on
     /// the same transaction, and its rows and the record commit together.
-    /// `ttl`, `version` and `fingerprint` apply; `wait`, `concurrent`, `lease`,
+    /// `ttl`, `version`, `fingerprint` and `lease` (how long a claim row that
+    /// was committed unfinished blocks the key) apply; `wait`, `concurrent`,
     /// `max_hold`, `backstop` and degrading do not (the database's lock wait
     /// replaces them).
     pub fn in_tx<'g, 't, DB: TxDb>(

@@ -96,13 +96,15 @@ where
         Ok(sp) => sp,
         Err(e) => return failed(tx_error(key, e)),
     };
-    // The row never commits unfinished, so its expiry only has to outlast the
-    // body: the ttl (which `complete` replaces).
+    // The row commits unfinished only if this call is dropped mid-body and the
+    // caller then commits anyway: the claim's lease bounds how long it blocks
+    // the key then (issue 24, b). A concurrent duplicate waits on the row lock,
+    // not on this expiry.
     let req = ClaimRequest {
         key,
         owner,
         fingerprint: fp,
-        lease: g.policy.ttl,
+        lease: g.policy.lease,
     };
     let (claim, waited) = match st.claim(&mut cx.any(), req).await {
         Ok(c) => c,
@@ -145,10 +147,7 @@ where
     match out {
         Ok(v) => {
             let stored = match encode_ok(key, g.policy.version, &v) {
-                Ok(payload) => {
-                    st.complete(&mut cx.any(), key, owner, &payload, g.policy.ttl)
-                        .await
-                }
+                Ok(payload) => complete(g, st, cx, req, &payload).await,
                 Err(e) => {
                     sp.rollback(cx).await;
                     return failed(e);
@@ -179,6 +178,34 @@ where
             sp.rollback(cx).await;
             (CallOutcome::Released, Err(e))
         }
+    }
+}
+
+/// Stores the result on the claim row. A body that outlived the claim's lease
+/// finds its own row expired (no one else can have taken it: the row is
+/// locked by this transaction): the claim is taken again by the same owner,
+/// for the ttl, and completed.
+async fn complete<DB: TxDb>(
+    g: &crate::guard::Guard<'_>,
+    st: &crate::store::sql::TxStatements,
+    cx: &mut InTx<'_, '_, DB>,
+    req: ClaimRequest<'_>,
+    payload: &[u8],
+) -> Result<bool, TxFail> {
+    let ttl = g.policy.ttl;
+    if st
+        .complete(&mut cx.any(), req.key, req.owner, payload, ttl)
+        .await?
+    {
+        return Ok(true);
+    }
+    let again = ClaimRequest { lease: ttl, ..req };
+    match st.claim(&mut cx.any(), again).await? {
+        (Claim::Claimed { .. }, _) => {
+            st.complete(&mut cx.any(), req.key, req.owner, payload, ttl)
+                .await
+        }
+        _ => Ok(false),
     }
 }
 

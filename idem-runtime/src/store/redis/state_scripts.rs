@@ -10,17 +10,23 @@ use redis::{Script, Value as Reply};
 
 use super::codec::{KeyLayout, millis};
 use super::scripts::{map_err, unexpected};
-use crate::store::StoreError;
 use crate::store::state::StateCas;
+use crate::store::{Owner, StoreError};
 
-/// KEYS[1] state; ARGV mode ('V': expect ARGV[2], 'N': expect no state), expected,
-/// new, ttl ms. `{1}` already in the new state, `{0}` applied, `{2[, current]}`
-/// another state (or none).
+/// KEYS[1] state, KEYS[2] the owner that set it (same slot); ARGV mode ('V':
+/// expect ARGV[2], 'N': expect no state), expected, new, ttl ms, owner. `{1}`
+/// already in the new state (set by another owner), `{0}` applied (now, or by
+/// this owner's earlier attempt whose reply was lost), `{2[, current]}` another
+/// state (or none).
 const CAS: &str = r#"
 local v = redis.call('GET', KEYS[1])
-if v == ARGV[3] then return {1} end
+if v == ARGV[3] then
+  if redis.call('GET', KEYS[2]) == ARGV[5] then return {0} end
+  return {1}
+end
 if (ARGV[1] == 'N' and not v) or (ARGV[1] == 'V' and v == ARGV[2]) then
   redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+  redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])
   return {0}
 end
 if v then return {2, v} end
@@ -33,16 +39,23 @@ pub(crate) async fn cas<C: ConnectionLike + Send>(
     con: &mut C,
     layout: &KeyLayout,
     key: &str,
+    owner: Owner,
     from: Option<&str>,
     to: &str,
     ttl: Duration,
 ) -> Result<StateCas, StoreError> {
+    let state = layout.record_key(key);
+    // Beside the state, in its slot (the hash tag is the record key's braces).
+    let mut by = state.clone();
+    by.extend_from_slice(b":by");
     let reply: Reply = SCRIPT
-        .key(layout.record_key(key))
+        .key(state)
+        .key(by)
         .arg(if from.is_some() { "V" } else { "N" })
         .arg(from.unwrap_or(""))
         .arg(to)
         .arg(millis(ttl).max(1))
+        .arg(owner.to_bytes().as_slice())
         .invoke_async(con)
         .await
         .map_err(map_err)?;
@@ -80,6 +93,7 @@ macro_rules! state_store {
             fn state_cas<'a>(
                 &'a self,
                 key: &'a str,
+                owner: crate::store::Owner,
                 from: Option<&'a str>,
                 to: &'a str,
                 ttl: std::time::Duration,
@@ -93,6 +107,7 @@ macro_rules! state_store {
                         &mut con,
                         &self.layout,
                         key,
+                        owner,
                         from,
                         to,
                         ttl,

@@ -11,6 +11,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+mod techniques;
+
 use super::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
@@ -325,14 +327,19 @@ impl<S: Store> Store for FaultyStore<S> {
         Box::pin(self.run(Op::Read, None, move || self.inner.verify()))
     }
 
-    /// The inner store's tokens, without faults (the plan covers records only).
+    /// The inner store's tokens, under the same faults as its records (see
+    /// `techniques`).
     fn tokens(&self) -> Option<&dyn super::token::TokenStore> {
-        self.inner.tokens()
+        self.inner
+            .tokens()
+            .map(|_| self as &dyn super::token::TokenStore)
     }
 
-    /// The inner store's state check-and-set, without faults.
+    /// The inner store's state check-and-set, under the same faults.
     fn states(&self) -> Option<&dyn super::state::StateStore> {
-        self.inner.states()
+        self.inner
+            .states()
+            .map(|_| self as &dyn super::state::StateStore)
     }
 
     /// The inner store's queue: its connections are the ones in use.

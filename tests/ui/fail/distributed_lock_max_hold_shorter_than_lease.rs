@@ -9,7 +9,7 @@ impl From<idem::Error> for AppError {
     }
 }
 
-#[idem::distributed_lock(key = "lock:deduct:<order_no>", lease = "3s", max_hold = "3s", handle = idem)]
+#[idem::distributed_lock(key = "lock:deduct:<order_no>", lease = "3s", max_hold = "2s", handle = idem)]
 async fn deduct(idem: &Idem, order_no: u64) -> Result<u64, AppError> {
     Ok(order_no)
 }
