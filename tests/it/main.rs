@@ -53,6 +53,8 @@ mod redis_procs;
 mod redis_store;
 #[cfg(feature = "redis-tls")]
 mod redis_tls;
+#[cfg(feature = "redis")]
+mod redis_versions;
 mod settings;
 mod settings_disabled;
 #[cfg(feature = "axum")]

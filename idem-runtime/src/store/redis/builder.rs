@@ -9,6 +9,7 @@ use super::codec::KeyLayout;
 use super::conn::{Conns, PoolSize};
 #[cfg(doc)]
 use super::conn::{DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT};
+use super::native::{self, NativeClaim};
 use super::{CONNECT_BUDGET_FACTOR, RedisStore, scripts};
 use crate::store::StoreError;
 
@@ -100,10 +101,12 @@ impl RedisStoreBuilder {
         Ok(RedisStore {
             conns: Conns::new(all, self.pool.in_flight),
             layout,
+            native: NativeClaim::default(),
         })
     }
 
-    /// Builds the store, connects, and loads the scripts. Fails with
+    /// Builds the store, connects, loads the scripts and reads the server's
+    /// version (below Redis 7.0 claims without a fence use the script). Fails with
     /// `StoreError::Config` for a malformed URL and `StoreError::Unavailable` when the
     /// server cannot be reached.
     pub async fn connect(self) -> Result<RedisStore, StoreError> {
@@ -125,6 +128,7 @@ impl RedisStoreBuilder {
                 });
             }
             scripts::preload(&mut store.conns.get()).await?;
+            native::detect(&mut store.conns.get(), &store.native).await;
             while let Some(r) = pings.join_next().await {
                 r.map_err(|e| {
                     StoreError::unavailable(format!("redis: opening a connection: {e}"))
