@@ -5,6 +5,8 @@ mod support;
 
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 mod burst;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+mod config_extremes;
 mod conformance;
 mod conformance_limits;
 #[cfg(all(feature = "postgres", feature = "rabbitmq"))]

@@ -51,7 +51,8 @@ pub struct ConsumerOptions {
     /// Messages the broker may hand over unacknowledged (AMQP `basic.qos`,
     /// the NATS pull batch). Default 32.
     pub prefetch: u16,
-    /// Handlers running at once. Default 8.
+    /// Handlers running at once. Default 8; at least 1, at most tokio's
+    /// `Semaphore::MAX_PERMITS`.
     pub concurrency: usize,
     /// Deliveries a message may fail before it is poison. Default 5.
     pub max_deliveries: u32,
@@ -59,6 +60,8 @@ pub struct ConsumerOptions {
     /// spin). Default 100 ms.
     pub retry_delay: Duration,
     /// First reconnect pause, doubled up to `reconnect_max`. Default 100 ms.
+    /// Every duration here saturates: `Duration::MAX` means "never again"
+    /// (until shutdown), not a panic.
     pub reconnect_min: Duration,
     /// Longest reconnect pause. Default 10 s.
     pub reconnect_max: Duration,
@@ -250,7 +253,9 @@ impl Backoff {
     /// Waits the next pause, or until shutdown; false when shutting down.
     pub(crate) async fn wait(&mut self, signal: &mut ShutdownSignal) -> bool {
         let pause = self.next;
-        self.next = (self.next * 2).min(self.max);
+        // Saturating: a configured pause past `Duration::MAX / 2` must not
+        // panic here (issue 24 l); tokio's sleep saturates the deadline too.
+        self.next = self.next.saturating_mul(2).min(self.max);
         tokio::select! {
             _ = tokio::time::sleep(pause) => !signal.is_triggered(),
             _ = signal.triggered() => false,
@@ -268,7 +273,11 @@ pub(crate) struct InFlight {
 impl InFlight {
     pub(crate) fn new(opts: &ConsumerOptions) -> Self {
         InFlight {
-            permits: Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1))),
+            // Clamped: a semaphore refuses (panics on) more than MAX_PERMITS.
+            permits: Arc::new(tokio::sync::Semaphore::new(
+                opts.concurrency
+                    .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
+            )),
             tasks: tokio::task::JoinSet::new(),
         }
     }

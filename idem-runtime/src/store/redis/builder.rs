@@ -35,7 +35,9 @@ impl RedisStoreBuilder {
 
     /// Time allowed to open a connection (default 1 s).
     pub fn connect_timeout(mut self, t: Duration) -> Self {
-        self.connect_timeout = t;
+        // Saturated, as every timeout here: no duration may panic in the
+        // client's `Instant` arithmetic (issue 24 l).
+        self.connect_timeout = t.min(crate::policy::MAX_DURATION);
         self
     }
 
@@ -44,7 +46,7 @@ impl RedisStoreBuilder {
     /// this at least as long as the longest budget your calls get, or a slow but
     /// healthy server fails attempts the guard would have waited for.
     pub fn response_timeout(mut self, t: Duration) -> Self {
-        self.response_timeout = t;
+        self.response_timeout = t.min(crate::policy::MAX_DURATION);
         self
     }
 
@@ -112,7 +114,7 @@ impl RedisStoreBuilder {
     pub async fn connect(self) -> Result<RedisStore, StoreError> {
         // Not derived from the response timeout: that one is long on purpose, and
         // a server that cannot be reached should fail the application's start fast.
-        let budget = self.connect_timeout * CONNECT_BUDGET_FACTOR;
+        let budget = self.connect_timeout.saturating_mul(CONNECT_BUDGET_FACTOR);
         let store = self.build_lazy()?;
         // Every connection opens, side by side (a lazy one would make the
         // first burst wait for it); the scripts load once per server.

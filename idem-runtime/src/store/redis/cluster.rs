@@ -58,7 +58,8 @@ impl RedisClusterStoreBuilder {
 
     /// Time allowed to open a connection to a node (default 1 s).
     pub fn connect_timeout(mut self, t: Duration) -> Self {
-        self.connect_timeout = t;
+        // Saturated (issue 24 l), as in `RedisStoreBuilder`.
+        self.connect_timeout = t.min(crate::policy::MAX_DURATION);
         self
     }
 
@@ -66,7 +67,7 @@ impl RedisClusterStoreBuilder {
     /// 10 s). Keep it at least as long as the longest operation budget your calls
     /// get (see [Timeouts](super#timeouts)).
     pub fn response_timeout(mut self, t: Duration) -> Self {
-        self.response_timeout = t;
+        self.response_timeout = t.min(crate::policy::MAX_DURATION);
         self
     }
 
@@ -112,7 +113,9 @@ impl RedisClusterStoreBuilder {
             .map_err(|e| StoreError::config(format!("redis cluster nodes: {e}")).with_source(e))?;
         // Opening connections to the seed and the nodes, then loading the scripts
         // on every node; not derived from the (deliberately long) response timeout.
-        let budget = self.connect_timeout * (super::CONNECT_BUDGET_FACTOR + 1);
+        let budget = self
+            .connect_timeout
+            .saturating_mul(super::CONNECT_BUDGET_FACTOR + 1);
         let connect = async {
             let mut all = Vec::with_capacity(self.pool.connections);
             for _ in 0..self.pool.connections {
