@@ -14,6 +14,8 @@ mod consume_amqp;
 #[cfg(all(feature = "postgres", feature = "rabbitmq"))]
 mod consume_amqp_loop;
 #[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+mod consume_amqp_poison;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
 mod consume_amqp_support;
 #[cfg(all(feature = "postgres", any(feature = "rabbitmq", feature = "nats")))]
 mod consume_handler;

@@ -313,7 +313,8 @@ impl InFlight {
 }
 
 /// Failures per message id, for brokers that do not count deliveries (classic
-/// RabbitMQ queues): bounded, forgotten on success or poison.
+/// RabbitMQ queues): bounded, forgotten on success or poison. A message
+/// without an id is counted under [`Failures::anonymous`].
 #[derive(Debug, Default)]
 pub(crate) struct Failures(std::sync::Mutex<std::collections::HashMap<String, u32>>);
 
@@ -325,6 +326,20 @@ const MAX_REMEMBERED: usize = 100_000;
 impl Failures {
     fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, u32>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The key a message without an id is counted under: a hash of what
+    /// identifies it on the broker (its routing and properties) and its body.
+    /// Two identical messages without ids share one count; that only makes
+    /// them poison sooner, never redelivered for ever (issue 24 k).
+    pub(crate) fn anonymous(parts: &[&[u8]]) -> String {
+        let mut h = blake3::Hasher::new();
+        for p in parts {
+            h.update(&(p.len() as u64).to_le_bytes());
+            h.update(p);
+        }
+        // A NUL cannot start a broker's message id as idem reads them.
+        format!("\0body:{}", h.finalize().to_hex())
     }
 
     /// Failures so far of `id`.
@@ -340,7 +355,8 @@ impl Failures {
                 if m.len() >= MAX_REMEMBERED {
                     m.clear();
                 }
-                *m.entry(id.to_owned()).or_default() += 1;
+                let n = m.entry(id.to_owned()).or_default();
+                *n = n.saturating_add(1);
             }
             Verdict::Ack | Verdict::Poison => {
                 m.remove(id);
