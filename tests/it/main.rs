@@ -76,6 +76,8 @@ mod macro_report;
 mod macro_support;
 // The SQL suites run against all three databases at once.
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod backstop_names;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_backstop;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_backstop_text;
