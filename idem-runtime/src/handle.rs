@@ -36,6 +36,9 @@ pub struct IdemBuilder {
     raw_keys: bool,
     /// Run-time settings and the off switch (`settings/builder.rs`).
     pub(crate) config: crate::settings::Config,
+    /// Backstops `verify()` checks beside the annotated functions'
+    /// (`backstop/declared.rs`).
+    pub(crate) backstop_decls: crate::backstop::declared::HandleDecls,
 }
 
 impl std::fmt::Debug for IdemBuilder {
@@ -161,7 +164,7 @@ impl IdemBuilder {
                 namespace: self.namespace,
                 recorder,
                 scenes: SceneRegistry::default(),
-                backstops: Backstops::new(self.catalog, self.detection),
+                backstops: Backstops::declared(self.catalog, self.detection, self.backstop_decls),
                 settings,
                 #[cfg(feature = "sql")]
                 tx: crate::txguard::TxTables::new(self.tx_tables),
@@ -242,6 +245,7 @@ impl Idem {
             detection: Detection::default(),
             raw_keys: false,
             config: crate::settings::Config::default(),
+            backstop_decls: Default::default(),
         }
     }
 
@@ -301,8 +305,13 @@ impl Idem {
     }
 
     /// Start-up check: the store is reachable and safe (tables exist, Redis does
-    /// not evict), and every backstop constraint used so far, plus `extra`, exists
-    /// in the constraint catalog. Returns warnings (among them a disabled guard:
+    /// not evict), and every backstop constraint the program declares exists in
+    /// the constraint catalog: those of the `#[idempotent]` functions this handle
+    /// serves (all without `handle = …`; those with it under
+    /// [`IdemBuilder::functions`]), the plain-API ones registered with
+    /// [`IdemBuilder::backstop`], those calls used so far, and `extra`. A
+    /// missing one is `Error::Verify` naming it, who declared it and the
+    /// closest existing name (`docs/backstops.md`). Returns warnings (among them a disabled guard:
     /// see [`IdemBuilder::disabled`]); a missing piece is an error naming it.
     pub async fn verify(&self, extra_backstops: &[&str]) -> Result<Vec<Warning>, Error> {
         let mut warnings = self
@@ -374,5 +383,15 @@ impl Idem {
     /// Does `v` violate the constraint called `name`?
     pub(crate) async fn violation_matches(&self, name: &str, v: &UniqueViolation) -> bool {
         self.inner.backstops.matches(name, v).await
+    }
+
+    /// A violation under a backstop name the database does not have: the
+    /// text of the typed error the call returns (see `Backstops::misdeclared`).
+    pub(crate) async fn misdeclared_backstop(
+        &self,
+        name: &str,
+        v: &UniqueViolation,
+    ) -> Option<String> {
+        self.inner.backstops.misdeclared(name, v).await
     }
 }

@@ -5,12 +5,16 @@ mod support;
 
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 mod burst;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+mod config_extremes;
 mod conformance;
 mod conformance_limits;
 #[cfg(all(feature = "postgres", feature = "rabbitmq"))]
 mod consume_amqp;
 #[cfg(all(feature = "postgres", feature = "rabbitmq"))]
 mod consume_amqp_loop;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+mod consume_amqp_poison;
 #[cfg(all(feature = "postgres", feature = "rabbitmq"))]
 mod consume_amqp_support;
 #[cfg(all(feature = "postgres", any(feature = "rabbitmq", feature = "nats")))]
@@ -61,6 +65,8 @@ mod redis_procs;
 mod redis_store;
 #[cfg(feature = "redis-tls")]
 mod redis_tls;
+#[cfg(feature = "redis")]
+mod redis_versions;
 mod settings;
 mod settings_disabled;
 #[cfg(feature = "axum")]
@@ -77,6 +83,8 @@ mod macro_fence;
 mod macro_report;
 mod macro_support;
 // The SQL suites run against all three databases at once.
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod backstop_names;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sql_backstop;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]

@@ -237,11 +237,42 @@ async fn guard_backstop_replays_through_catalog(d: Dialect) {
         .unwrap();
     assert_eq!(third.how(), How::Replayed);
     // A violation of some other constraint is not this backstop: the error stays.
+    // (Issue 24 n: the other constraint exists. A backstop name the database
+    // does not have is a misdeclaration, a typed `Error::Config`, below.)
+    let other = format!("{}_other", biz.index);
+    // On (id, order_no): never violated by the second insert.
+    let create = format!(
+        "CREATE UNIQUE INDEX {other} ON {} (id, order_no)",
+        biz.table
+    );
+    match &biz.pool {
+        crate::sql_support::BizPool::Pg(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(create))
+            .execute(p)
+            .await
+            .map(drop),
+        crate::sql_support::BizPool::My(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(create))
+            .execute(p)
+            .await
+            .map(drop),
+        crate::sql_support::BizPool::Lite(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(create))
+            .execute(p)
+            .await
+            .map(drop),
+    }
+    .unwrap();
     store.lose_all_keys().await.unwrap();
-    let r = call(idem.clone(), biz.clone(), "uk_some_other_index".into()).await;
+    let r = call(idem.clone(), biz.clone(), other).await;
     let e = r.expect_err("not our backstop");
     assert!(find_unique_violation(e.as_ref()).is_some());
     assert!(e.downcast_ref::<Error>().is_none(), "{e:?}");
+    assert_eq!(biz.count().await, 1);
+    store.lose_all_keys().await.unwrap();
+    let r = call(idem.clone(), biz.clone(), "uk_some_other_index".into()).await;
+    let e = r.expect_err("not our backstop");
+    assert!(
+        matches!(e.downcast_ref::<Error>(), Some(Error::Config(m)) if m.contains("uk_some_other_index")),
+        "a misdeclared backstop is a typed error: {e:?}"
+    );
     assert_eq!(biz.count().await, 1);
 }
 

@@ -64,6 +64,10 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
     if plan.degrade_local {
         fields.extend(quote!(degrade_local: true,));
     }
+    let declared = plan
+        .backstop
+        .as_ref()
+        .map(|_| backstop_decl(krate, plan.handle.is_some()));
     quote! {
         static __IDEM_SPEC: #krate::__private::Spec = #krate::__private::Spec {
             function: ::core::concat!(::core::module_path!(), #function),
@@ -72,6 +76,16 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
             #fields
             ..#krate::__private::Spec::DEFAULT
         };
+        #declared
+    }
+}
+
+/// `backstop = "uk"` → `declare_backstop!(__IDEM_SPEC, own_handle);`: registers
+/// the spec at link time, so `verify()` checks the constraint at start-up
+/// without a second list (issue 24 n). Inside the body: no module-level item.
+fn backstop_decl(krate: &TokenStream, own_handle: bool) -> TokenStream {
+    quote! {
+        #krate::__private::declare_backstop!(__IDEM_SPEC, #own_handle);
     }
 }
 

@@ -10,6 +10,7 @@ async fn create_order(
         backstop: ::core::option::Option::Some("uk_order_no"),
         ..::idem::__private::Spec::DEFAULT
     };
+    ::idem::__private::declare_backstop!(__IDEM_SPEC, true);
     let __idem_key = ::idem::__private::KeyBuf::new(&__IDEM_SPEC)
         .lit("order-create:")
         .arg(&user.id)

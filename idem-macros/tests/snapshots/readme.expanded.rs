@@ -12,6 +12,7 @@ pub async fn create_order(
         backstop: ::core::option::Option::Some("uk_order_no"),
         ..::idem::__private::Spec::DEFAULT
     };
+    ::idem::__private::declare_backstop!(__IDEM_SPEC, false);
     let __idem_key = ::idem::__private::KeyBuf::new(&__IDEM_SPEC)
         .lit("order-create:")
         .arg(&user_id)

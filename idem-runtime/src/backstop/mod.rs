@@ -29,12 +29,15 @@
 //! - `message`: [`parse_message`] for the MySQL/MariaDB and SQLite texts;
 //! - `probe`: sample violations `verify()` runs the detection on;
 //! - `catalog`: the [`ConstraintCatalog`] trait;
+//! - `declared`: the backstops the program declares (link-time registration
+//!   of annotated functions, plain-API registrations on the handle);
 //! - `registry`: the handle's backstops (declared names for `verify()`, matching a
 //!   violation to a name through the cached catalog).
 
 use std::error::Error as StdError;
 
 mod catalog;
+pub(crate) mod declared;
 mod detector;
 mod drivers;
 mod message;

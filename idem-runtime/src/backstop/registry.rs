@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
+use super::declared::{HandleDecls, closest};
 use super::detector::Detection;
 use super::{ConstraintCatalog, ConstraintDef, UniqueViolation};
 use crate::error::Error;
@@ -18,6 +19,9 @@ pub(crate) struct Backstops {
     cache: Mutex<HashMap<String, Option<ConstraintDef>>>,
     /// How a violation is found in an error chain.
     detection: Detection,
+    /// What the handle was told at build time (plain-API backstops, the
+    /// modules whose `handle = …` functions it serves).
+    decls: HandleDecls,
 }
 
 impl std::fmt::Debug for Backstops {
@@ -31,12 +35,22 @@ impl std::fmt::Debug for Backstops {
 }
 
 impl Backstops {
+    #[cfg(test)]
     pub(crate) fn new(catalog: Option<Arc<dyn ConstraintCatalog>>, detection: Detection) -> Self {
+        Self::declared(catalog, detection, HandleDecls::default())
+    }
+
+    pub(crate) fn declared(
+        catalog: Option<Arc<dyn ConstraintCatalog>>,
+        detection: Detection,
+        decls: HandleDecls,
+    ) -> Self {
         Backstops {
             names: RwLock::new(Vec::new()),
             catalog,
             cache: Mutex::new(HashMap::new()),
             detection,
+            decls,
         }
     }
 
@@ -76,27 +90,8 @@ impl Backstops {
             );
             return true;
         };
-        let cached = self
-            .cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned();
-        let def = match cached {
-            Some(d) => d,
-            None => match catalog.unique_constraint(name).await {
-                Ok(d) => {
-                    self.cache
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(name.to_owned(), d.clone());
-                    d
-                }
-                Err(e) => {
-                    tracing::warn!(constraint = name, error = %e, "constraint lookup failed");
-                    return false;
-                }
-            },
+        let Ok(def) = self.definition(catalog.as_ref(), name).await else {
+            return false;
         };
         match def {
             Some(d) => v.is_on(&d),
@@ -104,16 +99,79 @@ impl Backstops {
         }
     }
 
-    /// Every constraint noted so far, plus `extra`, exists in the catalog; a
-    /// missing one (or a missing catalog) is an `Error::Verify` naming it.
+    /// The catalog's definition of `name`, cached per name (absence too).
+    async fn definition(
+        &self,
+        catalog: &dyn ConstraintCatalog,
+        name: &str,
+    ) -> Result<Option<ConstraintDef>, ()> {
+        let cached = self
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned();
+        if let Some(d) = cached {
+            return Ok(d);
+        }
+        match catalog.unique_constraint(name).await {
+            Ok(d) => {
+                self.cache
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(name.to_owned(), d.clone());
+                Ok(d)
+            }
+            Err(e) => {
+                tracing::warn!(constraint = name, error = %e, "constraint lookup failed");
+                Err(())
+            }
+        }
+    }
+
+    /// A unique violation `v` that is not of the declared backstop `name`,
+    /// where `name` does not exist at all: the declaration is wrong (a typo),
+    /// so the duplicate cannot be told from the body's own errors. The text of
+    /// the typed error the call then returns instead of the driver's raw
+    /// message (issue 24 n); `None` when `name` exists (the violation is the
+    /// body's own) or no catalog can tell.
+    pub(crate) async fn misdeclared(&self, name: &str, v: &UniqueViolation) -> Option<String> {
+        let catalog = self.catalog.as_deref()?;
+        if self.definition(catalog, name).await.ok()?.is_some() {
+            return None;
+        }
+        let violated = match (&v.constraint, &v.table) {
+            (Some(c), _) => format!("`{c}`"),
+            (None, Some(t)) => format!("a unique index on `{t}` ({})", v.columns.join(", ")),
+            (None, None) => "another unique constraint".to_owned(),
+        };
+        let existing = catalog.unique_names().await.unwrap_or_default();
+        let hint = closest(name, &existing)
+            .map(|c| format!("; did you mean `{c}`?"))
+            .unwrap_or_default();
+        Some(format!(
+            "backstop `{name}` does not exist in the database{hint} (the body failed on a unique \
+             violation of {violated}, which cannot be told from a duplicate; `Idem::verify()` \
+             reports this at start-up)"
+        ))
+    }
+
+    /// Every backstop declared in the program that this handle serves (see
+    /// `declared.rs`), every one noted so far, plus `extra`, exists in the
+    /// catalog; a missing one (or a missing catalog) is an `Error::Verify`
+    /// naming it, who declared it and the closest existing name.
     pub(crate) async fn verify(&self, extra: &[&str]) -> Result<(), Error> {
-        let mut names: Vec<String> = self.names.read().unwrap_or_else(|p| p.into_inner()).clone();
-        names.extend(extra.iter().map(|s| (*s).to_owned()));
-        names.sort();
-        names.dedup();
-        if names.is_empty() {
+        let mut owners = self.decls.owners();
+        for n in self.names.read().unwrap_or_else(|p| p.into_inner()).iter() {
+            owners.entry(n.clone()).or_default();
+        }
+        for n in extra {
+            owners.entry((*n).to_owned()).or_default();
+        }
+        if owners.is_empty() {
             return Ok(());
         }
+        let names: Vec<&String> = owners.keys().collect();
         let Some(catalog) = &self.catalog else {
             return Err(Error::Verify(format!(
                 "backstops {names:?} declared but no constraint catalog configured (IdemBuilder::constraints)"
@@ -121,7 +179,7 @@ impl Backstops {
         };
         let mut missing = Vec::new();
         let mut unseen = Vec::new();
-        for n in &names {
+        for n in names {
             match catalog.unique_constraint(n).await {
                 Ok(Some(def)) => {
                     if !self.sees(n, &def, catalog.engine()).await {
@@ -133,9 +191,15 @@ impl Backstops {
             }
         }
         if !missing.is_empty() {
+            // Only now: listing the catalog is for the message.
+            let existing = catalog.unique_names().await.unwrap_or_default();
+            let described: Vec<String> = missing
+                .iter()
+                .map(|n| describe_missing(n, &owners[n], closest(n, &existing)))
+                .collect();
             return Err(Error::Verify(format!(
                 "unique constraint(s) not found: {}",
-                missing.join(", ")
+                described.join(", ")
             )));
         }
         if !unseen.is_empty() {
@@ -164,169 +228,24 @@ impl Backstops {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use super::*;
-    use crate::store::{BoxFuture, StoreError};
-
-    /// A catalog over a fixed list of indexes, counting its lookups.
-    #[derive(Default)]
-    struct Fixed {
-        defs: Vec<(&'static str, &'static str, &'static [&'static str])>,
-        lookups: AtomicUsize,
+/// `name`, and in parentheses who declared it and the closest existing name
+/// when known: `uk_ordr_no (backstop of `app::create_order`; did you mean
+/// `uk_order_no`?)`.
+fn describe_missing(name: &str, owners: &[String], closest: Option<&str>) -> String {
+    let mut notes = Vec::new();
+    if !owners.is_empty() {
+        notes.push(format!("backstop of {}", owners.join(", ")));
     }
-
-    impl ConstraintCatalog for Fixed {
-        fn unique_constraint<'a>(
-            &'a self,
-            name: &'a str,
-        ) -> BoxFuture<'a, Result<Option<ConstraintDef>, StoreError>> {
-            self.lookups.fetch_add(1, Ordering::SeqCst);
-            let def = self
-                .defs
-                .iter()
-                .find(|d| d.0 == name)
-                .map(|d| ConstraintDef {
-                    table: d.1.to_owned(),
-                    columns: d.2.iter().map(|c| (*c).to_owned()).collect(),
-                });
-            Box::pin(async move { Ok(def) })
-        }
+    if let Some(c) = closest {
+        notes.push(format!("did you mean `{c}`?"));
     }
-
-    fn unnamed(table: Option<&str>, columns: &[&str]) -> UniqueViolation {
-        UniqueViolation {
-            constraint: None,
-            table: table.map(str::to_owned),
-            columns: columns.iter().map(|c| (*c).to_owned()).collect(),
-        }
-    }
-
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(f)
-    }
-
-    /// A named violation is matched by name; an unnamed one by the catalog's
-    /// table and columns (in any order), looked up once per name.
-    #[test]
-    fn matches_by_name_or_through_the_cached_catalog() {
-        let catalog = Arc::new(Fixed {
-            defs: vec![("uk_order", "orders", &["user_id", "req_id"])],
-            ..Fixed::default()
-        });
-        let b = Backstops::new(Some(catalog.clone()), Detection::default());
-        let named = UniqueViolation {
-            constraint: Some("uk_order".into()),
-            table: None,
-            columns: Vec::new(),
-        };
-        block_on(async {
-            assert!(b.matches("uk_order", &named).await);
-            assert!(!b.matches("uk_other", &named).await);
-            assert_eq!(
-                catalog.lookups.load(Ordering::SeqCst),
-                0,
-                "named: no lookup"
-            );
-            let v = unnamed(Some("orders"), &["req_id", "user_id"]);
-            assert!(b.matches("uk_order", &v).await);
-            assert!(b.matches("uk_order", &v).await);
-            assert!(
-                !b.matches(
-                    "uk_order",
-                    &unnamed(Some("refunds"), &["req_id", "user_id"])
-                )
-                .await
-            );
-            assert!(
-                !b.matches("uk_order", &unnamed(Some("orders"), &["req_id"]))
-                    .await
-            );
-            assert_eq!(catalog.lookups.load(Ordering::SeqCst), 1, "cached per name");
-            assert!(!b.matches("uk_missing", &v).await);
-            assert!(!b.matches("uk_missing", &v).await);
-            assert_eq!(
-                catalog.lookups.load(Ordering::SeqCst),
-                2,
-                "absence cached too"
-            );
-        });
-        // Without a catalog an unnamed violation cannot be told apart: it counts.
-        let bare = Backstops::new(None, Detection::default());
-        assert!(block_on(
-            bare.matches("uk_order", &unnamed(Some("t"), &["c"]))
-        ));
-    }
-
-    /// `verify` checks every noted name once, plus the extra ones, and names
-    /// what is missing; declared backstops without a catalog are an error.
-    #[test]
-    fn verify_names_missing_constraints() {
-        let catalog = Arc::new(Fixed {
-            defs: vec![("uk_a", "t", &["a"])],
-            ..Fixed::default()
-        });
-        let b = Backstops::new(Some(catalog.clone()), Detection::default());
-        block_on(async {
-            assert!(b.verify(&[]).await.is_ok(), "nothing declared");
-            b.note("uk_a");
-            b.note("uk_a");
-            assert!(b.verify(&["uk_a"]).await.is_ok());
-            assert_eq!(catalog.lookups.load(Ordering::SeqCst), 1, "deduplicated");
-            b.note("uk_b");
-            match b.verify(&["uk_c"]).await {
-                Err(Error::Verify(m)) => assert!(m.ends_with("uk_b, uk_c"), "{m}"),
-                other => panic!("{other:?}"),
-            }
-            let bare = Backstops::new(None, Detection::default());
-            bare.note("uk_a");
-            match bare.verify(&[]).await {
-                Err(Error::Verify(m)) => assert!(m.contains("no constraint catalog"), "{m}"),
-                other => panic!("{other:?}"),
-            }
-        });
-    }
-
-    /// A detection that cannot see a declared backstop's violations (built-in
-    /// detection off, a custom detector for something else) fails `verify`
-    /// naming the backstop; the built-in detection sees every engine's form.
-    #[test]
-    fn verify_reports_detection_that_cannot_see_the_backstop() {
-        let catalog = || {
-            Arc::new(Fixed {
-                defs: vec![("uk_a", "t", &["a"])],
-                ..Fixed::default()
-            })
-        };
-        let mut blind = Detection::default();
-        blind.set_builtin(false);
-        blind.push(Arc::new(|_: &(dyn std::error::Error + 'static)| None));
-        let b = Backstops::new(Some(catalog()), blind);
-        b.note("uk_a");
-        match block_on(b.verify(&[])) {
-            Err(Error::Verify(m)) => assert!(m.contains("cannot see") && m.contains("uk_a"), "{m}"),
-            other => panic!("{other:?}"),
-        }
-        let mut custom = Detection::default();
-        custom.set_builtin(false);
-        custom.push(Arc::new(|e: &(dyn std::error::Error + 'static)| {
-            e.to_string()
-                .contains("uk_a")
-                .then(|| UniqueViolation::named("uk_a"))
-        }));
-        let b = Backstops::new(Some(catalog()), custom);
-        b.note("uk_a");
-        assert!(
-            block_on(b.verify(&[])).is_ok(),
-            "a custom detector that sees it"
-        );
-        let b = Backstops::new(Some(catalog()), Detection::default());
-        b.note("uk_a");
-        assert!(block_on(b.verify(&[])).is_ok(), "built-in");
+    if notes.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} ({})", notes.join("; "))
     }
 }
+
+#[cfg(test)]
+#[path = "registry_tests.rs"]
+mod tests;

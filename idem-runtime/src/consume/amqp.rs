@@ -17,7 +17,8 @@
 //!
 //! Delivery counts: quorum queues send `x-delivery-count`, which is used;
 //! classic queues only flag `redelivered`, so failures are also counted per
-//! message id in this process. Without a dead-letter exchange on the queue a
+//! message id in this process, and per content (a hash of routing, properties
+//! and body) for a message published without an id. Without a dead-letter exchange on the queue a
 //! poison message is dropped by the broker, after the hook saw it.
 
 use std::future::Future;
@@ -118,8 +119,20 @@ where
         let (opts, handler, failures) = (opts.clone(), handler.clone(), failures.clone());
         inflight.spawn(slot, async move {
             let id = d.properties.message_id().as_ref().map(|s| s.to_string());
-            let local = id.as_deref().map_or(0, |i| failures.get(i));
-            let attempt = delivery_count(&d).max(local + 1);
+            // Counted per message id, or per content without one: a classic
+            // queue says only `redelivered`, and an uncounted message failing
+            // every time was redelivered for ever (issue 24 k).
+            let counted = id.clone().unwrap_or_else(|| {
+                let props = format!("{:?}", d.properties);
+                Failures::anonymous(&[
+                    d.exchange.as_str().as_bytes(),
+                    d.routing_key.as_str().as_bytes(),
+                    props.as_bytes(),
+                    &d.data,
+                ])
+            });
+            let local = failures.get(&counted);
+            let attempt = delivery_count(&d).max(local.saturating_add(1));
             let delivery = Delivery {
                 id: id.clone(),
                 payload: d.data.clone(),
@@ -127,9 +140,7 @@ where
                 redelivered: d.redelivered,
             };
             let verdict = judge(&opts, &*handler, delivery).await;
-            if let Some(id) = &id {
-                failures.settle(id, verdict);
-            }
+            failures.settle(&counted, verdict);
             let sent = match verdict {
                 Verdict::Ack => d.acker.ack(BasicAckOptions::default()).await,
                 Verdict::Retry => {

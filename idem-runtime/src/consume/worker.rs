@@ -51,7 +51,8 @@ pub struct ConsumerOptions {
     /// Messages the broker may hand over unacknowledged (AMQP `basic.qos`,
     /// the NATS pull batch). Default 32.
     pub prefetch: u16,
-    /// Handlers running at once. Default 8.
+    /// Handlers running at once. Default 8; at least 1, at most tokio's
+    /// `Semaphore::MAX_PERMITS`.
     pub concurrency: usize,
     /// Deliveries a message may fail before it is poison. Default 5.
     pub max_deliveries: u32,
@@ -59,6 +60,8 @@ pub struct ConsumerOptions {
     /// spin). Default 100 ms.
     pub retry_delay: Duration,
     /// First reconnect pause, doubled up to `reconnect_max`. Default 100 ms.
+    /// Every duration here saturates: `Duration::MAX` means "never again"
+    /// (until shutdown), not a panic.
     pub reconnect_min: Duration,
     /// Longest reconnect pause. Default 10 s.
     pub reconnect_max: Duration,
@@ -250,7 +253,9 @@ impl Backoff {
     /// Waits the next pause, or until shutdown; false when shutting down.
     pub(crate) async fn wait(&mut self, signal: &mut ShutdownSignal) -> bool {
         let pause = self.next;
-        self.next = (self.next * 2).min(self.max);
+        // Saturating: a configured pause past `Duration::MAX / 2` must not
+        // panic here (issue 24 l); tokio's sleep saturates the deadline too.
+        self.next = self.next.saturating_mul(2).min(self.max);
         tokio::select! {
             _ = tokio::time::sleep(pause) => !signal.is_triggered(),
             _ = signal.triggered() => false,
@@ -268,7 +273,11 @@ pub(crate) struct InFlight {
 impl InFlight {
     pub(crate) fn new(opts: &ConsumerOptions) -> Self {
         InFlight {
-            permits: Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1))),
+            // Clamped: a semaphore refuses (panics on) more than MAX_PERMITS.
+            permits: Arc::new(tokio::sync::Semaphore::new(
+                opts.concurrency
+                    .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
+            )),
             tasks: tokio::task::JoinSet::new(),
         }
     }
@@ -304,7 +313,8 @@ impl InFlight {
 }
 
 /// Failures per message id, for brokers that do not count deliveries (classic
-/// RabbitMQ queues): bounded, forgotten on success or poison.
+/// RabbitMQ queues): bounded, forgotten on success or poison. A message
+/// without an id is counted under [`Failures::anonymous`].
 #[derive(Debug, Default)]
 pub(crate) struct Failures(std::sync::Mutex<std::collections::HashMap<String, u32>>);
 
@@ -316,6 +326,20 @@ const MAX_REMEMBERED: usize = 100_000;
 impl Failures {
     fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, u32>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The key a message without an id is counted under: a hash of what
+    /// identifies it on the broker (its routing and properties) and its body.
+    /// Two identical messages without ids share one count; that only makes
+    /// them poison sooner, never redelivered for ever (issue 24 k).
+    pub(crate) fn anonymous(parts: &[&[u8]]) -> String {
+        let mut h = blake3::Hasher::new();
+        for p in parts {
+            h.update(&(p.len() as u64).to_le_bytes());
+            h.update(p);
+        }
+        // A NUL cannot start a broker's message id as idem reads them.
+        format!("\0body:{}", h.finalize().to_hex())
     }
 
     /// Failures so far of `id`.
@@ -331,7 +355,8 @@ impl Failures {
                 if m.len() >= MAX_REMEMBERED {
                     m.clear();
                 }
-                *m.entry(id.to_owned()).or_default() += 1;
+                let n = m.entry(id.to_owned()).or_default();
+                *n = n.saturating_add(1);
             }
             Verdict::Ack | Verdict::Poison => {
                 m.remove(id);

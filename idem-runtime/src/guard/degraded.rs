@@ -153,10 +153,11 @@ impl Call<'_> {
                 (Verdict::degraded(false), Ok(out))
             }
             Err(err) => match self.backstop_hit(&err, hooks.detect).await {
-                Some(c) => {
+                Some(Ok(c)) => {
                     let (_, r) = self.after_backstop(None, c, hooks.on_conflict, err).await;
                     (Verdict::degraded(true), r)
                 }
+                Some(Err(wrong)) => (Verdict::degraded(false), Err(wrong.into())),
                 None => (Verdict::degraded(false), Err(err)),
             },
         };

@@ -55,15 +55,22 @@ impl Call<'_> {
                     };
                     return (outcome.into(), Err(err));
                 }
-                if let Some(constraint) = self.backstop_hit(&err, hooks.detect).await {
+                match self.backstop_hit(&err, hooks.detect).await {
                     // Boxed: the user's lookup future stays out of the common path's size.
-                    return Box::pin(self.after_backstop(
-                        Some(held),
-                        constraint,
-                        hooks.on_conflict,
-                        err,
-                    ))
-                    .await;
+                    Some(Ok(constraint)) => {
+                        return Box::pin(self.after_backstop(
+                            Some(held),
+                            constraint,
+                            hooks.on_conflict,
+                            err,
+                        ))
+                        .await;
+                    }
+                    Some(Err(wrong)) => {
+                        self.release(held).await;
+                        return (CallOutcome::Failed.into(), Err(wrong.into()));
+                    }
+                    None => {}
                 }
                 self.release(held).await;
                 (CallOutcome::Released.into(), Err(err))
@@ -110,22 +117,26 @@ impl Call<'_> {
 
     /// Is `err` a violation of this call's backstop constraint? The violation is
     /// extracted before the first await, so the future does not hold `&E` (a
-    /// guarded future is then `Send` without `E: Sync`).
+    /// guarded future is then `Send` without `E: Sync`). `Some(Err(..))`: a
+    /// unique violation under a backstop name the database does not have (a
+    /// typo), returned as a typed error instead of the driver's raw text
+    /// (issue 24 n).
     pub(super) fn backstop_hit<'s, E>(
         &'s self,
         err: &E,
         detect: Option<DetectFn<E>>,
-    ) -> impl Future<Output = Option<String>> + 's {
+    ) -> impl Future<Output = Option<Result<String, Error>>> + 's {
         let found = self.policy.backstop.as_deref().and_then(|name| {
             let v = self.idem.find_violation(detect?(err)?)?;
             Some((name, v))
         });
         async move {
             let (name, v) = found?;
-            self.idem
-                .violation_matches(name, &v)
-                .await
-                .then(|| name.to_owned())
+            if self.idem.violation_matches(name, &v).await {
+                return Some(Ok(name.to_owned()));
+            }
+            let wrong = self.idem.misdeclared_backstop(name, &v).await?;
+            Some(Err(Error::Config(wrong)))
         }
     }
 

@@ -35,6 +35,12 @@ pub mod state;
 #[cfg(feature = "sql")]
 mod tx;
 
+/// Link-time registration of `#[idempotent(backstop = "…")]` (issue 24 n):
+/// the expansion submits one [`BackstopDecl`] through this crate's macro.
+pub use ::inventory;
+
+pub use crate::__declare_backstop as declare_backstop;
+pub use crate::backstop::declared::Declared as BackstopDecl;
 pub use crate::fingerprint::FingerprintBuilder;
 pub use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};
 pub use crate::policy::Concurrency;

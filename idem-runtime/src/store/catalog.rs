@@ -23,6 +23,13 @@ pub trait ConstraintCatalog: Send + Sync + 'static {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<ConstraintDef>, StoreError>>;
 
+    /// The names of every unique constraint and index the catalog can see,
+    /// for the "did you mean" of `verify()` when a declared one is missing.
+    /// The default lists none.
+    fn unique_names(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
     /// The database engine behind the catalog, so `verify()` can check that the
     /// handle's violation detection sees that engine's errors. `None` (the
     /// default) checks every engine's form and is satisfied by any.

@@ -8,6 +8,8 @@ use std::time::Duration;
 use idem::Store;
 
 #[cfg(feature = "redis")]
+pub mod old_redis;
+#[cfg(feature = "redis")]
 pub mod proxy;
 #[cfg(feature = "redis")]
 pub mod redis_server;

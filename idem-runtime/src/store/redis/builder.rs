@@ -9,6 +9,7 @@ use super::codec::KeyLayout;
 use super::conn::{Conns, PoolSize};
 #[cfg(doc)]
 use super::conn::{DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT};
+use super::native::{self, NativeClaim};
 use super::{CONNECT_BUDGET_FACTOR, RedisStore, scripts};
 use crate::store::StoreError;
 
@@ -34,7 +35,9 @@ impl RedisStoreBuilder {
 
     /// Time allowed to open a connection (default 1 s).
     pub fn connect_timeout(mut self, t: Duration) -> Self {
-        self.connect_timeout = t;
+        // Saturated, as every timeout here: no duration may panic in the
+        // client's `Instant` arithmetic (issue 24 l).
+        self.connect_timeout = t.min(crate::policy::MAX_DURATION);
         self
     }
 
@@ -43,7 +46,7 @@ impl RedisStoreBuilder {
     /// this at least as long as the longest budget your calls get, or a slow but
     /// healthy server fails attempts the guard would have waited for.
     pub fn response_timeout(mut self, t: Duration) -> Self {
-        self.response_timeout = t;
+        self.response_timeout = t.min(crate::policy::MAX_DURATION);
         self
     }
 
@@ -100,16 +103,18 @@ impl RedisStoreBuilder {
         Ok(RedisStore {
             conns: Conns::new(all, self.pool.in_flight),
             layout,
+            native: NativeClaim::default(),
         })
     }
 
-    /// Builds the store, connects, and loads the scripts. Fails with
+    /// Builds the store, connects, loads the scripts and reads the server's
+    /// version (below Redis 7.0 claims without a fence use the script). Fails with
     /// `StoreError::Config` for a malformed URL and `StoreError::Unavailable` when the
     /// server cannot be reached.
     pub async fn connect(self) -> Result<RedisStore, StoreError> {
         // Not derived from the response timeout: that one is long on purpose, and
         // a server that cannot be reached should fail the application's start fast.
-        let budget = self.connect_timeout * CONNECT_BUDGET_FACTOR;
+        let budget = self.connect_timeout.saturating_mul(CONNECT_BUDGET_FACTOR);
         let store = self.build_lazy()?;
         // Every connection opens, side by side (a lazy one would make the
         // first burst wait for it); the scripts load once per server.
@@ -125,6 +130,7 @@ impl RedisStoreBuilder {
                 });
             }
             scripts::preload(&mut store.conns.get()).await?;
+            native::detect(&mut store.conns.get(), &store.native).await;
             while let Some(r) = pings.join_next().await {
                 r.map_err(|e| {
                     StoreError::unavailable(format!("redis: opening a connection: {e}"))

@@ -14,6 +14,7 @@ use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 
 use super::codec::KeyLayout;
 use super::conn::{Conns, PoolSize};
+use super::native::NativeClaim;
 use super::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, native, scripts};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
@@ -25,6 +26,7 @@ use crate::store::{
 pub struct RedisClusterStore {
     conns: Conns<ClusterConnection>,
     layout: KeyLayout,
+    native: NativeClaim,
 }
 
 impl std::fmt::Debug for RedisClusterStore {
@@ -56,7 +58,8 @@ impl RedisClusterStoreBuilder {
 
     /// Time allowed to open a connection to a node (default 1 s).
     pub fn connect_timeout(mut self, t: Duration) -> Self {
-        self.connect_timeout = t;
+        // Saturated (issue 24 l), as in `RedisStoreBuilder`.
+        self.connect_timeout = t.min(crate::policy::MAX_DURATION);
         self
     }
 
@@ -64,7 +67,7 @@ impl RedisClusterStoreBuilder {
     /// 10 s). Keep it at least as long as the longest operation budget your calls
     /// get (see [Timeouts](super#timeouts)).
     pub fn response_timeout(mut self, t: Duration) -> Self {
-        self.response_timeout = t;
+        self.response_timeout = t.min(crate::policy::MAX_DURATION);
         self
     }
 
@@ -110,7 +113,9 @@ impl RedisClusterStoreBuilder {
             .map_err(|e| StoreError::config(format!("redis cluster nodes: {e}")).with_source(e))?;
         // Opening connections to the seed and the nodes, then loading the scripts
         // on every node; not derived from the (deliberately long) response timeout.
-        let budget = self.connect_timeout * (super::CONNECT_BUDGET_FACTOR + 1);
+        let budget = self
+            .connect_timeout
+            .saturating_mul(super::CONNECT_BUDGET_FACTOR + 1);
         let connect = async {
             let mut all = Vec::with_capacity(self.pool.connections);
             for _ in 0..self.pool.connections {
@@ -128,9 +133,16 @@ impl RedisClusterStoreBuilder {
         let all = tokio::time::timeout(budget, connect).await.map_err(|_| {
             StoreError::unavailable(format!("redis cluster: no answer within {budget:?}"))
         })??;
+        let native = NativeClaim::default();
+        let mut first = all[0].clone();
+        let info = first.route_command(info_server(), all_masters());
+        if let Ok(Ok(reply)) = tokio::time::timeout(self.connect_timeout, info).await {
+            native.follow(&reply);
+        }
         Ok(RedisClusterStore {
             conns: Conns::new(all, self.pool.in_flight),
             layout,
+            native,
         })
     }
 }
@@ -191,14 +203,24 @@ impl Store for RedisClusterStore {
         Some(self.conns.queue())
     }
 
-    /// Reads `maxmemory-policy` on every master.
+    /// Reads the version and `maxmemory-policy` of every master.
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         let mut con = self.conns.get();
         Box::pin(async move {
+            let info = con
+                .route_command(info_server(), all_masters())
+                .await
+                .map_err(scripts::map_err)?;
+            let mut texts = Vec::new();
+            scripts::strings(&info, &mut texts);
+            let mut warnings = Vec::new();
+            for text in texts.iter().filter(|t| t.contains("redis_version:")) {
+                warnings.extend(scripts::check_version(text)?);
+            }
+            warnings.dedup_by(|a, b| a.0 == b.0);
             let mut cmd = redis::cmd("CONFIG");
             cmd.arg("GET").arg("maxmemory-policy");
-            let all = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
-            Ok(match con.route_command(cmd, all).await {
+            warnings.extend(match con.route_command(cmd, all_masters()).await {
                 Ok(v) => {
                     let mut s = Vec::new();
                     scripts::strings(&v, &mut s);
@@ -208,7 +230,18 @@ impl Store for RedisClusterStore {
                     return Err(scripts::map_err(e));
                 }
                 Err(e) => vec![super::cannot_read_policy(&e)],
-            })
+            });
+            Ok(warnings)
         })
     }
+}
+
+fn info_server() -> redis::Cmd {
+    let mut cmd = redis::cmd("INFO");
+    cmd.arg("server");
+    cmd
+}
+
+fn all_masters() -> RoutingInfo {
+    RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None))
 }

@@ -7,6 +7,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use super::codec::KeyLayout;
 use super::conn::{Conns, DEFAULT_IN_FLIGHT};
+use super::native::{self, NativeClaim};
 use super::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, RedisStore, scripts};
 use crate::store::StoreError;
 
@@ -59,9 +60,12 @@ impl RedisStore {
             .map_err(|_| {
                 StoreError::unavailable("redis: scripts not loaded within the connect budget")
             })??;
+        let native = NativeClaim::default();
+        native::detect(&mut probe, &native).await;
         Ok(RedisStore {
             conns: Conns::new(vec![con], DEFAULT_IN_FLIGHT),
             layout,
+            native,
         })
     }
 }

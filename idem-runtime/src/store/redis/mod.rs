@@ -96,7 +96,21 @@
 //! `idem_store_overloaded_total{store,op}`.
 //!
 //! Requires Redis 5 or newer (scripts that read `TIME` and then write need
-//! effect replication, the default since Redis 5).
+//! effect replication, the default since Redis 5). The native claim needs
+//! Redis 7.0: below it (read from `INFO` when the store connects, or learnt
+//! from the server's first refusal of the command on a store built lazily)
+//! claims without a fence run the claim script instead, and
+//! [`Store::verify`] says so in a warning naming the version.
+//!
+//! # Error replies
+//! An error the server *answers* with (`ERR`, a script error, `NOPERM`,
+//! `OOM`, ...) is its verdict on the command, not an outage: the call fails
+//! with `Error::StoreUnavailable` carrying the server's reason, but it is not
+//! retried and never counts towards opening the circuit breaker, so one
+//! refused command cannot fail every other call fast. `LOADING`, `BUSY`,
+//! `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN` and `READONLY` (a server that is
+//! starting, busy, or in a failover) count as outages, like I/O errors and
+//! timeouts.
 
 mod builder;
 mod cluster;
@@ -115,6 +129,7 @@ use redis::aio::ConnectionManager;
 
 use self::codec::KeyLayout;
 use self::conn::{Conns, PoolSize};
+use self::native::NativeClaim;
 use super::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
@@ -167,6 +182,7 @@ const CONNECT_BUDGET_FACTOR: u32 = 4;
 pub struct RedisStore {
     conns: Conns<ConnectionManager>,
     layout: KeyLayout,
+    native: NativeClaim,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -240,7 +256,7 @@ impl Store for RedisStore {
                 .query_async(&mut con)
                 .await
                 .map_err(scripts::map_err)?;
-            check_version(&info)?;
+            let mut warnings: Vec<Warning> = scripts::check_version(&info)?.into_iter().collect();
             let cluster: String = redis::cmd("INFO")
                 .arg("cluster")
                 .query_async(&mut con)
@@ -258,24 +274,16 @@ impl Store for RedisStore {
                 .arg("maxmemory-policy")
                 .query_async(&mut con)
                 .await;
-            Ok(match policy {
+            warnings.extend(match policy {
                 Ok(v) => {
                     let mut s = Vec::new();
                     scripts::strings(&v, &mut s);
                     scripts::policy_warnings(&s)
                 }
                 Err(e) => vec![cannot_read_policy(&e)],
-            })
+            });
+            Ok(warnings)
         })
-    }
-}
-
-fn check_version(info: &str) -> Result<(), StoreError> {
-    match scripts::major_version(info) {
-        Some(v) if v < 5 => Err(StoreError::config(format!(
-            "Redis {v}.x is too old: idem's scripts need Redis 5 or newer"
-        ))),
-        _ => Ok(()),
     }
 }
 

@@ -24,7 +24,14 @@
 //! after a lost reply (its value carries the owner). The key is written only when
 //! absent (`NX`), so a finished record or someone else's claim is never touched.
 //!
+//! `NX` together with `GET` needs Redis 7.0. Below it ([`NativeClaim`]) the
+//! claim script answers instead: it gives every answer the native command
+//! gives, plus a fence nobody reads.
+//!
 //! [`Store::claim_unfenced`]: crate::store::Store::claim_unfenced
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis::Value as Reply;
 use redis::aio::ConnectionLike;
@@ -39,10 +46,14 @@ use crate::store::{Claim, ClaimRequest, StoreError};
 pub(crate) async fn claim_unfenced<C: ConnectionLike + Send>(
     con: &mut C,
     layout: &KeyLayout,
+    native: &NativeClaim,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
+    if !native.usable() {
+        return scripts::claim(con, layout, req).await;
+    }
     let pending = codec::encode_pending(req.owner, Fence::NONE, req.fingerprint);
-    let reply: Reply = redis::cmd("SET")
+    let sent = redis::cmd("SET")
         .arg(layout.arg(req.key))
         .arg(&pending[..])
         .arg("NX")
@@ -50,8 +61,17 @@ pub(crate) async fn claim_unfenced<C: ConnectionLike + Send>(
         .arg(millis(req.lease))
         .arg("GET")
         .query_async(con)
-        .await
-        .map_err(map_err)?;
+        .await;
+    let reply: Reply = match sent {
+        Ok(r) => r,
+        // A server before 7.0 rejects the command before running it: nothing
+        // was written, and the script claims instead, now and from now on.
+        Err(e) if lacks_nx_get(&e) => {
+            native.turn_off(&e.to_string());
+            return scripts::claim(con, layout, req).await;
+        }
+        Err(e) => return Err(map_err(e)),
+    };
     let old = match reply {
         // Absent: the key is ours now.
         Reply::Nil => return Ok(Claim::Claimed { fence: Fence::NONE }),
@@ -64,5 +84,67 @@ pub(crate) async fn claim_unfenced<C: ConnectionLike + Send>(
         Value::Pending { owner, fence, .. } if owner == req.owner => Ok(Claim::Claimed { fence }),
         // Someone else's: the script reads the holder's time left atomically.
         Value::Pending { .. } => scripts::claim(con, layout, req).await,
+    }
+}
+
+/// The first Redis version whose `SET` takes `NX` and `GET` together.
+pub(super) const NATIVE_SINCE: u32 = 7;
+
+/// Whether the store's server takes the native claim: yes unless `INFO` said
+/// otherwise at connect ([`follow`](Self::follow)), or the server refused the
+/// command once (a store built lazily, or a failover to an older replica).
+/// Off is for good: the script is correct on every version.
+#[derive(Debug, Clone, Default)]
+pub(super) struct NativeClaim {
+    off: Arc<AtomicBool>,
+}
+
+impl NativeClaim {
+    pub(super) fn usable(&self) -> bool {
+        !self.off.load(Ordering::Relaxed)
+    }
+
+    fn turn_off(&self, why: &str) {
+        if !self.off.swap(true, Ordering::Relaxed) {
+            tracing::info!(
+                reason = why,
+                "redis: the server has no `SET … NX … GET` (Redis < 7.0): claims without a \
+                 fence use the claim script"
+            );
+        }
+    }
+
+    /// Reads the version of the servers behind `con` (the leaves of an `INFO
+    /// server` reply: one text, or one per cluster master). Best effort: a
+    /// server that does not answer is left to the first claim to find out.
+    pub(super) fn follow(&self, reply: &Reply) {
+        let mut texts = Vec::new();
+        scripts::strings(reply, &mut texts);
+        for info in &texts {
+            if scripts::major_version(info).is_some_and(|v| v < NATIVE_SINCE) {
+                self.turn_off(&format!(
+                    "INFO reports redis_version {}",
+                    scripts::version(info).unwrap_or("?")
+                ));
+            }
+        }
+    }
+}
+
+/// `ERR syntax error`: what Redis 5 and 6 answer to `SET … NX … GET`.
+fn lacks_nx_get(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError)
+        && e.to_string().contains("syntax error")
+}
+
+/// Reads the server version into `native` (see [`NativeClaim::follow`]).
+pub(super) async fn detect<C: ConnectionLike + Send>(con: &mut C, native: &NativeClaim) {
+    match redis::cmd("INFO")
+        .arg("server")
+        .query_async::<Reply>(con)
+        .await
+    {
+        Ok(reply) => native.follow(&reply),
+        Err(e) => tracing::debug!(error = %e, "redis: INFO server unanswered at connect"),
     }
 }

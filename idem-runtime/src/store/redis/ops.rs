@@ -17,7 +17,9 @@ macro_rules! record_ops {
             req: ClaimRequest<'a>,
         ) -> BoxFuture<'a, Result<Claim, StoreError>> {
             let mut con = self.conns.get();
-            Box::pin(async move { native::claim_unfenced(&mut con, &self.layout, req).await })
+            Box::pin(async move {
+                native::claim_unfenced(&mut con, &self.layout, &self.native, req).await
+            })
         }
 
         fn complete<'a>(

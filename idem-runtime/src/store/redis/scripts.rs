@@ -137,15 +137,39 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
 const FOREIGN: &str = "the key holds a value that is not an idem record of this format";
 
 /// Maps a redis-rs error: `WRONGTYPE` means the key holds something else
-/// (a hash, a list...), everything else is "no usable answer".
+/// (a hash, a list...); another error the server answered with is a refusal
+/// ([`refused`]); everything else is "no usable answer".
 pub(crate) fn map_err(e: RedisError) -> StoreError {
     if e.code() == Some("WRONGTYPE") || e.to_string().contains("WRONGTYPE") {
         StoreError::codec(
             "the key holds a Redis value that is not a string (WRONGTYPE): not an idem record",
         )
         .with_source(e)
+    } else if refused(&e) {
+        StoreError::config(format!("redis refused the command: {e}")).with_source(e)
     } else {
         StoreError::unavailable(e.to_string()).with_source(e)
+    }
+}
+
+/// Did the server answer with an error that is its verdict on the command
+/// (`ERR`, a script error, `NOPERM`, `OOM`, `NOSCRIPT` after the reload...)?
+/// Such an answer is not an outage: the command did not apply, retrying it
+/// changes nothing, and counting it would let a refused command open the
+/// circuit breaker for every other call (issue 24 h). The states in which a
+/// healthy server says "not now" (loading its data set, busy in a script, a
+/// failover or cluster reconfiguration under way) stay outages, as do I/O
+/// errors, timeouts and dropped connections.
+pub(crate) fn refused(e: &RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind as S};
+    match e.kind() {
+        ErrorKind::Server(
+            S::BusyLoading | S::TryAgain | S::ClusterDown | S::MasterDown | S::ReadOnly,
+        )
+        | ErrorKind::Server(S::Moved | S::Ask) => false,
+        ErrorKind::Server(_) => true,
+        ErrorKind::Extension => e.code() != Some("BUSY"),
+        _ => false,
     }
 }
 
@@ -357,12 +381,35 @@ pub(crate) fn strings(r: &Reply, out: &mut Vec<String>) {
     }
 }
 
+/// The version in an `INFO server` text (`7.0.15`).
+pub(crate) fn version(info: &str) -> Option<&str> {
+    info.lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .map(str::trim)
+}
+
 /// The major version in an `INFO server` text.
 pub(crate) fn major_version(info: &str) -> Option<u32> {
-    let line = info
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))?;
-    line.trim().split('.').next()?.parse().ok()
+    version(info)?.split('.').next()?.parse().ok()
+}
+
+/// What `verify()` says about a server's version: below 5 an error (the
+/// scripts need effect replication), below 7.0 a warning (no native claim).
+pub(crate) fn check_version(info: &str) -> Result<Option<Warning>, StoreError> {
+    let (Some(v), Some(text)) = (major_version(info), version(info)) else {
+        return Ok(None);
+    };
+    if v < 5 {
+        return Err(StoreError::config(format!(
+            "Redis {text} is too old: idem's scripts need Redis 5 or newer"
+        )));
+    }
+    Ok((v < super::native::NATIVE_SINCE).then(|| {
+        Warning(format!(
+            "Redis {text}: `SET … NX … GET` needs Redis 7.0, so claims without a fence \
+             run the claim script (about twice the server time of the native command)"
+        ))
+    }))
 }
 
 #[cfg(test)]

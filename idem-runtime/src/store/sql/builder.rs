@@ -65,7 +65,9 @@ impl SqlStoreBuilder {
     /// How long a store operation may wait for a pooled connection (default 5 s;
     /// the call's operation budget still cuts it).
     pub fn acquire_timeout(mut self, t: Duration) -> Self {
-        self.acquire_timeout = t;
+        // Saturated: sqlx adds it to an `Instant`, which overflows (panics)
+        // past a few hundred years (issue 24 l).
+        self.acquire_timeout = t.min(crate::policy::MAX_DURATION);
         self
     }
 

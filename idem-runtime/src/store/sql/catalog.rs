@@ -164,7 +164,52 @@ fn definition(rows: Rows) -> Option<ConstraintDef> {
     })
 }
 
+impl SqlConstraints {
+    /// Every unique index name the lookup above can find (PostgreSQL: in
+    /// every schema, as the lookup, system schemas left out).
+    async fn names(&self) -> Result<Vec<String>, sqlx::Error> {
+        match &self.pool {
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(p) => {
+                sqlx::query_scalar(
+                    "SELECT DISTINCT ic.relname::TEXT FROM pg_index i \
+                     JOIN pg_class ic ON ic.oid = i.indexrelid \
+                     JOIN pg_namespace n ON n.oid = ic.relnamespace \
+                     WHERE i.indisunique \
+                     AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
+                     AND n.nspname NOT LIKE 'pg\\_toast%'",
+                )
+                .fetch_all(p)
+                .await
+            }
+            #[cfg(feature = "mysql")]
+            Pool::MySql(p) => {
+                sqlx::query_scalar(
+                    "SELECT DISTINCT CAST(INDEX_NAME AS CHAR) FROM information_schema.STATISTICS \
+                     WHERE TABLE_SCHEMA = DATABASE() AND NON_UNIQUE = 0",
+                )
+                .fetch_all(p)
+                .await
+            }
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(lite) => {
+                sqlx::query_scalar(
+                    "SELECT m.name FROM sqlite_master m \
+                     JOIN pragma_index_list(m.tbl_name) il ON il.name = m.name \
+                     WHERE m.type = 'index' AND il.\"unique\" = 1",
+                )
+                .fetch_all(&lite.pool)
+                .await
+            }
+        }
+    }
+}
+
 impl ConstraintCatalog for SqlConstraints {
+    fn unique_names(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        Box::pin(async move { self.names().await.map_err(map_err) })
+    }
+
     fn unique_constraint<'a>(
         &'a self,
         name: &'a str,
