@@ -6,7 +6,7 @@
 //!
 //! | invariant | statement |
 //! |---|---|
-//! | `token-once` | a token whose body succeeded is never accepted again, unless that run's process crashed, its body outlived `max_hold`, the store refused operations for longer than a blip, or its caller returned while the store was slow (the consume may then fail for good); a caller dropped after its body succeeded is no excuse, nor are blips, lost or late replies (issue 24 e) |
+//! | `token-once` | a token whose body succeeded is never accepted again, unless that run's process crashed, its body outlived its renewals (`max_hold` less a lease) and the next one took over, the store refused operations for longer than a blip, or its caller returned while the store was slow (the consume may then fail for good); a caller dropped after its body succeeded is no excuse, nor are blips, lost or late replies (issue 24 e) |
 //! | `fail-closed` | `TokenInvalid`, `InProgress` and `StoreUnavailable` never ran the body |
 //! | `body-result` | a caller that was not dropped gets its own body's result |
 //! | `give-back` | after healing, a token no body consumed (and no `FLUSHALL` lost) is accepted by the first probe |

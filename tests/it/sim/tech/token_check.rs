@@ -33,14 +33,15 @@ pub(crate) fn check(s: &TokSchedule, out: &TokOutput) -> Result<(), String> {
             };
             let ac = &out.calls[ai];
             let returned = !matches!(ac.end, None | Some((_, TokResult::Cancelled)));
-            let excused = ac.crashed
-                || a_end - a_start >= max_hold
-                || s.refusing()
-                || (returned && s.unreliable());
+            let excused = ac.crashed || s.refusing() || (returned && s.unreliable());
             if excused {
                 continue;
             }
-            if let Some(b) = runs.get(k + 1) {
+            // Renewal stops short of `max_hold` (the last renewal that fits
+            // leaves at most a lease): a hung body may lose the token from
+            // `max_hold - lease` after it started.
+            let hold_ends = a_start + max_hold.saturating_sub(s.lease);
+            if let Some(b) = runs.get(k + 1).filter(|b| b.1 < hold_ends || a_end < b.1) {
                 v.push(format!(
                     "[token-once] token {t}: call {ai}'s body succeeded at {a_end:?} (call ended {:?}), yet call {} was accepted at {:?}",
                     ac.end, b.0, b.1
