@@ -29,6 +29,7 @@ mod recording;
 mod regressions;
 mod run;
 mod schedule;
+mod tech;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -109,7 +110,7 @@ fn run_seed_tally(seed: u64, tally: &mut Tally) -> Result<(), String> {
     })
 }
 
-fn env_u64(name: &str) -> Option<u64> {
+pub(crate) fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 

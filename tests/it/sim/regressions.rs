@@ -260,3 +260,5 @@ fn sim_regression_late_claim_reply_keeps_the_lease() {
         panic!("{e}\n{}", invariants::dump(&s, &out));
     }
 }
+
+mod techniques;
