@@ -38,6 +38,12 @@ mod lock;
 mod lock_fenced;
 mod memory;
 mod observability;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite", feature = "rabbitmq", feature = "nats"))]
+mod outbox_brokers;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite", feature = "rabbitmq", feature = "nats"))]
+mod outbox_e2e;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite", feature = "rabbitmq", feature = "nats"))]
+mod outbox_support;
 mod observability_defaults;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 mod outage;

@@ -36,6 +36,7 @@ impl MessageId {
     }
 
     /// An id read back from the table or a broker header.
+    #[cfg_attr(not(any(feature = "rabbitmq", feature = "nats")), allow(dead_code))]
     pub(crate) fn from_stored(s: String) -> MessageId {
         MessageId(s)
     }

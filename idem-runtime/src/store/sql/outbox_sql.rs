@@ -19,6 +19,9 @@
 //!
 //! Times come from the database clock, as everywhere in idem.
 
+// The relay statements are used with a broker feature only.
+#![cfg_attr(not(any(feature = "rabbitmq", feature = "nats")), allow(dead_code))]
+
 use super::ddl::Stmt;
 use super::{Dialect, PURGE_BATCH, TableNames};
 
