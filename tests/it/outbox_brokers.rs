@@ -63,7 +63,14 @@ impl TestStream {
     /// Messages the stream holds.
     pub(crate) async fn messages(&self, url: &str) -> u64 {
         let js = jetstream::new(nats_client(url).await);
-        js.get_stream(&self.name).await.unwrap().info().await.unwrap().state.messages
+        js.get_stream(&self.name)
+            .await
+            .unwrap()
+            .info()
+            .await
+            .unwrap()
+            .state
+            .messages
     }
 }
 
@@ -115,7 +122,14 @@ impl NatsServer {
 
     fn spawn(&mut self) {
         let child = std::process::Command::new("/usr/sbin/nats-server")
-            .args(["-a", "127.0.0.1", "-p", &self.port.to_string(), "-js", "-sd"])
+            .args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-js",
+                "-sd",
+            ])
             .arg(self.dir.path())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

@@ -100,7 +100,10 @@ async fn relay_killed_between_confirm_and_mark_ten_times() {
             .await
             .unwrap();
     }
-    assert!(unmarked >= 10, "each killed relay left a confirmed batch unmarked");
+    assert!(
+        unmarked >= 10,
+        "each killed relay left a confirmed batch unmarked"
+    );
     let sent_before = producer
         .scalar("SELECT COUNT(*) FROM idem_outbox WHERE state = 1")
         .await;
@@ -113,7 +116,12 @@ async fn relay_killed_between_confirm_and_mark_ten_times() {
     relay_until_drained(relay.clone(), &producer, || true, Duration::from_secs(120)).await;
     let idem = consumer_handle(&consumer, &unique_ns("obx-crash"));
     let counters = target
-        .consume(consumer.clone(), idem, committed.len() as i64, Duration::from_secs(120))
+        .consume(
+            consumer.clone(),
+            idem,
+            committed.len() as i64,
+            Duration::from_secs(120),
+        )
         .await;
     let delivered = Counters::get(&counters.delivered);
     let (ids, most) = applied_ids(&consumer).await;

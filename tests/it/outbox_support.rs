@@ -66,46 +66,15 @@ pub(crate) async fn consumer_db() -> LogDb {
 
 /// One business transaction: an order row and its message; committed, or
 /// rolled back after the enqueue. Conflicts with a concurrent transaction are
-/// retried as a whole.
+/// retried as a whole; any other error fails the test.
 pub(crate) async fn business_tx(
     db: &LogDb,
     table: OutboxTable<'_>,
     msg: &OrderMsg,
     rollback: bool,
 ) -> MessageId {
-    let payload = serde_json::to_vec(msg).unwrap();
     for _ in 0..20 {
-        let r: Result<MessageId, AppError> = async {
-            macro_rules! run {
-                ($tx:expr, $insert:literal) => {{
-                    let mut tx = $tx;
-                    sqlx::query($insert)
-                        .bind(&msg.business_id)
-                        .bind(msg.step)
-                        .execute(&mut *tx)
-                        .await?;
-                    let id = table
-                        .enqueue(&mut tx, &msg.topic, &msg.business_id, &payload)
-                        .await?;
-                    if rollback {
-                        tx.rollback().await?;
-                    } else {
-                        tx.commit().await?;
-                    }
-                    Ok(id)
-                }};
-            }
-            match &db.pool {
-                Pool::Pg(p) => run!(p.begin().await?, "INSERT INTO orders VALUES ($1, $2)"),
-                Pool::My(p) => run!(p.begin().await?, "INSERT INTO orders VALUES (?, ?)"),
-                Pool::Lite(p) => run!(
-                    p.begin_with("BEGIN IMMEDIATE").await?,
-                    "INSERT INTO orders VALUES (?, ?)"
-                ),
-            }
-        }
-        .await;
-        match r {
+        match try_business_tx(db, table, msg, rollback).await {
             Ok(id) => return id,
             Err(AppError::Idem(idem::Error::TxConflict { .. })) => continue,
             Err(AppError::Db(e)) if idem::db::is_retryable_conflict(&e) => continue,
@@ -113,6 +82,43 @@ pub(crate) async fn business_tx(
         }
     }
     panic!("business transaction {} kept conflicting", msg.business_id)
+}
+
+/// One attempt of [`business_tx`].
+pub(crate) async fn try_business_tx(
+    db: &LogDb,
+    table: OutboxTable<'_>,
+    msg: &OrderMsg,
+    rollback: bool,
+) -> Result<MessageId, AppError> {
+    let payload = serde_json::to_vec(msg).unwrap();
+    macro_rules! run {
+        ($tx:expr, $insert:literal) => {{
+            let mut tx = $tx;
+            sqlx::query($insert)
+                .bind(&msg.business_id)
+                .bind(msg.step)
+                .execute(&mut *tx)
+                .await?;
+            let id = table
+                .enqueue(&mut tx, &msg.topic, &msg.business_id, &payload)
+                .await?;
+            if rollback {
+                tx.rollback().await?;
+            } else {
+                tx.commit().await?;
+            }
+            Ok(id)
+        }};
+    }
+    match &db.pool {
+        Pool::Pg(p) => run!(p.begin().await?, "INSERT INTO orders VALUES ($1, $2)"),
+        Pool::My(p) => run!(p.begin().await?, "INSERT INTO orders VALUES (?, ?)"),
+        Pool::Lite(p) => run!(
+            p.begin_with("BEGIN IMMEDIATE").await?,
+            "INSERT INTO orders VALUES (?, ?)"
+        ),
+    }
 }
 
 /// `n` business transactions on `topic` from 8 concurrent callers started
@@ -159,7 +165,8 @@ pub(crate) async fn handle(
 ) -> Result<(), AppError> {
     let mut msg: OrderMsg = serde_json::from_slice(&d.payload)
         .map_err(|e| AppError::Business(format!("bad payload: {e}")))?;
-    msg.id = d.id.ok_or_else(|| AppError::Business("no message id".into()))?;
+    msg.id =
+        d.id.ok_or_else(|| AppError::Business("no message id".into()))?;
     msg.key = format!("{}/{}", msg.topic, msg.business_id);
     let mut tx = pool.begin().await?;
     let _ = apply(&mut tx, &idem, &msg).await?;
@@ -190,7 +197,9 @@ pub(crate) fn stop_when_applied(
             }
             if started.elapsed() > limit {
                 stop.trigger();
-                panic!("{applied} of {expected} messages applied after {limit:?} ({delivered} delivered)");
+                panic!(
+                    "{applied} of {expected} messages applied after {limit:?} ({delivered} delivered)"
+                );
             }
             last = delivered;
         }
@@ -243,7 +252,9 @@ pub(crate) async fn applied_ids(db: &LogDb) -> (Vec<String>, i64) {
         .unwrap();
     ids.sort();
     let most = db
-        .scalar("SELECT COALESCE(MAX(c), 0) FROM (SELECT COUNT(*) AS c FROM effects GROUP BY msg_id) m")
+        .scalar(
+            "SELECT COALESCE(MAX(c), 0) FROM (SELECT COUNT(*) AS c FROM effects GROUP BY msg_id) m",
+        )
         .await;
     (ids, most)
 }

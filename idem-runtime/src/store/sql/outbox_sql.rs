@@ -107,7 +107,7 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str) -> Vec<String> {
                 ),
                 format!("CREATE UNIQUE INDEX IF NOT EXISTS {id_uk} ON {t} (id)"),
                 format!("CREATE UNIQUE INDEX IF NOT EXISTS {biz_uk} ON {t} (topic, business_id)"),
-                format!("CREATE INDEX IF NOT EXISTS {due} ON {t} (state, due_at)"),
+                format!("CREATE INDEX IF NOT EXISTS {due} ON {t} (state, seq)"),
                 format!("CREATE INDEX IF NOT EXISTS {ord} ON {t} (order_key, seq)"),
                 format!("CREATE INDEX IF NOT EXISTS {exp} ON {t} (expires_at)"),
             ]
@@ -130,7 +130,7 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str) -> Vec<String> {
              last_error TEXT NULL,\n  \
              UNIQUE KEY {id_uk} (id),\n  \
              UNIQUE KEY {biz_uk} (topic, business_id),\n  \
-             KEY {due} (state, due_at),\n  \
+             KEY {due} (state, seq),\n  \
              KEY {ord} (order_key, seq),\n  \
              KEY {exp} (expires_at)\n) ENGINE=InnoDB"
         )],
@@ -185,7 +185,8 @@ pub(crate) fn same_payload(d: Dialect, t: &str) -> String {
 /// The columns a claim returns, in order.
 pub(crate) const CLAIM_COLS: &str = "seq, id, topic, business_id, payload, attempts";
 
-/// The due messages a claim may take (binds: limit), oldest first; a message
+/// The due messages a claim may take (binds: limit), oldest first (the
+/// `(state, seq)` index: the scan stops after `limit` due rows); a message
 /// with an order key only once every earlier pending one of its key was sent
 /// or parked.
 fn due(d: Dialect, t: &str, lock: &str) -> String {
