@@ -58,11 +58,14 @@ impl Relay {
         let sent = tokio::time::timeout(self.opts.publish_timeout, self.publisher.publish(&out));
         let results = match sent.await {
             Ok(Ok(res)) if res.len() == rows.len() => res,
-            Ok(Ok(res)) => Err(BrokerDown(format!(
-                "{} confirmations for {} messages",
-                res.len(),
-                rows.len()
-            )))?,
+            Ok(Ok(res)) => {
+                let e = BrokerDown(format!(
+                    "{} confirmations for {} messages",
+                    res.len(),
+                    rows.len()
+                ));
+                return Err(self.give_back(&rows, e).await);
+            }
             Ok(Err(e)) => return Err(self.give_back(&rows, e).await),
             Err(_) => {
                 let e = BrokerDown(format!(
