@@ -115,6 +115,15 @@ pub use idem_runtime::{InTx, TxBody, TxDb, TxGuard, txguard};
 // (`idem::consume::consume_once`, `Message`, `LogTable`; broker loops under
 // `idem::consume::amqp` and `idem::consume::nats`).
 pub use idem_runtime::{Consumed, DuplicateOf, consume};
+// The transactional outbox: `idem::outbox::Outbox::enqueue` in the business
+// transaction, and its relay (`idem::outbox::Relay`, publishers under
+// `idem::outbox::amqp` and `idem::outbox::nats`).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
+pub use idem_runtime::outbox;
 // Errors.
 pub use idem_runtime::{Error, Result, std_error};
 // Stores and monitoring figures.

@@ -22,6 +22,9 @@ pub mod http;
 pub mod key;
 pub mod lock;
 pub mod observe;
+#[cfg(feature = "sql")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
+pub mod outbox;
 pub mod outcome;
 pub mod policy;
 pub(crate) mod record;

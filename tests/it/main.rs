@@ -53,6 +53,70 @@ mod observability;
 mod observability_defaults;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 mod outage;
+#[cfg(all(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "rabbitmq",
+    feature = "nats"
+))]
+mod outbox_brokers;
+#[cfg(all(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "rabbitmq",
+    feature = "nats"
+))]
+mod outbox_crash;
+#[cfg(all(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "rabbitmq",
+    feature = "nats"
+))]
+mod outbox_e2e;
+#[cfg(all(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "rabbitmq",
+    feature = "nats"
+))]
+mod outbox_enqueue;
+#[cfg(all(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "rabbitmq",
+    feature = "nats"
+))]
+mod outbox_faults;
+#[cfg(all(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "rabbitmq",
+    feature = "nats"
+))]
+mod outbox_relays;
+#[cfg(all(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "rabbitmq",
+    feature = "nats"
+))]
+mod outbox_support;
+#[cfg(all(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "rabbitmq",
+    feature = "nats"
+))]
+mod outbox_throughput;
 #[cfg(feature = "redis")]
 mod redis_cluster;
 #[cfg(all(feature = "redis", feature = "sqlite"))]

@@ -230,11 +230,19 @@ pub enum Op {
     TokenReturn,
     /// Move a key's state from an expected value to a new one.
     StateCas,
+    /// Claim due outbox messages for a relay.
+    OutboxClaim,
+    /// Mark claimed outbox messages sent (after the broker confirmed them).
+    OutboxSent,
+    /// Reschedule or park an outbox message whose publish failed.
+    OutboxRetry,
+    /// Read the outbox gauges (pending, oldest age, parked).
+    OutboxStats,
 }
 
 impl Op {
     /// Every operation, in declaration order (the index of per-op metric keys).
-    pub const ALL: [Op; 14] = [
+    pub const ALL: [Op; 18] = [
         Op::Claim,
         Op::Renew,
         Op::Complete,
@@ -249,6 +257,10 @@ impl Op {
         Op::TokenConsume,
         Op::TokenReturn,
         Op::StateCas,
+        Op::OutboxClaim,
+        Op::OutboxSent,
+        Op::OutboxRetry,
+        Op::OutboxStats,
     ];
 
     /// The label value.
@@ -268,13 +280,19 @@ impl Op {
             Op::TokenConsume => "token_consume",
             Op::TokenReturn => "token_return",
             Op::StateCas => "state_cas",
+            Op::OutboxClaim => "outbox_claim",
+            Op::OutboxSent => "outbox_sent",
+            Op::OutboxRetry => "outbox_retry",
+            Op::OutboxStats => "outbox_stats",
         }
     }
 
     /// An operation on a claim the caller already holds. The op wrapper lets these
     /// through an open breaker and retries them for the whole budget: refusing or
     /// abandoning them would cost a running body its lease, or a finished body its
-    /// stored result, and a duplicate would run the body again.
+    /// stored result, and a duplicate would run the body again. The outbox
+    /// relay's marks are such operations too: a confirmed message left unmarked
+    /// is published again when its claim lapses.
     pub const fn holds_claim(self) -> bool {
         matches!(
             self,
@@ -284,6 +302,8 @@ impl Op {
                 | Op::TokenRenew
                 | Op::TokenConsume
                 | Op::TokenReturn
+                | Op::OutboxSent
+                | Op::OutboxRetry
         )
     }
 

@@ -109,7 +109,11 @@ fn technique_and_op_labels() {
             "token_renew",
             "token_consume",
             "token_return",
-            "state_cas"
+            "state_cas",
+            "outbox_claim",
+            "outbox_sent",
+            "outbox_retry",
+            "outbox_stats"
         ]
     );
     for (i, op) in Op::ALL.iter().enumerate() {
@@ -124,7 +128,9 @@ fn technique_and_op_labels() {
             Op::Release,
             Op::TokenRenew,
             Op::TokenConsume,
-            Op::TokenReturn
+            Op::TokenReturn,
+            Op::OutboxSent,
+            Op::OutboxRetry
         ]
     );
 }

@@ -9,7 +9,8 @@ use sqlx::AssertSqlSafe;
 use super::mysql_sql::{MYSQL_NOW, mysql_claim};
 use super::{Dialect, PURGE_BATCH, TableNames};
 
-/// The schema idem needs (records, fences, one-time tokens, the consume log), as idempotent
+/// The schema idem needs (records, fences, one-time tokens, the consume log,
+/// the transactional outbox), as idempotent
 /// `CREATE … IF NOT EXISTS` statements separated by `;\n`. Apply it with your
 /// migration tool, or call `migrate()`.
 ///
@@ -19,6 +20,7 @@ use super::{Dialect, PURGE_BATCH, TableNames};
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_records"));
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_tokens"));
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_consume_log"));
+/// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_outbox"));
 /// ```
 pub fn ddl(dialect: Dialect, names: &TableNames) -> String {
     let mut out = String::new();
@@ -31,11 +33,12 @@ pub fn ddl(dialect: Dialect, names: &TableNames) -> String {
 
 /// The DDL as separate statements (drivers run one statement at a time): the
 /// records' and fences' here, then the one-time tokens' (`token_sql.rs`) and
-/// the consume log's (`consume_sql.rs`).
+/// the consume log's (`consume_sql.rs`) and the outbox's (`outbox_sql.rs`).
 pub(crate) fn statements(d: Dialect, n: &TableNames) -> Vec<String> {
     let mut v = records_statements(d, n);
     v.extend(super::token_sql::statements(d, n));
     v.extend(super::consume_sql::statements(d, n));
+    v.extend(super::outbox_sql::statements(d, n));
     v
 }
 

@@ -31,7 +31,9 @@
 //!
 //! The consume log of `#[consume_once]` (`idem_consume_log` by default,
 //! [`TableNames::consume_log`]) is created with the rest, and purged with it
-//! (columns and statements: `consume_sql.rs`).
+//! (columns and statements: `consume_sql.rs`). So is the transactional outbox
+//! of `idem::outbox` (`idem_outbox`, [`TableNames::outbox`]; `outbox_sql.rs`,
+//! the relay's driver calls in `outbox_store.rs`).
 //!
 //! Migrations never run implicitly: call [`SqlStore::migrate`] or apply [`ddl`]
 //! with your own migration tool, then [`Store::verify`] at start-up (a missing
@@ -134,6 +136,9 @@ mod local;
 mod mysql;
 mod mysql_sql;
 mod names;
+pub(crate) mod outbox_sql;
+#[cfg(any(feature = "rabbitmq", feature = "nats"))]
+pub(crate) mod outbox_store;
 mod pool;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -152,6 +157,7 @@ pub use ddl::ddl;
 pub(crate) use in_tx::{TxFail, TxStatements};
 pub use key::MAX_KEY_BYTES;
 pub use names::TableNames;
+pub use outbox_sql::{DEFAULT_OUTBOX_TABLE, check_outbox_table};
 pub use store::SqlStore;
 
 /// Rows deleted per `purge_expired` statement.

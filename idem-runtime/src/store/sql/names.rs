@@ -16,6 +16,7 @@ pub struct TableNames {
     fences: String,
     tokens: String,
     consume_log: String,
+    outbox: String,
 }
 
 impl Default for TableNames {
@@ -26,6 +27,7 @@ impl Default for TableNames {
             fences: "idem_fences".into(),
             tokens: "idem_tokens".into(),
             consume_log: crate::consume::DEFAULT_LOG_TABLE.into(),
+            outbox: super::outbox_sql::DEFAULT_OUTBOX_TABLE.into(),
         }
     }
 }
@@ -37,7 +39,8 @@ fn ident(s: &str) -> Result<(), StoreError> {
 
 impl TableNames {
     /// Records in `records`, fences in `<records>_fences`, one-time tokens in
-    /// `<records>_tokens`, the consume log in `<records>_consume_log`.
+    /// `<records>_tokens`, the consume log in `<records>_consume_log`, the
+    /// outbox in `<records>_outbox`.
     pub fn new(records: &str) -> Result<Self, StoreError> {
         ident(records)?;
         let fences = format!("{records}_fences");
@@ -46,12 +49,15 @@ impl TableNames {
         ident(&tokens)?;
         let consume_log = format!("{records}_consume_log");
         crate::consume::check_log_table(&consume_log).map_err(StoreError::config)?;
+        let outbox = format!("{records}_outbox");
+        super::outbox_sql::check_outbox_table(&outbox).map_err(StoreError::config)?;
         Ok(TableNames {
             schema: None,
             records: records.to_owned(),
             fences,
             tokens,
             consume_log,
+            outbox,
         })
     }
 
@@ -75,6 +81,16 @@ impl TableNames {
     pub fn consume_log(mut self, table: &str) -> Result<Self, StoreError> {
         crate::consume::check_log_table(table).map_err(StoreError::config)?;
         self.consume_log = table.to_owned();
+        Ok(self)
+    }
+
+    /// Overrides the transactional outbox table name (`idem::outbox`'s
+    /// `OutboxTable` and the relay must name the same table). Its indexes are
+    /// named after it (`<name>_biz_uk`, `<name>_expires_idx`, ...), so it is at
+    /// most 51 bytes.
+    pub fn outbox(mut self, table: &str) -> Result<Self, StoreError> {
+        super::outbox_sql::check_outbox_table(table).map_err(StoreError::config)?;
+        self.outbox = table.to_owned();
         Ok(self)
     }
 
@@ -106,6 +122,11 @@ impl TableNames {
         &self.consume_log
     }
 
+    /// The outbox table name (unqualified).
+    pub fn outbox_name(&self) -> &str {
+        &self.outbox
+    }
+
     /// The schema, if any.
     pub fn schema_name(&self) -> Option<&str> {
         self.schema.as_deref()
@@ -132,6 +153,10 @@ impl TableNames {
 
     pub(crate) fn consume_log_q(&self, d: Dialect) -> String {
         self.qualify(d, &self.consume_log)
+    }
+
+    pub(crate) fn outbox_q(&self, d: Dialect) -> String {
+        self.qualify(d, &self.outbox)
     }
 }
 

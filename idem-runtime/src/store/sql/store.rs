@@ -12,6 +12,7 @@ use super::errors::{map_err, missing};
 use super::key::check_key;
 use super::local::{KeyLocks, LocalClaims};
 use super::names::TableNames;
+use super::outbox_sql::OutboxStatements;
 use super::pool::{IN_FLIGHT_PER_CONNECTION, Pool};
 use super::row::RawRow;
 use super::token_sql::TokenStatements;
@@ -70,6 +71,8 @@ pub struct SqlStore {
     pub(crate) tok: TokenStatements,
     /// The consume log's purge and probe (`consume_sql.rs`).
     pub(crate) log: ConsumeStatements,
+    /// The outbox's purge and probe (`outbox_sql.rs`).
+    pub(crate) outbox: OutboxStatements,
     pub(crate) dialect: Dialect,
     locks: std::sync::Arc<KeyLocks>,
     local: std::sync::Arc<LocalClaims>,
@@ -87,6 +90,7 @@ impl SqlStore {
             sql: Statements::new(dialect, &names),
             tok: TokenStatements::new(dialect, &names),
             log: ConsumeStatements::new(dialect, &names),
+            outbox: OutboxStatements::new(dialect, &names),
             pool,
             names,
             dialect,
@@ -302,24 +306,25 @@ impl Store for SqlStore {
     }
 
     /// Expired records, then expired one-time tokens, then expired consume log
-    /// rows, in one time budget.
+    /// rows, then sent outbox messages past their retention, in one time budget.
     fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(async move {
             let deadline = std::time::Instant::now() + PURGE_BUDGET;
             let records = purge_loop(deadline, || self.execute(&self.sql.purge, &[])).await?;
             let tokens = purge_loop(deadline, || self.execute(&self.tok.purge, &[])).await?;
             let log = purge_loop(deadline, || self.execute(&self.log.purge, &[])).await?;
-            Ok(records + tokens + log)
+            let outbox = purge_loop(deadline, || self.execute(&self.outbox.purge, &[])).await?;
+            Ok(records + tokens + log + outbox)
         })
     }
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         Box::pin(async move {
-            for (name, probe) in self
-                .sql
-                .probes
-                .iter()
-                .chain([&self.tok.probe, &self.log.probe])
+            for (name, probe) in
+                self.sql
+                    .probes
+                    .iter()
+                    .chain([&self.tok.probe, &self.log.probe, &self.outbox.probe])
             {
                 self.exists(probe, &[])
                     .await

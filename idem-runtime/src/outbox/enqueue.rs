@@ -1,0 +1,167 @@
+//! The producer's half: one row in the outbox table, written in the caller's
+//! business transaction.
+
+use super::MessageId;
+use crate::db::classify::tx_error;
+use crate::db::{Arg, Dialect, SqlConn, SqlDialect as _};
+use crate::error::Error;
+use crate::store::sql::outbox_sql;
+
+/// Longest topic and business id (the MySQL columns' widths).
+const MAX_TOPIC: usize = 255;
+const MAX_BUSINESS_ID: usize = 512;
+
+/// Where messages are enqueued and how: the table (default `idem_outbox`), the
+/// namespace mixed into message ids (two services sharing a broker give
+/// theirs different namespaces), and whether messages about one business id
+/// must be published in the order they were enqueued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxTable<'a> {
+    /// The table; checked on use.
+    pub table: &'a str,
+    /// Mixed into every message id (default empty).
+    pub namespace: &'a str,
+    /// Publish messages about one business id in enqueue order: the relay
+    /// publishes one only after every earlier pending one of that business id
+    /// (in any topic) was sent or parked. Default off.
+    pub ordered: bool,
+}
+
+impl Default for OutboxTable<'_> {
+    fn default() -> Self {
+        OutboxTable {
+            table: outbox_sql::DEFAULT_OUTBOX_TABLE,
+            namespace: "",
+            ordered: false,
+        }
+    }
+}
+
+/// The default outbox (`idem_outbox`, no namespace, unordered); see
+/// [`OutboxTable`] for the others.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outbox;
+
+impl Outbox {
+    /// Enqueues `payload` about `business_id` on `topic` in `conn` (the
+    /// caller's business transaction) in the default outbox; see
+    /// [`OutboxTable::enqueue`].
+    pub async fn enqueue<C>(
+        conn: &mut C,
+        topic: &str,
+        business_id: &str,
+        payload: &[u8],
+    ) -> Result<MessageId, Error>
+    where
+        C: SqlConn + ?Sized,
+    {
+        OutboxTable::default()
+            .enqueue(conn, topic, business_id, payload)
+            .await
+    }
+}
+
+impl OutboxTable<'_> {
+    /// The same table, ordered per business id.
+    pub fn ordered(self, on: bool) -> Self {
+        OutboxTable {
+            ordered: on,
+            ..self
+        }
+    }
+
+    /// The message id `enqueue` returns for (topic, business id).
+    pub fn message_id(&self, topic: &str, business_id: &str) -> MessageId {
+        MessageId::derive(self.namespace, topic, business_id)
+    }
+
+    /// Writes the message into `conn` (the caller's business transaction, or
+    /// the transaction an `#[idempotent(tx = ...)]` or `#[state_transition]`
+    /// body runs in) and returns its id. The row commits or rolls back with the
+    /// caller's transaction.
+    ///
+    /// A message about (topic, business id) that already exists, committed by
+    /// an earlier attempt of the same business transaction, is left alone and
+    /// its id returned, provided it holds the same payload; another payload is
+    /// `Error::PayloadMismatch`. A concurrent transaction enqueuing the same
+    /// pair waits on the unique key until the first one ends.
+    pub async fn enqueue<C>(
+        &self,
+        conn: &mut C,
+        topic: &str,
+        business_id: &str,
+        payload: &[u8],
+    ) -> Result<MessageId, Error>
+    where
+        C: SqlConn + ?Sized,
+    {
+        outbox_sql::check_outbox_table(self.table)
+            .map_err(|e| Error::Config(format!("outbox: {e}")))?;
+        let id = self.message_id(topic, business_id);
+        check_part(&id, "topic", topic, MAX_TOPIC)?;
+        check_part(&id, "business id", business_id, MAX_BUSINESS_ID)?;
+        let d = C::Db::DIALECT;
+        let order = self.ordered.then_some(business_id);
+        let args = [
+            Arg::Text(id.as_str()),
+            Arg::Text(topic),
+            Arg::Text(business_id),
+            Arg::OptText(order),
+            Arg::Bytes(payload),
+        ];
+        let fail = |e: sqlx::Error| tx_error(id.as_str(), e);
+        let rows = conn
+            .any()
+            .execute(&outbox_sql::insert(d, self.table), &args)
+            .await
+            .map_err(fail)?;
+        // MySQL counts a found duplicate as a changed row (CLIENT_FOUND_ROWS):
+        // it always reads back.
+        if rows == 1 && d != Dialect::MySql {
+            return Ok(id);
+        }
+        let same = conn
+            .any()
+            .ints(
+                &outbox_sql::same_payload(d, self.table),
+                &[
+                    Arg::Bytes(payload),
+                    Arg::Text(topic),
+                    Arg::Text(business_id),
+                ],
+            )
+            .await
+            .map_err(fail)?;
+        match same.as_deref() {
+            Some([1]) => Ok(id),
+            Some(_) => Err(Error::PayloadMismatch {
+                key: id.to_string(),
+                stored: "another payload".into(),
+                given: blake3::hash(payload).to_hex()[..16].to_owned(),
+            }),
+            None => Err(Error::Database {
+                key: id.to_string(),
+                detail: format!(
+                    "the outbox row of `{topic}`/`{business_id}` vanished between the insert and its read"
+                ),
+            }),
+        }
+    }
+}
+
+/// A topic or business id the table can hold: not empty, not too long.
+fn check_part(id: &MessageId, what: &str, v: &str, max: usize) -> Result<(), Error> {
+    let reason = if v.is_empty() {
+        format!("an empty {what}")
+    } else if v.len() > max {
+        format!("a {what} of {} bytes (at most {max})", v.len())
+    } else if v.contains('\0') {
+        format!("a {what} containing NUL")
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidKey {
+        key: id.to_string(),
+        reason,
+    })
+}
