@@ -86,6 +86,7 @@ impl StateStore for ProcTech {
     fn state_cas<'a>(
         &'a self,
         key: &'a str,
+        owner: Owner,
         from: Option<&'a str>,
         to: &'a str,
         ttl: Duration,
@@ -94,7 +95,7 @@ impl StateStore for ProcTech {
             key,
             move |s| {
                 let st = Arc::clone(&lock(&s.states));
-                async move { st.state_cas(key, from, to, ttl).await }
+                async move { st.state_cas(key, owner, from, to, ttl).await }
             },
             move |r| What::Cas {
                 to: to.to_owned(),
