@@ -348,6 +348,7 @@ async fn execute(s: &TokSchedule) -> TokOutput {
     tokio::time::sleep(s.lease + 2 * s.op_timeout + Duration::from_secs(1)).await;
     let mut probe_tokens = Vec::new();
     let mut id = s.calls.len();
+    #[allow(clippy::needless_range_loop)] // `t` is also the probe's token index
     for t in 0..s.tokens {
         for p in &procs {
             probe_tokens.push(t);

@@ -35,7 +35,7 @@ pub(crate) fn check(s: &TxSchedule, steps: &[TxStep]) -> Result<(), String> {
                 }
                 TxResult::Ok(how, val) => {
                     let fine = st.committed_before[c.key] == Some(*val)
-                        || executed.iter().any(|e| *e == (c.key, *val));
+                        || executed.contains(&(c.key, *val));
                     if !fine || st.body_ran[ci] {
                         v.push(format!(
                             "[tx-replay-first] call {id} (transaction {ti}, key {}) got {how:?} {val}; the table held {:?} when the transaction began",
