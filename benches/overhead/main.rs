@@ -18,6 +18,7 @@
 mod burst;
 mod cluster;
 mod harness;
+mod http;
 mod memory;
 mod peers;
 mod redis;
@@ -66,6 +67,8 @@ async fn build_sides(env: &Env, s: &Scenario) -> anyhow::Result<Vec<Side>> {
         Kind::Backstop(db) => sql::backstop(env, db).await,
         Kind::SqlDuplicate(db) => sqlstore::duplicate(env, db).await,
         Kind::SqlFirst(db) => sqlstore::first(env, db).await,
+        Kind::HttpDuplicate => http::duplicate(env).await,
+        Kind::HttpFirst => http::first(env).await,
     }
 }
 

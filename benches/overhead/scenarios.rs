@@ -18,6 +18,8 @@ pub(crate) enum Kind {
     Backstop(sql::Db),
     SqlDuplicate(sql::Db),
     SqlFirst(sql::Db),
+    HttpDuplicate,
+    HttpFirst,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -179,6 +181,18 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
         1,
         Vec::new(),
     );
+    // The HTTP rows: A (idem's layer) against a bare handler (B) and the
+    // peer (C); no target yet, the rows are the record.
+    for c in [1, 64] {
+        add(HttpFirst, "HTTP first call (loopback)", c, 1, Vec::new());
+        add(
+            HttpDuplicate,
+            "HTTP duplicate (replay, loopback)",
+            c,
+            1,
+            Vec::new(),
+        );
+    }
     v
 }
 
@@ -193,5 +207,7 @@ pub(crate) fn kind_id(k: Kind) -> String {
         Kind::Backstop(db) => format!("{}-backstop", db.id()),
         Kind::SqlDuplicate(db) => format!("{}-dup", db.id()),
         Kind::SqlFirst(db) => format!("{}-first", db.id()),
+        Kind::HttpDuplicate => "http-dup".into(),
+        Kind::HttpFirst => "http-first".into(),
     }
 }

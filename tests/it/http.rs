@@ -242,22 +242,6 @@ async fn request_body_over_the_limit_is_413_and_not_stored() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn response_over_the_store_limit_completes_unstored() {
-    let idem = idem_handle("http-big");
-    let orders = Orders {
-        big_body: Some(100_000),
-        ..Orders::default()
-    };
-    let (_s, client, orders) = start(orders, layer(&idem).max_stored_body(1024)).await;
-    for _ in 0..2 {
-        let a = client.post("/orders", "key-6", "{}").await;
-        assert_eq!((a.status, a.body.len()), (StatusCode::OK, 100_000));
-        assert!(!a.is_replay());
-    }
-    assert_eq!(orders.runs.get(), 2, "not stored: the retry ran again");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_are_scoped_per_user() {
     let idem = idem_handle("http-scope");
     let layer =

@@ -51,6 +51,11 @@ impl Answer {
     pub fn is_replay(&self) -> bool {
         self.header("idempotent-replayed") == Some("true")
     }
+    /// The problem-details body.
+    pub fn problem(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).expect("problem json")
+    }
+
     /// A problem-details answer with this status.
     pub fn assert_problem(&self, status: StatusCode) {
         assert_eq!(self.status, status, "{self:?}");
@@ -109,6 +114,32 @@ impl Client {
             headers: parts.headers,
             body: String::from_utf8_lossy(&bytes).into_owned(),
         }
+    }
+
+    /// Sends a request whose answer may fail: `Err` when no head arrived,
+    /// `Ok((status, Err))` when the body failed mid-way.
+    pub async fn send_lossy(
+        &self,
+        path: &str,
+        headers: &[(&str, &[u8])],
+    ) -> Result<(StatusCode, Result<String, String>), String> {
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri(format!("{}{path}", self.base));
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let req = req.body(Full::new(Bytes::new())).expect("request");
+        let resp = tokio::time::timeout(Duration::from_secs(60), self.inner.request(req))
+            .await
+            .expect("answered within 60 s")
+            .map_err(|e| e.to_string())?;
+        let (parts, body) = resp.into_parts();
+        let body = match body.collect().await {
+            Ok(b) => Ok(String::from_utf8_lossy(&b.to_bytes()).into_owned()),
+            Err(e) => Err(e.to_string()),
+        };
+        Ok((parts.status, body))
     }
 
     /// `POST path` with an `Idempotency-Key` and a JSON body.

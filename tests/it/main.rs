@@ -39,7 +39,15 @@ mod http;
 #[cfg(feature = "axum")]
 mod http_concurrency;
 #[cfg(feature = "axum")]
+mod http_headers;
+#[cfg(feature = "axum")]
+mod http_keep;
+#[cfg(feature = "axum")]
+mod http_keys;
+#[cfg(feature = "axum")]
 mod http_macro;
+#[cfg(feature = "axum")]
+mod http_private;
 #[cfg(all(feature = "axum", feature = "sqlite"))]
 mod http_shop;
 #[cfg(feature = "axum")]

@@ -23,6 +23,15 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
         brace_span,
     } = plan.item;
     let krate = codegen::krate(plan.krate.as_ref());
+    // A `Json` reply's `Ok` type is emitted as `Replied<..>` (its replays' header).
+    let marked;
+    let sig = match plan.reply && super::reply::is_json_reply(plan.ret) {
+        true => {
+            marked = super::reply::marked_signature(sig, &krate);
+            &marked
+        }
+        false => sig,
+    };
     let spec = spec(plan, &krate);
     let key = codegen::key_chain(&krate, quote!(new(&__IDEM_SPEC)), &plan.key.pieces);
     let key = quote!(let __idem_key = #key;);
@@ -189,23 +198,52 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
             { #body }
         }
     };
-    // An axum response (`Json<T>`, ..) is stored in its `Reply::Stored` form:
-    // the call is typed `Http<R>` and the body's result wrapped and unwrapped.
-    let (typed, body, unwrap) = match plan.reply {
-        true => (
-            quote!(#krate::__private::Http<#ret>),
-            quote!(async { #krate::__private::Http::wrap(#body.await) }),
-            quote!(.into_inner()),
-        ),
-        false => (quote!(#ret), body, TokenStream::new()),
-    };
+    if plan.reply {
+        return reply_call(plan, krate, cell, hooks, body);
+    }
     quote! {
         #cell
         // `Guarded::<ReturnType>` and `run::<ReturnType, ..>` name the user's type,
         // so a result that cannot be stored is one error there (cached 0043a).
+        let __idem_call = #krate::__private::Guarded::<#ret>::new(&__IDEM_SPEC, __idem_key) #hooks;
+        #krate::__private::run::<#ret, _, _>(__idem_call, #body).await
+    }
+}
+
+/// An axum response (`Json<T>`, `StoredResponse`, ..) is stored in its
+/// `Reply::Stored` form: the call is typed `Http<R>`, the body's result goes
+/// through `Http::keep` (a status the keeping rule does not keep is set aside
+/// in `__idem_unkept` and the key released) and `finish` hands back the
+/// response; a `Json` reply is `finish_marked` under `reported`, so a replay
+/// carries `Idempotent-Replayed: true` (its `Ok` type is emitted as `Replied`).
+fn reply_call(
+    plan: &Plan<'_>,
+    krate: &TokenStream,
+    cell: TokenStream,
+    hooks: TokenStream,
+    body: TokenStream,
+) -> TokenStream {
+    let ret = plan.ret;
+    let typed = quote!(#krate::__private::Http<#ret>);
+    let run = quote! {
+        #krate::__private::run::<#typed, _, _>(
+            __idem_call,
+            async { #krate::__private::Http::keep(&__idem_unkept, #body.await) },
+        )
+    };
+    let finish = match super::reply::is_json_reply(ret) {
+        true => quote! {
+            #krate::__private::finish_marked::<#ret, _>(
+                &__idem_unkept,
+                #krate::__private::reported(#run).await,
+            )
+        },
+        false => quote!(#krate::__private::finish::<#ret>(&__idem_unkept, #run.await)),
+    };
+    quote! {
+        #cell
+        let __idem_unkept = #krate::__private::Unkept::<#ret>::new();
         let __idem_call = #krate::__private::Guarded::<#typed>::new(&__IDEM_SPEC, __idem_key) #hooks;
-        #krate::__private::run::<#typed, _, _>(__idem_call, #body)
-            .await
-            #unwrap
+        #finish
     }
 }

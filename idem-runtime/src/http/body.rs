@@ -44,8 +44,22 @@ where
 pub(super) enum Collected {
     /// The whole body, within the limit: it can be stored.
     Whole(Bytes),
-    /// Over the limit (or failed while reading): the body to send as is.
-    Passed(Body),
+    /// The body cannot be stored: why, and the body to send as is.
+    Passed(Unkept, Body),
+}
+
+/// Why a kept response's body was not stored (its status and headers are).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Unkept {
+    /// Longer than the body limit.
+    #[serde(rename = "over_limit")]
+    OverLimit,
+    /// The body's stream failed while it was read.
+    #[serde(rename = "stream_failed")]
+    StreamFailed,
+    /// The body ended with trailers, which are not stored.
+    #[serde(rename = "trailers")]
+    Trailers,
 }
 
 /// Reads `body` while it stays within `limit` bytes.
@@ -56,7 +70,7 @@ where
 {
     let mut body = Box::pin(body);
     if body.size_hint().lower() > limit as u64 {
-        return Collected::Passed(Body::new(body));
+        return Collected::Passed(Unkept::OverLimit, Body::new(body));
     }
     let mut read = BytesMut::new();
     loop {
@@ -67,25 +81,32 @@ where
                     read.extend_from_slice(&data);
                     if read.len() > limit {
                         let rest = Body::new(body);
-                        return Collected::Passed(Body::new(Prefixed {
+                        let body = Body::new(Prefixed {
                             prefix: Some(read.freeze()),
                             rest,
-                        }));
+                        });
+                        return Collected::Passed(Unkept::OverLimit, body);
                     }
                 }
                 // Trailers are not stored; a body with trailers is passed on.
                 Err(frame) => {
                     let rest = Body::new(body);
                     let trailers = Frame::trailers(frame.into_trailers().unwrap_or_default());
-                    return Collected::Passed(Body::new(Prefixed {
+                    let body = Body::new(Prefixed {
                         prefix: Some(read.freeze()),
                         rest: Body::new(Chain(Some(trailers), rest)),
-                    }));
+                    });
+                    return Collected::Passed(Unkept::Trailers, body);
                 }
             },
             Some(Err(e)) => {
+                // The client gets what was read, then the failure.
                 let e: BoxError = e.into();
-                return Collected::Passed(Body::new(Failed(Some(e))));
+                let body = Body::new(Prefixed {
+                    prefix: Some(read.freeze()),
+                    rest: Body::new(Failed(Some(e))),
+                });
+                return Collected::Passed(Unkept::StreamFailed, body);
             }
         }
     }
@@ -141,7 +162,7 @@ impl HttpBody for Chain {
 }
 
 /// A body whose read failed: the client sees the failure, not a truncated body.
-struct Failed(Option<BoxError>);
+pub(super) struct Failed(pub(super) Option<BoxError>);
 
 impl HttpBody for Failed {
     type Data = Bytes;
@@ -173,7 +194,7 @@ mod tests {
         assert_eq!(&b[..], b"abc");
         // A streamed body over the limit is passed on whole.
         let chunks = Chunks((0..4u8).map(|i| Bytes::from(vec![i; 2])).collect());
-        let Collected::Passed(rest) = collect(chunks, 3).await else {
+        let Collected::Passed(Unkept::OverLimit, rest) = collect(chunks, 3).await else {
             panic!("over the limit")
         };
         let all = rest.collect().await.unwrap().to_bytes();

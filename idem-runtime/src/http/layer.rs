@@ -4,11 +4,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{HeaderName, StatusCode, header, request};
+use http::{HeaderName, StatusCode, request};
 
+use super::keep::Keeping;
+use super::key_header::DEFAULT_MAX_KEY_LEN;
 use super::problem::DEFAULT_RETRY_AFTER;
 use super::service::Idempotency;
-use super::stored::DEFAULT_STORED_BODY_LIMIT;
 use crate::handle::Idem;
 use crate::policy::Concurrency;
 
@@ -50,11 +51,24 @@ pub(super) struct Settings {
     pub(super) retry_after: Duration,
     pub(super) scope: Option<Arc<ScopeFn>>,
     pub(super) fingerprint: Fingerprinted,
-    pub(super) replay_headers: Vec<HeaderName>,
-    pub(super) store_status: Arc<StatusFn>,
+    /// Which responses are kept, which of their headers, how much body.
+    pub(super) keep: Keeping,
+    /// A status predicate that replaces `keep`'s (`store_status`).
+    pub(super) store_status: Option<Arc<StatusFn>>,
     pub(super) max_key_len: usize,
     pub(super) max_request_body: usize,
-    pub(super) max_stored_body: usize,
+    /// Problem details may show the internal key and fingerprints.
+    pub(super) raw_keys: bool,
+}
+
+impl Settings {
+    /// The keeping rule's verdict on a status (or the `store_status` override).
+    pub(super) fn keeps(&self, status: StatusCode) -> bool {
+        match &self.store_status {
+            Some(f) => f(status),
+            None => self.keep.keeps(status),
+        }
+    }
 }
 
 /// A `tower::Layer` guarding requests by their `Idempotency-Key` header (see
@@ -76,7 +90,7 @@ impl fmt::Debug for IdempotencyLayer {
             .field("durations", &s.durations)
             .field("concurrent", &s.concurrent)
             .field("fingerprint", &s.fingerprint)
-            .field("replay_headers", &s.replay_headers)
+            .field("keep", &s.keep)
             .finish_non_exhaustive()
     }
 }
@@ -85,9 +99,10 @@ impl IdempotencyLayer {
     /// A layer on `idem`'s store: scene `http`, key required, 24 h replay
     /// window, 30 s lease, duplicates wait up to 5 s for the first request
     /// (the durations the layer does not set come from the handle's
-    /// configuration for its scene, then these defaults), `5xx`
-    /// released, keys up to 255 bytes, request bodies up to 1 MiB, response
-    /// bodies stored up to 256 KiB, `Content-Type` and `Location` replayed.
+    /// configuration for its scene, then these defaults), responses kept by
+    /// the default [`Keeping`] rule (2xx–4xx but 401, 403, 408, 425, 429;
+    /// bodies up to 256 KiB; the default header allow-list), keys up to 255
+    /// bytes, request bodies up to 1 MiB, no internal key in problem details.
     pub fn new(idem: Idem) -> Self {
         IdempotencyLayer {
             idem,
@@ -99,11 +114,11 @@ impl IdempotencyLayer {
                 retry_after: DEFAULT_RETRY_AFTER,
                 scope: None,
                 fingerprint: Fingerprinted::default(),
-                replay_headers: vec![header::CONTENT_TYPE, header::LOCATION],
-                store_status: Arc::new(|s: StatusCode| !s.is_server_error()),
-                max_key_len: 255,
+                keep: Keeping::default(),
+                store_status: None,
+                max_key_len: DEFAULT_MAX_KEY_LEN,
                 max_request_body: 1024 * 1024,
-                max_stored_body: DEFAULT_STORED_BODY_LIMIT,
+                raw_keys: false,
             }),
         }
     }
@@ -167,16 +182,35 @@ impl IdempotencyLayer {
         self.with(|s| s.fingerprint = over)
     }
 
-    /// Also replays this response header (beside `Content-Type` and `Location`).
+    /// Also replays this response header (beside the default allow-list,
+    /// [`DEFAULT_REPLAYED`](super::DEFAULT_REPLAYED); never one of
+    /// [`NEVER_REPLAYED`](super::NEVER_REPLAYED)).
     pub fn replay_header(self, name: HeaderName) -> Self {
-        self.with(|s| s.replay_headers.push(name))
+        self.with(|s| s.keep = s.keep.clone().header(name))
     }
 
-    /// Which statuses are stored and replayed (default: all but `5xx`). A
-    /// response whose status is not stored is returned and its key released, so
-    /// a retry runs the handler again.
+    /// The whole keeping rule: statuses, headers, body limit (see [`Keeping`]).
+    pub fn keeping(self, keep: Keeping) -> Self {
+        self.with(|s| s.keep = keep)
+    }
+
+    /// Keep `401` and `403` responses too (default: released).
+    pub fn keep_auth_failures(self, keep: bool) -> Self {
+        self.with(|s| s.keep = s.keep.clone().keep_auth_failures(keep))
+    }
+
+    /// Replaces the keeping rule's status verdict with `f` (default: 2xx–4xx
+    /// but 401, 403, 408, 425 and 429). A response whose status is not kept is
+    /// returned and its key released, so a retry runs the handler again.
     pub fn store_status(self, f: impl Fn(StatusCode) -> bool + Send + Sync + 'static) -> Self {
-        self.with(|s| s.store_status = Arc::new(f))
+        self.with(|s| s.store_status = Some(Arc::new(f)))
+    }
+
+    /// Problem details show the internal key (`namespace:scene:scope:key`)
+    /// and the fingerprints: for debugging only (default: at most the
+    /// client's own key).
+    pub fn problem_raw_keys(self, raw: bool) -> Self {
+        self.with(|s| s.raw_keys = raw)
     }
 
     /// The longest key accepted (default 255 bytes).
@@ -189,11 +223,12 @@ impl IdempotencyLayer {
         self.with(|s| s.max_request_body = n)
     }
 
-    /// The largest response body stored (default 256 KiB). A larger body is
-    /// returned in full but not stored: the key is released and a retry runs
-    /// the handler again.
+    /// The largest response body stored (default 256 KiB). A kept response
+    /// with a larger body (or one whose stream fails) is returned in full and
+    /// still ends the key, stored as "body not kept": a repeat gets `409`
+    /// problem details naming the first status, never a second handler run.
     pub fn max_stored_body(self, n: usize) -> Self {
-        self.with(|s| s.max_stored_body = n)
+        self.with(|s| s.keep = s.keep.clone().body_limit(n))
     }
 }
 

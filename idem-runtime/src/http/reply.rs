@@ -1,18 +1,20 @@
 //! Axum handlers under `#[idempotent]`: the response types the attribute
-//! stores ([`Reply`]) and the layer that marks their replays
-//! ([`MarkReplaysLayer`]).
+//! stores ([`Reply`]), [`Replied`] (their replays' header), and the layer that
+//! marks replays of guarded calls made inside any handler ([`MarkReplaysLayer`]).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::Json;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::IDEMPOTENT_REPLAYED;
+use super::StoredResponse;
 use crate::observe::reported;
+pub use crate::reply::Replied;
 
 /// The response types an `#[idempotent]` handler may return as its `Ok`
 /// value, beside any `T: Serialize + DeserializeOwned`:
@@ -21,13 +23,17 @@ use crate::observe::reported;
 /// |---|---|
 /// | `Json<T>` | `T` |
 /// | `(StatusCode, Json<T>)` | the status and `T` |
-/// | [`StoredResponse`](super::StoredResponse) (the adapter for `impl IntoResponse`) | status, headers, body |
+/// | [`StoredResponse`](super::StoredResponse) (the adapter for `impl IntoResponse`) | status, allow-listed headers, body (or "body not kept") |
 ///
-/// The attribute recognises the first two by name (`Json<..>`, a tuple ending
-/// in `Json<..>`: write them out rather than behind an alias) and stores them
-/// through this trait. A replay sets `Idempotent-Replayed: true` when the
-/// route has a [`MarkReplaysLayer`] (a `Json<T>` cannot carry a header itself);
-/// a `StoredResponse` sets it on its own.
+/// The attribute recognises them by name (`Json<..>`, a tuple ending in
+/// `Json<..>`, `StoredResponse`: write them out rather than behind an alias)
+/// and stores them through this trait, under the layer's keeping rule: a
+/// status it does not keep (`5xx`, `408`, `425`, `429`, `401`, `403`) is
+/// returned to the caller and the key released, so a retry runs the handler.
+/// A replay answers `Idempotent-Replayed: true` with no extra layer: the
+/// expansion wraps a `Json` `Ok` type in [`Replied`] (the handler's return
+/// type becomes `Result<Replied<Json<T>>, E>`, still an axum response), and a
+/// `StoredResponse` sets the header on its own.
 pub use crate::reply::Reply;
 
 impl<T: Serialize + DeserializeOwned + Send> Reply for Json<T> {
@@ -48,6 +54,36 @@ impl<T: Serialize + DeserializeOwned + Send> Reply for (StatusCode, Json<T>) {
     fn replay((status, value): (u16, T)) -> Self {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
         (status, Json(value))
+    }
+    fn status(&self) -> Option<u16> {
+        Some(self.0.as_u16())
+    }
+}
+
+impl Reply for StoredResponse {
+    type Stored = StoredResponse;
+    fn store(self) -> StoredResponse {
+        self
+    }
+    fn replay(stored: StoredResponse) -> Self {
+        stored
+    }
+    fn status(&self) -> Option<u16> {
+        Some(self.status().as_u16())
+    }
+}
+
+/// The response, with `Idempotent-Replayed: true` when it was replayed.
+impl<T: IntoResponse> IntoResponse for Replied<T> {
+    fn into_response(self) -> Response {
+        let replayed = self.is_replay();
+        let mut response = self.into_inner().into_response();
+        if replayed {
+            response
+                .headers_mut()
+                .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+        }
+        response
     }
 }
 

@@ -15,9 +15,10 @@ use http::{Method, Request, StatusCode};
 use serde::Serialize;
 
 use super::body::{self, BoxError, Collected, ReadError};
+use super::extract::{IdempotencyKey, rejection};
 use super::key_header::{self, BadKey};
 use super::layer::Settings;
-use super::problem::{from_error, problem};
+use super::problem::{Named, from_error, problem};
 use super::stored::StoredResponse;
 use crate::error::Error;
 use crate::handle::Idem;
@@ -53,7 +54,7 @@ impl<S> Idempotency<S> {
 enum NotStored<E> {
     /// An idem error (mismatch, in progress, store down): answered by the layer.
     Idem(Error),
-    /// A response that must not be stored (a `5xx`, an oversize body): returned
+    /// A response whose status is not kept (a `5xx`, a `429`, ...): returned
     /// as is, and the key released.
     Pass(Response),
     /// The inner service failed.
@@ -133,7 +134,7 @@ where
     ResBody: http_body::Body<Data = Bytes> + Send + 'static,
     ResBody::Error: Into<BoxError>,
 {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     if is_safe(&parts.method) {
         return pass(inner, Request::from_parts(parts, Body::new(body))).await;
     }
@@ -142,22 +143,12 @@ where
         Err(BadKey::Missing) if !cfg.required => {
             return pass(inner, Request::from_parts(parts, Body::new(body))).await;
         }
-        Err(BadKey::Missing) => {
-            let detail = "this endpoint requires an `Idempotency-Key` header";
-            return Ok(problem(
-                StatusCode::BAD_REQUEST,
-                "missing idempotency key",
-                detail,
-            ));
-        }
-        Err(BadKey::Malformed(detail)) => {
-            return Ok(problem(
-                StatusCode::BAD_REQUEST,
-                "malformed idempotency key",
-                &detail,
-            ));
-        }
+        Err(bad) => return Ok(rejection(bad)),
     };
+    // The handler's `IdempotencyKey` extractor reads the key the layer checked.
+    parts
+        .extensions
+        .insert(IdempotencyKey::checked(key.clone()));
     let bytes = match body::buffer(body, cfg.max_request_body).await {
         Ok(b) => b,
         Err(ReadError::TooLarge) => {
@@ -201,8 +192,9 @@ where
         .technique(Technique::Http);
     cfg.durations.apply(&mut guard.policy);
     let req = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
-    // The first response keeps all its headers; only its stored copy is trimmed.
-    let mut first: Option<(http::response::Parts, Bytes)> = None;
+    // The first response keeps all its headers and its whole body; only its
+    // stored copy is trimmed (or marked "body not kept").
+    let mut first: Option<(http::response::Parts, Body)> = None;
     let slot = &mut first;
     let body_cfg = cfg.clone();
     let out = guard
@@ -210,28 +202,39 @@ where
             let mut inner = inner;
             let response = inner.call(req).await.map_err(NotStored::Inner)?;
             let (parts, body) = response.into_parts();
-            if !(body_cfg.store_status)(parts.status) {
+            if !body_cfg.keeps(parts.status) {
                 let response = Response::from_parts(parts, Body::new(body));
                 return Err(NotStored::Pass(response));
             }
-            match body::collect(body, body_cfg.max_stored_body).await {
+            let keep = &body_cfg.keep;
+            let (stored, body) = match body::collect(body, keep.body_limit).await {
                 Collected::Whole(bytes) => {
-                    let stored = StoredResponse::new(&parts, &body_cfg.replay_headers, &bytes);
-                    *slot = Some((parts, bytes));
-                    Ok(stored)
+                    let stored = StoredResponse::new(&parts, keep, &bytes);
+                    (stored, Body::from(bytes))
                 }
-                Collected::Passed(body) => Err(NotStored::Pass(Response::from_parts(parts, body))),
-            }
+                // Kept, but its body cannot be: the key still ends as done.
+                Collected::Passed(why, body) => {
+                    (StoredResponse::without_body(&parts, keep, why), body)
+                }
+            };
+            *slot = Some((parts, body));
+            Ok(stored)
         })
         .await;
     match out {
         Ok(outcome) if !outcome.is_replay() => match first {
-            Some((parts, bytes)) => Ok(Response::from_parts(parts, Body::from(bytes))),
+            Some((parts, body)) => Ok(Response::from_parts(parts, body)),
             None => Ok(outcome.into_inner().into_response()),
         },
         Ok(outcome) => Ok(outcome.into_inner().into_response()),
         Err(NotStored::Pass(response)) => Ok(response),
-        Err(NotStored::Idem(e)) => Ok(from_error(&e, cfg.retry_after)),
+        Err(NotStored::Idem(e)) => {
+            let named = match cfg.raw_keys {
+                true => Named::Raw,
+                false => Named::Client(&key),
+            };
+            Ok(from_error(&e, cfg.retry_after, named))
+        }
         Err(NotStored::Inner(e)) => Err(e),
     }
 }

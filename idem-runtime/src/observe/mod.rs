@@ -41,7 +41,9 @@
 //! interception rate = (replayed + waited + backstop hits + duplicate_message) /
 //! calls. The most-repeated keys of each
 //! scope are kept by a Space-Saving top-K: bounded memory, and any key repeated
-//! more than `calls / capacity` times is guaranteed to be listed.
+//! more than `calls / capacity` times is guaranteed to be listed;
+//! [`render_top_keys`] exports the keys certainly repeated, by guaranteed
+//! count and hashed key (`idem_top_key_repeats{scope,key}`).
 //!
 //! The span is at DEBUG: a span per call is too much for a default INFO log, and
 //! the service's request span already says a request happened (`RUST_LOG=idem=debug`
@@ -67,11 +69,14 @@
 //! - `deliveries`: the broker loops' delivery events ([`DeliveryEvent`]);
 //! - `stats`: [`Stats`] and [`TopKey`], the in-process snapshot;
 //! - `topk`: the Space-Saving summary;
+//! - `export`: [`render_top_keys`], the top-K as a Prometheus gauge (guaranteed
+//!   counts, hashed keys);
 //! - `verdict`: an outcome plus whether the constraint caught a duplicate.
 
 mod deliveries;
 mod describe;
 mod fallback;
+mod export;
 pub(crate) mod instrument;
 pub mod labels;
 mod recorder;
@@ -90,6 +95,7 @@ pub use deliveries::{DeliveryEvent, count_delivery};
 pub use describe::STORE_SECONDS_BUCKETS;
 pub(crate) use describe::describe;
 pub(crate) use fallback::{counted_under, install_fallback};
+pub use export::{TOP_KEYS_METRIC, render_top_keys};
 pub(crate) use instrument::instrument;
 pub use labels::{CallOutcome, Op, Technique};
 pub(crate) use recorder::Recorder;

@@ -201,11 +201,13 @@ impl Recorder {
         let mut top_keys: Vec<TopKey> = Vec::new();
         for (scope, s) in &scopes.by_name {
             let top = s.top.lock().unwrap_or_else(|p| p.into_inner());
+            let floor = top.floor();
             top_keys.extend(top.entries().map(|(key, count, error)| TopKey {
                 scope: scope.to_string(),
                 key: key.to_owned(),
                 count,
                 error,
+                floor,
             }));
         }
         top_keys.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));

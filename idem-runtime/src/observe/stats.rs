@@ -16,6 +16,25 @@ pub struct TopKey {
     pub count: u64,
     /// The Space-Saving overestimate bound.
     pub error: u64,
+    /// The most any key of this scope missing from the list can have been
+    /// intercepted (the summary's smallest count; 0 while it has free slots).
+    pub floor: u64,
+}
+
+impl TopKey {
+    /// How often the key was certainly intercepted: `count - error`, a lower
+    /// bound on the truth (the truth lies in `guaranteed()..=count`).
+    pub fn guaranteed(&self) -> u64 {
+        self.count - self.error
+    }
+
+    /// True when the key was certainly intercepted more often than any key of
+    /// its scope missing from the list (`guaranteed() > floor`): a key that
+    /// really is among the most repeated, not summary noise. With no hot key
+    /// no key passes once the summary is full, however large `count` looks.
+    pub fn is_certain(&self) -> bool {
+        self.guaranteed() > self.floor
+    }
 }
 
 /// A snapshot of the monitoring figures.
@@ -31,6 +50,19 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// The top keys that are certainly repeated ([`TopKey::is_certain`]),
+    /// most certain repeats first: what [`render_top_keys`](super::render_top_keys)
+    /// exports.
+    pub fn repeated_keys(&self) -> Vec<&TopKey> {
+        let mut keys: Vec<&TopKey> = self.top_keys.iter().filter(|k| k.is_certain()).collect();
+        keys.sort_by(|a, b| {
+            (b.guaranteed().cmp(&a.guaranteed()))
+                .then_with(|| a.scope.cmp(&b.scope))
+                .then_with(|| a.key.cmp(&b.key))
+        });
+        keys
+    }
+
     /// Calls with a given outcome label (`"replayed"`, see [`CallOutcome`]).
     pub fn count(&self, outcome: &str) -> u64 {
         self.by_outcome.get(outcome).copied().unwrap_or(0)

@@ -1,6 +1,10 @@
 //! Space-Saving top-K: the most-repeated keys of a scope in bounded memory.
 //! Any key seen more than `hits / TOP_CAPACITY` times is guaranteed to be
-//! listed, and each listed count overestimates the truth by at most its `error`.
+//! listed, each listed count overestimates the truth by at most its `error`,
+//! and no key missing from the summary was seen more than its [`floor`]
+//! (the smallest count) times.
+//!
+//! [`floor`]: SpaceSaving::floor
 
 use std::collections::HashMap;
 
@@ -70,6 +74,15 @@ impl SpaceSaving {
         self.slots
             .iter()
             .map(|s| (s.key.as_str(), s.count, s.error))
+    }
+
+    /// The most any key missing from the summary can have been seen: the
+    /// smallest count once every slot is taken (0 before: counts are exact).
+    pub(super) fn floor(&self) -> u64 {
+        match self.slots.len() < TOP_CAPACITY {
+            true => 0,
+            false => self.count(0),
+        }
     }
 
     fn count(&self, i: usize) -> u64 {

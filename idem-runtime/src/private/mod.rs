@@ -51,7 +51,7 @@ pub use fence::FenceCell;
 pub use idempotent::{Guarded, run};
 pub use key::KeyBuf;
 pub use lock::{LockReturns, LockSpec, Locked, lock};
-pub use reply::{Http, Reply, stored};
+pub use reply::{Http, Replied, Reply, Unkept, finish, finish_marked, reported, stored};
 pub use spec::Spec;
 #[cfg(feature = "sql")]
 pub use tx::run_in_tx;
