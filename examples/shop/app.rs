@@ -31,7 +31,7 @@ use sqlx::SqlitePool;
 
 #[path = "store.rs"]
 mod store;
-pub(crate) use store::{Backends, open};
+pub(crate) use store::{Backends, IdemStore, fresh_namespace, open};
 
 /// The shop's shared state.
 pub(crate) type Shop = Arc<ShopState>;

@@ -57,6 +57,15 @@ mod settings;
 mod settings_disabled;
 #[cfg(feature = "axum")]
 mod settings_http;
+#[cfg(all(
+    feature = "axum",
+    feature = "sqlite",
+    feature = "redis",
+    feature = "postgres"
+))]
+mod shop_demo_twice;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
+mod shop_support;
 mod sim;
 mod state_cas;
 mod token;
