@@ -37,6 +37,7 @@ async fn main() -> Result<(), BoxError> {
     let addr = std::env::var("SHOP_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".to_owned());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("{}", run::banner(&opened.shop, listener.local_addr()?));
-    axum::serve(listener, app::router(opened.shop.clone())).await?;
+    let limits = app::server::Limits::default();
+    app::server::serve(listener, app::router(opened.shop.clone()), limits).await;
     Ok(())
 }

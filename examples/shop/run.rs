@@ -96,11 +96,10 @@ pub(crate) async fn demo(
     let opened = open(&config, prometheus).await?;
     let shop = opened.shop.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    println!("{}", banner(&shop, addr));
-    let server = tokio::spawn(axum::serve(listener, app::router(shop.clone())).into_future());
-    let report = demo::run(&shop, &format!("http://{addr}")).await;
-    server.abort();
+    let serving = app::server::spawn(listener, app::router(shop.clone()), Default::default());
+    println!("{}", banner(&shop, serving.addr));
+    let report = demo::run(&shop, &format!("http://{}", serving.addr)).await;
+    drop(serving);
     let report = report?;
     demo::print(&report, &shop.backends.namespace);
     Ok((report, shop))

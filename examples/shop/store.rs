@@ -105,7 +105,7 @@ pub(crate) async fn open(
                 .busy_timeout(Duration::from_secs(10)),
         )
         .await?;
-    for ddl in SCHEMA {
+    for ddl in SCHEMA.iter().chain(super::stock::SCHEMA) {
         sqlx::query(*ddl).execute(&db).await?;
     }
     let (store, name) = store.connect().await?;
@@ -116,12 +116,14 @@ pub(crate) async fn open(
         // Names the index behind a SQLite unique violation.
         .constraints(idem::sql::SqlConstraints::sqlite(db.clone()))
         .build()?;
-    idem.verify(&["uk_orders_order_no"]).await?;
+    idem.verify(&["uk_orders_order_no", "uk_refunds_refund_no"])
+        .await?;
     Ok(Arc::new(ShopState {
         idem,
         db,
         prometheus,
         order_runs: AtomicUsize::new(0),
+        form_posts: AtomicUsize::new(0),
         time_out_after_insert: AtomicBool::new(false),
         outage: Box::new(move |down| store.set_unavailable(down)),
         backends: Backends {

@@ -65,6 +65,10 @@ mod settings_http;
 ))]
 mod shop_demo_twice;
 #[cfg(all(feature = "axum", feature = "sqlite"))]
+mod shop_errors;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
+mod shop_limits;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
 mod shop_support;
 mod sim;
 mod state_cas;
