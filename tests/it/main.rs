@@ -57,6 +57,8 @@ mod settings;
 mod settings_disabled;
 #[cfg(feature = "axum")]
 mod settings_http;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
+mod shop_browser;
 #[cfg(all(
     feature = "axum",
     feature = "sqlite",
