@@ -70,6 +70,8 @@ mod shop_demo_twice;
 mod shop_errors;
 #[cfg(all(feature = "axum", feature = "sqlite"))]
 mod shop_limits;
+#[cfg(all(feature = "axum", feature = "sqlite", feature = "redis"))]
+mod shop_load;
 #[cfg(all(feature = "axum", feature = "sqlite"))]
 mod shop_support;
 mod sim;
