@@ -18,7 +18,7 @@
 //! error answer one format.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::extract::{FromRequestParts, Path, State};
@@ -47,6 +47,10 @@ pub(crate) struct ShopState {
     pub(crate) order_runs: AtomicUsize,
     /// Submissions of the HTML order form received (the browser test's clicks).
     pub(crate) form_posts: AtomicUsize,
+    /// How long an order's body takes after its insert, in ms (50: enough for
+    /// concurrent copies to overlap; the browser test makes it longer, so
+    /// every click of a double click lands while the form is still shown).
+    pub(crate) order_pause_ms: AtomicU64,
     /// The demo's round 3: the next order times out after its insert committed.
     pub(crate) time_out_after_insert: AtomicBool,
     /// The demo's round 4: takes the idempotency store down (`true`) or up.
@@ -206,7 +210,8 @@ pub(crate) async fn insert_order(
     .fetch_one(&shop.db)
     .await?;
     // Slow enough that concurrent copies really overlap.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let pause = shop.order_pause_ms.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(pause)).await;
     Ok(Order {
         id,
         order_no,

@@ -9,7 +9,7 @@
 //! file never had (issue 27: the demo's second run failed every verdict).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::time::Duration;
 
 use idem::{FaultyStore, Idem, MemoryStore, Store};
@@ -124,6 +124,7 @@ pub(crate) async fn open(
         prometheus,
         order_runs: AtomicUsize::new(0),
         form_posts: AtomicUsize::new(0),
+        order_pause_ms: AtomicU64::new(50),
         time_out_after_insert: AtomicBool::new(false),
         outage: Box::new(move |down| store.set_unavailable(down)),
         backends: Backends {

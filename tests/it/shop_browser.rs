@@ -95,9 +95,9 @@ impl Drop for Driver {
 }
 
 /// `n` clicks on the submit button, 30 ms apart (a quick double click; the
-/// first answer takes at least 50 ms, so every click lands on the form).
-/// Clicks in one event-loop turn would be merged by the browser into one
-/// submission.
+/// order takes a second here, so every click lands on the form, even on a
+/// loaded machine). Clicks in one event-loop turn would be merged by the
+/// browser into one submission.
 async fn click_submit(c: &Client, n: usize) {
     let button = c
         .find(Locator::Id("submit"))
@@ -160,6 +160,7 @@ fn artifact_dir() -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn double_triple_click_and_resubmitting_reload_place_one_order_per_form() {
     let shop = start(IdemStore::Memory, Limits::default()).await;
+    shop.shop().order_pause_ms.store(1000, Ordering::SeqCst);
     let driver = Driver::start();
     let c = driver.session().await;
     let base = shop.base();
