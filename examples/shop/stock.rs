@@ -131,17 +131,7 @@ pub(super) async fn refund(
                     refund_no,
                     |tx| {
                         Box::pin(async move {
-                            let (paid, refunded): (i64, i64) = sqlx::query_as(
-                                "SELECT amount, (SELECT COALESCE(SUM(amount), 0) FROM refunds \
-                                 WHERE order_no = ?) FROM orders WHERE order_no = ?",
-                            )
-                            .bind(order)
-                            .bind(order)
-                            .fetch_one(&mut **tx)
-                            .await?;
-                            if refunded + amount > paid {
-                                return Ok(None);
-                            }
+                            // The constrained insert first: a repeat stops here.
                             sqlx::query(
                                 "INSERT INTO refunds (refund_no, order_no, amount) VALUES (?, ?, ?)",
                             )
@@ -150,6 +140,23 @@ pub(super) async fn refund(
                             .bind(amount)
                             .execute(&mut **tx)
                             .await?;
+                            let (paid, refunded): (i64, i64) = sqlx::query_as(
+                                "SELECT amount, (SELECT COALESCE(SUM(amount), 0) FROM refunds \
+                                 WHERE order_no = ?) FROM orders WHERE order_no = ?",
+                            )
+                            .bind(order)
+                            .bind(order)
+                            .fetch_one(&mut **tx)
+                            .await?;
+                            if refunded > paid {
+                                // Over the payment: not made (the row lock
+                                // keeps other refunds of this order waiting).
+                                sqlx::query("DELETE FROM refunds WHERE refund_no = ?")
+                                    .bind(refund_no)
+                                    .execute(&mut **tx)
+                                    .await?;
+                                return Ok(None);
+                            }
                             Ok(Some((order.to_owned(), amount)))
                         })
                     },

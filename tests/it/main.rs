@@ -73,6 +73,8 @@ mod shop_limits;
 #[cfg(all(feature = "axum", feature = "sqlite", feature = "redis"))]
 mod shop_load;
 #[cfg(all(feature = "axum", feature = "sqlite"))]
+mod shop_stock;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
 mod shop_support;
 mod sim;
 mod state_cas;
