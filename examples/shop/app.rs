@@ -10,13 +10,15 @@
 //! | `GET /forms/feedback`, `POST /forms/feedback` | one-time token (`Idem::tokens()`) |
 //! | `POST /coupons` | the `Idempotency-Key` layer (`IdempotencyLayer`) |
 //! | `GET /metrics` | Prometheus text, plus the seed's three figures from `Idem::stats()` |
+//! | `GET /`, `POST /` | the HTML order form: its key is a hidden field made per render (`page.rs`) |
+//! | `GET /inventory/{sku}`, `POST /inventory/{sku}/deduct` | optimistic lock over a version column, the request id in the row (`stock.rs`) |
+//! | `POST /orders/{order_no}/refunds` | pessimistic row lock + insert-once on the refund number (`stock.rs`) |
 //!
-//! Inventory deduction (optimistic lock) and refunds (pessimistic lock + refund
-//! id) belong to the lock helpers of issue 12; their routes are left out until
-//! those land.
+//! `server.rs` serves it with timeouts and limits, `problem.rs` gives every
+//! error answer one format.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::extract::{FromRequestParts, Path, State};
@@ -31,7 +33,7 @@ use sqlx::SqlitePool;
 
 #[path = "store.rs"]
 mod store;
-pub(crate) use store::{Backends, open};
+pub(crate) use store::{Backends, IdemStore, fresh_namespace, open};
 
 /// The shop's shared state.
 pub(crate) type Shop = Arc<ShopState>;
@@ -43,6 +45,12 @@ pub(crate) struct ShopState {
     pub(crate) prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
     /// Runs of the order handler's body (the demo's "body runs").
     pub(crate) order_runs: AtomicUsize,
+    /// Submissions of the HTML order form received (the browser test's clicks).
+    pub(crate) form_posts: AtomicUsize,
+    /// How long an order's body takes after its insert, in ms (50: enough for
+    /// concurrent copies to overlap; the browser test makes it longer, so
+    /// every click of a double click lands while the form is still shown).
+    pub(crate) order_pause_ms: AtomicU64,
     /// The demo's round 3: the next order times out after its insert committed.
     pub(crate) time_out_after_insert: AtomicBool,
     /// The demo's round 4: takes the idempotency store down (`true`) or up.
@@ -66,7 +74,19 @@ pub(crate) struct CreateOrder {
 
 /// The caller, from `X-User-Id` (what an auth layer would provide).
 pub(crate) struct User {
-    pub(crate) id: u64,
+    /// Stored in an `INTEGER` (i64) column: parsed as one, so an id that does
+    /// not fit is refused rather than wrapped (`u64::MAX` was stored as -1).
+    pub(crate) id: i64,
+}
+
+/// A user id the `user_id` column holds exactly: 0 ..= i64::MAX.
+pub(crate) fn parse_user_id(v: &str) -> Option<i64> {
+    v.parse::<i64>().ok().filter(|id| *id >= 0)
+}
+
+/// A client key the shop accepts: 1–64 bytes.
+pub(crate) fn valid_key(k: &str) -> bool {
+    !k.is_empty() && k.len() <= 64
 }
 
 /// The client's `Idempotency-Key` (the request id of the seed's key design).
@@ -76,9 +96,11 @@ impl<S: Send + Sync> FromRequestParts<S> for User {
     type Rejection = ShopError;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ShopError> {
         let id = parts.headers.get("x-user-id").and_then(|v| v.to_str().ok());
-        let id = id.and_then(|v| v.parse().ok());
-        id.map(|id| User { id })
-            .ok_or(ShopError::BadRequest("send `X-User-Id: <number>`"))
+        id.and_then(parse_user_id)
+            .map(|id| User { id })
+            .ok_or(ShopError::BadRequest(
+                "send `X-User-Id: <number from 0 to 9223372036854775807>`",
+            ))
     }
 }
 
@@ -89,8 +111,9 @@ impl<S: Send + Sync> FromRequestParts<S> for RequestId {
             .headers
             .get("idempotency-key")
             .and_then(|v| v.to_str().ok());
+        // The `http` branch's `idem::http::IdempotencyKey` replaces this at the merge.
         match key {
-            Some(k) if !k.is_empty() && k.len() <= 64 => Ok(RequestId(k.to_owned())),
+            Some(k) if valid_key(k) => Ok(RequestId(k.to_owned())),
             _ => Err(ShopError::BadRequest(
                 "send `Idempotency-Key: <1-64 characters>`",
             )),
@@ -109,6 +132,20 @@ pub(crate) enum ShopError {
     Timeout,
     #[error("{0}")]
     BadRequest(&'static str),
+    #[error("{0}")]
+    Conflict(&'static str),
+    #[error("the request's task ended abnormally")]
+    Interrupted,
+}
+
+impl idem::db::pessimistic::TxConflict for ShopError {
+    fn is_tx_conflict(&self) -> bool {
+        match self {
+            ShopError::Idem(e) => idem::db::pessimistic::TxConflict::is_tx_conflict(e),
+            ShopError::Db(e) => idem::db::is_retryable_conflict(e),
+            _ => false,
+        }
+    }
 }
 
 impl IntoResponse for ShopError {
@@ -118,6 +155,8 @@ impl IntoResponse for ShopError {
             ShopError::Db(_) => (StatusCode::INTERNAL_SERVER_ERROR, "database error"),
             ShopError::Timeout => (StatusCode::GATEWAY_TIMEOUT, "payment gateway timed out"),
             ShopError::BadRequest(why) => (StatusCode::BAD_REQUEST, why),
+            ShopError::Conflict(why) => (StatusCode::CONFLICT, why),
+            ShopError::Interrupted => (StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
         };
         idem::http::problem(status, title, "retry with the same Idempotency-Key")
     }
@@ -141,28 +180,44 @@ pub(crate) async fn create_order(
     req_id: RequestId,
     Json(req): Json<CreateOrder>,
 ) -> Result<(StatusCode, Json<Order>), ShopError> {
+    let order = insert_order(&shop, user.id, &req_id.0, req.amount).await?;
+    if shop.time_out_after_insert.swap(false, Ordering::SeqCst) {
+        return Err(ShopError::Timeout); // committed, but the client saw a failure
+    }
+    Ok((StatusCode::CREATED, Json(order)))
+}
+
+/// The order number of (user, client key): the backstop's unique value.
+pub(crate) fn order_no(user: i64, key: &str) -> String {
+    format!("{user}-{key}")
+}
+
+/// The order's insert, the first effect of both order routes (JSON and form).
+pub(crate) async fn insert_order(
+    shop: &Shop,
+    user: i64,
+    key: &str,
+    amount: i64,
+) -> Result<Order, ShopError> {
     shop.order_runs.fetch_add(1, Ordering::SeqCst);
-    let order_no = format!("{}-{}", user.id, req_id.0);
+    let order_no = order_no(user, key);
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO orders (order_no, user_id, amount, status) VALUES (?, ?, ?, 'WAIT_PAY') RETURNING id",
     )
     .bind(&order_no)
-    .bind(user.id as i64)
-    .bind(req.amount)
+    .bind(user)
+    .bind(amount)
     .fetch_one(&shop.db)
     .await?;
     // Slow enough that concurrent copies really overlap.
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    if shop.time_out_after_insert.swap(false, Ordering::SeqCst) {
-        return Err(ShopError::Timeout); // committed, but the client saw a failure
-    }
-    let order = Order {
+    let pause = shop.order_pause_ms.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(pause)).await;
+    Ok(Order {
         id,
         order_no,
-        amount: req.amount,
+        amount,
         status: "WAIT_PAY".into(),
-    };
-    Ok((StatusCode::CREATED, Json(order)))
+    })
 }
 
 /// After a unique violation on `uk_orders_order_no`: the order that exists.
@@ -174,11 +229,11 @@ async fn find_order(
     req_id: &RequestId,
     _req: &CreateOrder,
 ) -> Result<(StatusCode, Json<Order>), ShopError> {
-    let order = load_order(shop, &format!("{}-{}", user.id, req_id.0)).await?;
+    let order = load_order(shop, &order_no(user.id, &req_id.0)).await?;
     Ok((StatusCode::CREATED, Json(order)))
 }
 
-async fn load_order(shop: &Shop, order_no: &str) -> Result<Order, ShopError> {
+pub(crate) async fn load_order(shop: &Shop, order_no: &str) -> Result<Order, ShopError> {
     let row: Option<(i64, i64, String)> =
         sqlx::query_as("SELECT id, amount, status FROM orders WHERE order_no = ?")
             .bind(order_no)
@@ -204,15 +259,23 @@ async fn get_order(
 
 #[path = "forms.rs"]
 mod forms;
+#[path = "page.rs"]
+mod page;
 #[path = "payments.rs"]
 mod payments;
+#[path = "problem.rs"]
+pub(crate) mod problem;
+#[path = "server.rs"]
+pub(crate) mod server;
 #[path = "metrics.rs"]
 pub(crate) mod shop_metrics;
+#[path = "stock.rs"]
+mod stock;
 
 /// `POST /coupons`: the header-keyed layer in front of a plain handler.
 async fn claim_coupon(State(shop): State<Shop>, user: User) -> Result<Response, ShopError> {
     let n: i64 = sqlx::query_scalar("INSERT INTO coupons (user_id) VALUES (?) RETURNING id")
-        .bind(user.id as i64)
+        .bind(user.id)
         .fetch_one(&shop.db)
         .await?;
     let location = format!("/coupons/{n}");
@@ -232,7 +295,11 @@ pub(crate) fn router(shop: Shop) -> Router {
                 .map(str::to_owned)
         });
     Router::new()
+        .route("/", get(page::form).post(page::submit))
         .route("/orders", post(create_order))
+        .route("/orders/{order_no}/refunds", post(stock::refund))
+        .route("/inventory/{sku}", get(stock::read))
+        .route("/inventory/{sku}/deduct", post(stock::deduct))
         .route("/orders/{order_no}", get(get_order))
         .route("/payments/callback", post(payments::callback))
         .route("/forms/feedback", get(forms::issue).post(forms::submit))

@@ -2,29 +2,8 @@
 //! builds it) driven by its own `--demo` over loopback; then `/metrics` must
 //! show the three seed figures with the values the demo produced.
 
-use std::sync::OnceLock;
-
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-
-#[path = "../../examples/shop/app.rs"]
-mod app;
-#[path = "../../examples/shop/demo.rs"]
-mod demo;
-
 use crate::http_support::serve;
-
-/// The process's Prometheus recorder (global: idem reports through the
-/// `metrics` facade; other tests' series carry other scopes).
-fn prometheus() -> PrometheusHandle {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            PrometheusBuilder::new()
-                .install_recorder()
-                .expect("no other global recorder in the test binary")
-        })
-        .clone()
-}
+use crate::shop_support::{app, demo, prometheus};
 
 /// The value of the first sample line starting with `prefix`.
 fn sample(metrics: &str, prefix: &str) -> f64 {
@@ -40,9 +19,14 @@ fn find(metrics: &str, prefix: &str) -> Option<f64> {
 async fn demo_rounds_pass_and_metrics_show_the_seed_figures() {
     let dir = crate::support::tempdir::TempDir::new();
     let ns = crate::support::unique_ns("shop");
-    let shop = app::open(&dir.path().join("shop.db"), &ns, Some(prometheus()))
-        .await
-        .expect("open the shop");
+    let shop = app::open(
+        &dir.path().join("shop.db"),
+        &ns,
+        &app::IdemStore::from_env(),
+        Some(prometheus()),
+    )
+    .await
+    .expect("open the shop");
     let b = &shop.backends;
     println!(
         "shop: idempotency store {}, business db {}",

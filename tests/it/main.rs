@@ -143,6 +143,25 @@ mod settings;
 mod settings_disabled;
 #[cfg(feature = "axum")]
 mod settings_http;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
+mod shop_browser;
+#[cfg(all(
+    feature = "axum",
+    feature = "sqlite",
+    feature = "redis",
+    feature = "postgres"
+))]
+mod shop_demo_twice;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
+mod shop_errors;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
+mod shop_limits;
+#[cfg(all(feature = "axum", feature = "sqlite", feature = "redis"))]
+mod shop_load;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
+mod shop_stock;
+#[cfg(all(feature = "axum", feature = "sqlite"))]
+mod shop_support;
 mod sim;
 mod state_cas;
 mod token;
