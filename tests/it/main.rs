@@ -58,6 +58,8 @@ mod settings_disabled;
 #[cfg(feature = "axum")]
 mod settings_http;
 mod sim;
+#[cfg(all(feature = "redis", feature = "postgres"))]
+mod startup_errors;
 mod state_cas;
 mod token;
 mod unanswered_claims;

@@ -22,6 +22,7 @@ use crate::outcome::Fence;
 pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use error::{BoxError, Reason, StoreError};
 pub use queue::SendQueue;
+pub use url::redact_url;
 
 pub mod catalog;
 mod error;
@@ -36,6 +37,7 @@ pub mod redis;
 pub mod sql;
 pub mod state;
 pub mod token;
+mod url;
 
 /// A boxed, sendable future: the store trait stays object-safe (`Arc<dyn Store>`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
