@@ -34,7 +34,11 @@ use crate::lock::LockPolicy;
 use crate::policy::Policy;
 
 mod builder;
-pub mod text;
+/// Durations as text (`"30s"`, `"1h 30m"`): the grammar the macros' literals
+/// use too, from the `idem-duration` crate.
+pub mod text {
+    pub use idem_duration::parse;
+}
 
 pub(crate) use builder::{DISABLED_WARNING, warn_disabled};
 
