@@ -147,7 +147,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let broker = match support::var(support::NATS_URL) {
         Some(url) => {
             support::print_backends(&[
-                ("broker", format!("NATS JetStream at {}", support::redact(&url))),
+                (
+                    "broker",
+                    format!("NATS JetStream at {}", support::redact(&url)),
+                ),
                 ("log, refunds and records", db),
             ]);
             nats(&url, &sent, opts, signal, handler).await?

@@ -220,32 +220,53 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         #[cfg(feature = "postgres")]
         {
             let (pool, schema) = support::fresh_pg(&url, &run, 8).await?;
-            support::print_backends(&[
-                ("business rows and records", format!("PostgreSQL at {}, schema `{schema}`", support::redact(&url))),
-            ]);
+            support::print_backends(&[(
+                "business rows and records",
+                format!("PostgreSQL at {}, schema `{schema}`", support::redact(&url)),
+            )]);
             let r = async { demo!(pool.clone(), sqlx::Postgres, postgres, None, "$1", "$2") }.await;
             support::drop_pg_schema(&pool, &schema).await?;
             return Ok(r?);
         }
         #[cfg(not(feature = "postgres"))]
-        return Err(support::needs_feature(support::DATABASE_URL, &url, "postgres", "inventory_refund").into());
+        return Err(support::needs_feature(
+            support::DATABASE_URL,
+            &url,
+            "postgres",
+            "inventory_refund",
+        )
+        .into());
     }
     if url.starts_with("mysql") || url.starts_with("mariadb") {
         #[cfg(feature = "mysql")]
         {
-            let (pool, db) = support::fresh_my(&url.replacen("mariadb:", "mysql:", 1), &run, 8).await?;
-            support::print_backends(&[
-                ("business rows and records", format!("MySQL/MariaDB at {}, database `{db}`", support::redact(&url))),
-            ]);
+            let (pool, db) =
+                support::fresh_my(&url.replacen("mariadb:", "mysql:", 1), &run, 8).await?;
+            support::print_backends(&[(
+                "business rows and records",
+                format!(
+                    "MySQL/MariaDB at {}, database `{db}`",
+                    support::redact(&url)
+                ),
+            )]);
             let r = async { demo!(pool.clone(), sqlx::MySql, mysql, None, "?", "?") }.await;
             support::drop_my_database(&pool, &db).await?;
             return Ok(r?);
         }
         #[cfg(not(feature = "mysql"))]
-        return Err(support::needs_feature(support::DATABASE_URL, &url, "mysql", "inventory_refund").into());
+        return Err(support::needs_feature(
+            support::DATABASE_URL,
+            &url,
+            "mysql",
+            "inventory_refund",
+        )
+        .into());
     }
     let path = std::env::temp_dir().join(format!("idem-inventory-{run}.db"));
-    support::print_backends(&[("business rows and records", format!("SQLite at {}", path.display()))]);
+    support::print_backends(&[(
+        "business rows and records",
+        format!("SQLite at {}", path.display()),
+    )]);
     let opts = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(&path)
         .create_if_missing(true)

@@ -341,7 +341,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => format!("the same database (store `{}`)", idem.store_name()),
     };
     support::print_backends(&[
-        ("orders", format!("{} table `{}`", support::redact(&url), orders.table)),
+        (
+            "orders",
+            format!("{} table `{}`", support::redact(&url), orders.table),
+        ),
         ("records", format!("{records}, namespace `shop-{run}`")),
     ]);
     println!();

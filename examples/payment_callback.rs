@@ -182,7 +182,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let (pool, db) = support::fresh_my(&url, &run, 6).await?;
             support::print_backends(&[(
                 "orders and payments",
-                format!("MySQL/MariaDB at {}, database `{db}`", support::redact(&url)),
+                format!(
+                    "MySQL/MariaDB at {}, database `{db}`",
+                    support::redact(&url)
+                ),
             )]);
             let r = my::run(pool.clone()).await;
             support::drop_my_database(&pool, &db).await?;

@@ -91,7 +91,10 @@ pub(crate) async fn fresh_my(
 
 /// Drops the database [`fresh_my`] made.
 #[cfg(feature = "mysql")]
-pub(crate) async fn drop_my_database(pool: &sqlx::MySqlPool, name: &str) -> Result<(), sqlx::Error> {
+pub(crate) async fn drop_my_database(
+    pool: &sqlx::MySqlPool,
+    name: &str,
+) -> Result<(), sqlx::Error> {
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE {name}")))
         .execute(pool)
         .await?;
