@@ -219,7 +219,9 @@ fn manifest() -> Manifest {
             }
             continue;
         }
-        let Some((k, v)) = line.split_once('=') else { continue };
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
         let (k, v) = (k.trim(), v.trim());
         if section == "[features]" {
             m.features.insert(k.to_owned());
@@ -248,7 +250,9 @@ fn check(cmd: &str, m: &Manifest, ci: &[Vec<String>]) -> Result<(), String> {
         .collect();
     for (k, _) in &vars {
         if !VARIABLES.contains(k) {
-            return Err(format!("`{k}` is not one of the documented variables {VARIABLES:?}"));
+            return Err(format!(
+                "`{k}` is not one of the documented variables {VARIABLES:?}"
+            ));
         }
     }
     let args = &words[vars.len()..];
@@ -321,7 +325,9 @@ fn check(cmd: &str, m: &Manifest, ci: &[Vec<String>]) -> Result<(), String> {
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(format!("needs the features {missing:?}, which the command leaves off"))
+        Err(format!(
+            "needs the features {missing:?}, which the command leaves off"
+        ))
     }
 }
 
@@ -375,10 +381,18 @@ fn every_shown_command_is_run_by_ci_or_works_as_written() {
             shown.push((format!("{} header:{line}", path.display()), cmd));
         }
     }
-    assert!(shown.len() > 20, "found only {} commands: {shown:?}", shown.len());
+    assert!(
+        shown.len() > 20,
+        "found only {} commands: {shown:?}",
+        shown.len()
+    );
     let bad: Vec<String> = shown
         .iter()
-        .filter_map(|(at, cmd)| check(cmd, &m, &ci).err().map(|e| format!("{at}: `{cmd}`: {e}")))
+        .filter_map(|(at, cmd)| {
+            check(cmd, &m, &ci)
+                .err()
+                .map(|e| format!("{at}: `{cmd}`: {e}"))
+        })
         .collect();
     assert!(bad.is_empty(), "stale commands:\n{}", bad.join("\n"));
 }
@@ -387,12 +401,18 @@ fn every_shown_command_is_run_by_ci_or_works_as_written() {
 fn the_readme_opens_with_the_two_commands_and_ci_runs_both() {
     let readme = read(&Path::new(ROOT).join("README.md"));
     let lines = readme.lines().count();
-    assert!(lines <= 300, "the README has {lines} lines; keep it at about 300");
+    assert!(
+        lines <= 300,
+        "the README has {lines} lines; keep it at about 300"
+    );
     let first = commands_in_markdown(&readme);
     let first: Vec<&str> = first.iter().take(2).map(|(_, c)| c.as_str()).collect();
     assert_eq!(
         first,
-        ["cargo run --example quickstart", "cargo test --workspace --all-features"]
+        [
+            "cargo run --example quickstart",
+            "cargo test --workspace --all-features"
+        ]
     );
     let ci = read(&Path::new(ROOT).join(".ci/run"));
     for cmd in first {

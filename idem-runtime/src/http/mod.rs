@@ -31,9 +31,9 @@
 //!
 //! ```
 //! use axum::{Router, routing::post, http::StatusCode};
-//! use idem_runtime::{Idem, MemoryStore, http::IdempotencyLayer};
+//! use idem::{Idem, MemoryStore, http::IdempotencyLayer};
 //!
-//! # fn main() -> Result<(), idem_runtime::Error> {
+//! # fn main() -> Result<(), idem::Error> {
 //! let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
 //! let app: Router = Router::new().route(
 //!     "/orders",

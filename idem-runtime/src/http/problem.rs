@@ -18,7 +18,7 @@ pub(super) const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 ///
 /// ```
 /// use axum::http::StatusCode;
-/// let r = idem_runtime::http::problem(StatusCode::BAD_REQUEST, "missing key", "send one");
+/// let r = idem::http::problem(StatusCode::BAD_REQUEST, "missing key", "send one");
 /// assert_eq!(r.headers()["content-type"], "application/problem+json");
 /// ```
 pub fn problem(status: StatusCode, title: &str, detail: &str) -> Response {

@@ -24,10 +24,10 @@ pub const DEFAULT_STORED_BODY_LIMIT: usize = 256 * 1024;
 ///
 /// ```
 /// use axum::{http::StatusCode, response::IntoResponse};
-/// use idem_runtime::http::StoredResponse;
+/// use idem::http::StoredResponse;
 ///
 /// # #[derive(Debug)] struct AppError;
-/// # impl From<idem_runtime::Error> for AppError { fn from(_: idem_runtime::Error) -> Self { AppError } }
+/// # impl From<idem::Error> for AppError { fn from(_: idem::Error) -> Self { AppError } }
 /// // #[idem::idempotent(key = "refund:<refund_id>")]
 /// async fn refund(refund_id: String) -> Result<StoredResponse, AppError> {
 ///     let response = (StatusCode::ACCEPTED, [("location", "/refunds/r-1")], "queued");

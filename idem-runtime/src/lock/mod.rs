@@ -30,12 +30,12 @@ use crate::key::{Key, KeyPart};
 use crate::policy::MAX_DURATION;
 
 mod acquire;
-#[cfg(feature = "sql")]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod fenced;
 pub mod grant;
 
 pub(crate) use acquire::Acquire;
-#[cfg(feature = "sql")]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use fenced::{FencedUpdate, FencedWrite};
 pub use grant::LockGrant;
 

@@ -32,8 +32,11 @@ pub(crate) mod queue;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
-#[cfg(feature = "sql")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
 pub mod sql;
 pub mod state;
 pub mod token;
