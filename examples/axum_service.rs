@@ -123,6 +123,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_state(app.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
+    println!(
+        "backends: records in the in-process memory store (namespace `shop`), orders in memory; serving on http://{addr}"
+    );
     tokio::spawn(async move { axum::serve(listener, router).await });
 
     let first = send(addr, r#"{"user_id":7,"request_id":"r-1","amount":500}"#).await?;

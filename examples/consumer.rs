@@ -12,6 +12,8 @@
 //! the loop acknowledges only after the commit. A random queue (or stream)
 //! is created and deleted.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -141,11 +143,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let pool = pool.clone();
         move |d| handle(pool.clone(), d)
     };
-    let broker = match std::env::var("NATS_URL") {
-        Ok(url) => nats(&url, &sent, opts, signal, handler).await?,
-        Err(_) => {
-            let url = std::env::var("AMQP_URL")
-                .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
+    let db = format!("SQLite at {}", dir.join("shop.db").display());
+    let broker = match support::var(support::NATS_URL) {
+        Some(url) => {
+            support::print_backends(&[
+                (
+                    "broker",
+                    format!("NATS JetStream at {}", support::redact(&url)),
+                ),
+                ("log, refunds and records", db),
+            ]);
+            nats(&url, &sent, opts, signal, handler).await?
+        }
+        None => {
+            let url = support::var(support::AMQP_URL)
+                .unwrap_or_else(|| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
+            support::print_backends(&[
+                ("broker", format!("RabbitMQ at {}", support::redact(&url))),
+                ("log, refunds and records", db),
+            ]);
             rabbitmq(&url, &sent, opts, signal, handler).await?
         }
     };

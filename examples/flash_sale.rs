@@ -1,16 +1,18 @@
 //! A flash sale: one-time tokens on the order form, a distributed lock plus a
 //! fenced write for the stock deduction. Runs on the embedded default (memory
-//! store + SQLite), or on Redis when `IDEM_REDIS_URL` is set (feature `redis`).
+//! store + SQLite), or on Redis when `REDIS_URL` is set (feature `redis`).
 //!
 //! ```text
 //! cargo run --example flash_sale
-//! IDEM_REDIS_URL=redis://127.0.0.1:6379 cargo run --example flash_sale --features redis
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example flash_sale --features redis
 //! ```
 //!
 //! 30 buyers each get a form token and submit their order 5 times at once
 //! (double clicks, retries) for an item with 20 in stock. Verdicts: every buyer
 //! ran at most once, 20 orders and 0 left (no oversell), and every stock write
 //! carried a fence. Exits non-zero if any verdict fails.
+
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,14 +81,32 @@ async fn deduct(idem: &Idem, db: &SqlitePool, sku: &str, fence: Fence) -> Result
 }
 
 async fn handle() -> Result<Idem, Box<dyn std::error::Error>> {
-    let builder = Idem::builder().namespace(format!("flash-{}", uuid::Uuid::new_v4().simple()));
-    #[cfg(feature = "redis")]
-    if let Ok(url) = std::env::var("IDEM_REDIS_URL") {
-        println!("store: redis at {url}");
-        let store = idem::store::redis::RedisStore::connect(&url).await?;
-        return Ok(builder.store(store).build()?);
+    // A fresh namespace per run: a second run on the same Redis starts clean.
+    let ns = format!("flash-{}", support::run_id());
+    let builder = Idem::builder().namespace(ns.clone());
+    if let Some(url) = support::var(support::REDIS_URL) {
+        #[cfg(feature = "redis")]
+        {
+            support::print_backends(&[
+                (
+                    "records",
+                    format!("Redis at {} (namespace `{ns}`)", support::redact(&url)),
+                ),
+                ("stock", "SQLite in memory".into()),
+            ]);
+            let store = idem::store::redis::RedisStore::connect(&url).await?;
+            return Ok(builder.store(store).build()?);
+        }
+        #[cfg(not(feature = "redis"))]
+        return Err(support::needs_feature(support::REDIS_URL, &url, "redis", "flash_sale").into());
     }
-    println!("store: memory (embedded default)");
+    support::print_backends(&[
+        (
+            "records",
+            format!("in-process memory store (namespace `{ns}`)"),
+        ),
+        ("stock", "SQLite in memory".into()),
+    ]);
     Ok(builder.store(MemoryStore::new()).build()?)
 }
 

@@ -14,11 +14,17 @@
 //! `DATABASE_URL` names one:
 //! ```text
 //! cargo run --example inventory_refund
-//! DATABASE_URL=postgres://postgres@127.0.0.1/test cargo run --example inventory_refund --all-features
-//! DATABASE_URL=mysql://root@127.0.0.1/test cargo run --example inventory_refund --all-features
+//! DATABASE_URL=postgres://postgres@127.0.0.1/test cargo run --example inventory_refund --features postgres
+//! DATABASE_URL=mysql://root@127.0.0.1/test cargo run --example inventory_refund --features mysql
 //! ```
+//!
+//! On a server each run works in a fresh schema (PostgreSQL) or database
+//! (MariaDB), `idem_ex_<run>`, dropped at the end, under a fresh namespace: a
+//! second run, or another person's at the same time, never meets its rows.
 
 use std::sync::Arc;
+
+mod support;
 
 use idem::db::insert_once::InsertOnce;
 use idem::sql::SqlStore;
@@ -70,7 +76,7 @@ macro_rules! demo {
         .await?;
         let store = SqlStore::$store(pool.clone());
         store.migrate().await.map_err(|e| idem::Error::Config(e.to_string()))?;
-        let idem = Arc::new(Idem::builder().store(store).namespace("shop-demo").build()?);
+        let idem = Arc::new(Idem::builder().store(store).namespace(format!("inventory-{}", support::run_id())).build()?);
         // SQLite: `BEGIN IMMEDIATE`, as the transactional guard needs there.
         let begin = {
             let pool = pool.clone();
@@ -207,46 +213,84 @@ fn label(how: How) -> &'static str {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), ShopError> {
-    let url = std::env::var("DATABASE_URL").unwrap_or_default();
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let url = support::var(support::DATABASE_URL).unwrap_or_default();
+    let run = support::run_id();
     if url.starts_with("postgres") {
-        println!("PostgreSQL at {url}");
-        let pool = sqlx::postgres::PgPoolOptions::new()
-            .max_connections(8)
-            .test_before_acquire(false)
-            .connect(&url)
-            .await?;
-        demo!(pool, sqlx::Postgres, postgres, None, "$1", "$2")
-    } else if url.starts_with("mysql") || url.starts_with("mariadb") {
-        println!("MySQL/MariaDB at {url}");
-        let pool = sqlx::mysql::MySqlPoolOptions::new()
-            .max_connections(8)
-            .test_before_acquire(false)
-            .connect(&url)
-            .await?;
-        demo!(pool, sqlx::MySql, mysql, None, "?", "?")
-    } else {
-        let path = std::env::temp_dir().join(format!("idem-inventory-{}.db", std::process::id()));
-        println!("SQLite at {}", path.display());
-        let opts = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(true)
-            .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-            .busy_timeout(std::time::Duration::from_secs(10));
-        let pool = sqlx::sqlite::SqlitePoolOptions::new()
-            .max_connections(4)
-            .test_before_acquire(false)
-            .connect_with(opts)
-            .await?;
-        let r = demo!(
-            pool,
+        #[cfg(feature = "postgres")]
+        {
+            let (pool, schema) = support::fresh_pg(&url, &run, 8).await?;
+            support::print_backends(&[(
+                "business rows and records",
+                format!("PostgreSQL at {}, schema `{schema}`", support::redact(&url)),
+            )]);
+            let r = async { demo!(pool.clone(), sqlx::Postgres, postgres, None, "$1", "$2") }.await;
+            support::drop_pg_schema(&pool, &schema).await?;
+            return Ok(r?);
+        }
+        #[cfg(not(feature = "postgres"))]
+        return Err(support::needs_feature(
+            support::DATABASE_URL,
+            &url,
+            "postgres",
+            "inventory_refund",
+        )
+        .into());
+    }
+    if url.starts_with("mysql") || url.starts_with("mariadb") {
+        #[cfg(feature = "mysql")]
+        {
+            let (pool, db) =
+                support::fresh_my(&url.replacen("mariadb:", "mysql:", 1), &run, 8).await?;
+            support::print_backends(&[(
+                "business rows and records",
+                format!(
+                    "MySQL/MariaDB at {}, database `{db}`",
+                    support::redact(&url)
+                ),
+            )]);
+            let r = async { demo!(pool.clone(), sqlx::MySql, mysql, None, "?", "?") }.await;
+            support::drop_my_database(&pool, &db).await?;
+            return Ok(r?);
+        }
+        #[cfg(not(feature = "mysql"))]
+        return Err(support::needs_feature(
+            support::DATABASE_URL,
+            &url,
+            "mysql",
+            "inventory_refund",
+        )
+        .into());
+    }
+    let path = std::env::temp_dir().join(format!("idem-inventory-{run}.db"));
+    support::print_backends(&[(
+        "business rows and records",
+        format!("SQLite at {}", path.display()),
+    )]);
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+        .busy_timeout(std::time::Duration::from_secs(10));
+    let pool = sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(4)
+        .test_before_acquire(false)
+        .connect_with(opts)
+        .await?;
+    let r = async {
+        demo!(
+            pool.clone(),
             sqlx::Sqlite,
             sqlite,
             Some("BEGIN IMMEDIATE"),
             "?",
             "?"
-        );
-        let _ = std::fs::remove_file(&path);
-        r
+        )
     }
+    .await;
+    pool.close().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    Ok(r?)
 }

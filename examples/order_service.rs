@@ -2,7 +2,7 @@
 //! `Idem::guard` API, on the database named by `DATABASE_URL`
 //! (`postgres://…`, `mysql://…`, or `sqlite://file.db`; default: a SQLite file in
 //! the temp directory). The idem records live in the same database (created by
-//! `migrate()`), or in Redis when `IDEM_REDIS_URL` is set (needs the `redis`
+//! `migrate()`), or in Redis when `REDIS_URL` is set (needs the `redis`
 //! feature: the layered setup, Redis in front, the database constraint behind);
 //! the orders table has a unique index on the order number: the backstop.
 //!
@@ -13,12 +13,17 @@
 //!    backstop: exactly one order.
 //!
 //! ```text
-//! DATABASE_URL=postgres://postgres@127.0.0.1/test cargo run --example order_service --all-features
-//! IDEM_REDIS_URL=redis://127.0.0.1/ DATABASE_URL=mysql://root@127.0.0.1/test cargo run --example order_service --all-features
+//! cargo run --example order_service --features postgres,mysql          # a SQLite file
+//! DATABASE_URL=postgres://postgres@127.0.0.1/test cargo run --example order_service --features postgres,mysql
+//! REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL=mysql://root@127.0.0.1/test cargo run --example order_service --features redis,postgres,mysql
 //! ```
+//! Every run uses its own orders table (dropped at the end) and namespace, so
+//! runs on shared servers never meet.
 //! Prints one line per round and exits non-zero if any verdict fails.
 
 use std::sync::Arc;
+
+mod support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -290,15 +295,21 @@ async fn connect(url: &str) -> Result<Db, sqlx::Error> {
     })
 }
 
-/// Redis when `IDEM_REDIS_URL` is set, else the SQL store on `DATABASE_URL`.
+/// Redis when `REDIS_URL` is set, else the SQL store on `DATABASE_URL`.
 async fn record_store(url: &str) -> Result<Arc<dyn Store>, Box<dyn std::error::Error>> {
-    if let Ok(redis_url) = std::env::var("IDEM_REDIS_URL") {
+    if let Some(redis_url) = support::var(support::REDIS_URL) {
         #[cfg(feature = "redis")]
         return Ok(Arc::new(
             idem::store::redis::RedisStore::connect(&redis_url).await?,
         ));
         #[cfg(not(feature = "redis"))]
-        return Err(format!("IDEM_REDIS_URL={redis_url} needs the `redis` feature").into());
+        return Err(support::needs_feature(
+            support::REDIS_URL,
+            &redis_url,
+            "redis,postgres,mysql",
+            "order_service",
+        )
+        .into());
     }
     let store = SqlStore::connect(url).await?;
     store.migrate().await?; // explicit: idem never creates tables on its own
@@ -307,7 +318,7 @@ async fn record_store(url: &str) -> Result<Arc<dyn Store>, Box<dyn std::error::E
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| {
+    let url = support::var(support::DATABASE_URL).unwrap_or_else(|| {
         format!(
             "sqlite://{}",
             std::env::temp_dir().join("idem-order-service.db").display()
@@ -325,11 +336,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .op_timeout(Duration::from_secs(5))
         .build()?;
     idem.verify(&[orders.index.as_str()]).await?;
-    println!(
-        "database: {} (store `{}`), run {run}\n",
-        url.split('@').next_back().unwrap_or(&url),
-        idem.store_name()
-    );
+    let records = match support::var(support::REDIS_URL) {
+        Some(r) => format!("Redis at {}", support::redact(&r)),
+        None => format!("the same database (store `{}`)", idem.store_name()),
+    };
+    support::print_backends(&[
+        (
+            "orders",
+            format!("{} table `{}`", support::redact(&url), orders.table),
+        ),
+        ("records", format!("{records}, namespace `shop-{run}`")),
+    ]);
+    println!();
 
     let mut verdicts = Vec::new();
 

@@ -18,6 +18,8 @@
 
 use std::time::Duration;
 
+mod support;
+
 use idem::Transition;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, idem::StateMachine)]
@@ -159,36 +161,64 @@ service!(my, sqlx::MySql, false);
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let url = std::env::var("DATABASE_URL").unwrap_or_default();
+    let url = support::var(support::DATABASE_URL).unwrap_or_default();
+    let run = support::run_id();
     match idem::db::Dialect::from_url(&url) {
         #[cfg(feature = "postgres")]
         Some(idem::db::Dialect::Postgres) => {
-            let pool = sqlx::postgres::PgPoolOptions::new()
-                .max_connections(6)
-                .test_before_acquire(false)
-                .connect(&url)
-                .await?;
-            pg::run(pool).await?;
+            // A fresh schema per run: runs on a shared server never meet.
+            let (pool, schema) = support::fresh_pg(&url, &run, 6).await?;
+            support::print_backends(&[(
+                "orders and payments",
+                format!("PostgreSQL at {}, schema `{schema}`", support::redact(&url)),
+            )]);
+            let r = pg::run(pool.clone()).await;
+            support::drop_pg_schema(&pool, &schema).await?;
+            r?;
         }
         #[cfg(feature = "mysql")]
         Some(idem::db::Dialect::MySql) => {
-            let pool = sqlx::mysql::MySqlPoolOptions::new()
-                .max_connections(6)
-                .test_before_acquire(false)
-                .connect(&url)
-                .await?;
-            my::run(pool).await?;
+            let url = url.replacen("mariadb:", "mysql:", 1);
+            let (pool, db) = support::fresh_my(&url, &run, 6).await?;
+            support::print_backends(&[(
+                "orders and payments",
+                format!(
+                    "MySQL/MariaDB at {}, database `{db}`",
+                    support::redact(&url)
+                ),
+            )]);
+            let r = my::run(pool.clone()).await;
+            support::drop_my_database(&pool, &db).await?;
+            r?;
+        }
+        #[cfg(not(feature = "postgres"))]
+        Some(idem::db::Dialect::Postgres) => {
+            return Err(support::needs_feature(
+                support::DATABASE_URL,
+                &url,
+                "postgres",
+                "payment_callback",
+            )
+            .into());
         }
         Some(other) if !url.starts_with("sqlite") => {
-            return Err(format!(
-                "{other:?} needs the matching feature (`--features postgres` or `mysql`)"
+            let _ = other;
+            return Err(support::needs_feature(
+                support::DATABASE_URL,
+                &url,
+                "mysql",
+                "payment_callback",
             )
             .into());
         }
         _ => {
             // A temporary file, not `:memory:`: each pooled connection to
             // `:memory:` would be a database of its own.
-            let path = std::env::temp_dir().join(format!("idem-payment-{}.db", std::process::id()));
+            let path = std::env::temp_dir().join(format!("idem-payment-{run}.db"));
+            support::print_backends(&[(
+                "orders and payments",
+                format!("SQLite at {}", path.display()),
+            )]);
             let opts = sqlx::sqlite::SqliteConnectOptions::new()
                 .filename(&path)
                 .create_if_missing(true)
@@ -201,7 +231,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .await?;
             let r = lite::run(pool.clone()).await;
             pool.close().await;
-            let _ = std::fs::remove_file(&path);
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+            }
             r?;
         }
     }

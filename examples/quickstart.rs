@@ -172,6 +172,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     let stats = handle.clone();
     idem::install(handle).map_err(|_| "an idem handle was already installed")?;
+    println!(
+        "backends: records in the in-process memory store (namespace `shop`); orders in SQLite {}",
+        dir.join("shop.db").display()
+    );
     for w in stats.verify(&[]).await? {
         println!("verify: {}", w.0);
     }

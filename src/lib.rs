@@ -4,8 +4,31 @@
 //! a double click, a gateway retry, a payment callback delivered five times, a
 //! message redelivered after a crash. The first call runs; every duplicate gets
 //! the first call's result back; a database unique constraint stands behind the
-//! fast store as the final backstop. The README is the full guide; this page is
-//! the map.
+//! fast store as the final backstop. This page is the map; the repository's
+//! `docs/` directory has one page per technique, and each module page here
+//! documents its part of the API.
+//!
+//! ## Which technique, which macro or type
+//!
+//! | technique | reach for | module |
+//! |---|---|---|
+//! | a guarded function: runs once per key, duplicates get its result | [`#[idempotent]`](idempotent) | [`guard`] |
+//! | the same without the macro (dynamic keys, frameworks) | [`Idem::guard`], [`Outcome`], [`reported`] | [`guard`] |
+//! | unique-index backstop, degraded mode during a store outage | `backstop`, `on_conflict`, `degrade` options; [`Hooks`] | [`backstop`] |
+//! | transactional guard: the record commits with your rows | `#[idempotent(tx = …)]`, [`Guard::in_tx`] | [`txguard`] |
+//! | optimistic lock, pessimistic lock, insert-once | [`db::optimistic`], [`db::pessimistic`], [`db::insert_once`] | [`db`] |
+//! | state machine on a SQL row | [`#[derive(StateMachine)]`](derive@StateMachine), [`#[state_transition]`](state_transition), [`#[transitions]`](transitions) | [`state`] |
+//! | distributed lock with fencing | [`#[distributed_lock]`](distributed_lock), [`Idem::lock`] | [`lock`] |
+//! | one-time tokens | [`Idem::tokens`], `#[idempotent(token = …)]` | [`token`] |
+//! | Redis state check-and-set | [`Idem::state_cas`] | [`state_cas`] |
+//! | at-least-once message consumers | [`#[consume_once]`](consume_once), [`Consumed`] | [`consume`] |
+//! | HTTP `Idempotency-Key` (axum, tower) | [`http::IdempotencyLayer`], `#[idempotent]` on handlers | [`http`] |
+//!
+//! Around them: [`Idem`] and [`IdemBuilder`] (the handle; [`Idem::verify`] at
+//! start-up), [`store`] (memory, Redis, SQL, and [`FaultyStore`] for tests),
+//! [`settings`] (durations from configuration), [`observe`] (the span, metric
+//! names, [`Stats`]) and [`Error`] (what can go wrong, each naming its key).
+//! Items behind a feature carry its badge.
 //!
 //! ## One attribute
 //!
@@ -47,11 +70,13 @@
 //!
 //! | feature | what it brings | builds |
 //! |---|---|---|
-//! | `sqlite` (default) | SQLite record store, catalog, state machines | bundled SQLite (C) |
-//! | `postgres` | PostgreSQL store, catalog, state machines | pure Rust |
-//! | `mysql` | MySQL/MariaDB store, catalog, state machines | pure Rust |
+//! | `sqlite` (default) | SQLite record store, catalog, state machines, transactional guard | bundled SQLite (C) |
+//! | `postgres` | PostgreSQL store, catalog, state machines, transactional guard | pure Rust |
+//! | `mysql` | MySQL/MariaDB store, catalog, state machines, transactional guard | pure Rust |
 //! | `redis` | Redis and Redis Cluster stores | pure Rust |
 //! | `redis-tls` | `rediss://` through rustls with ring | ring (small C/asm) |
+//! | `axum` | the `Idempotency-Key` layer, the attribute on axum handlers | pure Rust |
+//! | `rabbitmq`, `nats` | the consume log's broker loops | pure Rust, ring |
 //!
 //! The default runs the quickstart on an embedded database with no server. A
 //! service picks its stores and nothing else:
@@ -60,26 +85,19 @@
 //!
 //! ## Versions idem's API takes values of
 //!
-//! [`sqlx`] 0.9, [`redis`] 1.8 and [`metrics`] 0.24 are re-exported: build the
-//! pools, clients and recorders you hand to idem with these paths (or the same
-//! versions). Backstop detection does not depend on your sqlx version: it reads
-//! the database's message and SQLSTATE when the error is of another version's
-//! type ([`backstop`]). A `metrics` recorder of another major version sees
-//! nothing ([`observe`]).
-//!
-//! ## Where things are
-//!
-//! - [`Idem`], [`IdemBuilder`], [`install`]: the handle; `verify()` at start-up;
-//! - [`idempotent`], [`distributed_lock`], [`state_transition`]: the macros;
-//! - [`store`]: memory, Redis, SQL stores and the [`FaultyStore`] for tests;
-//! - [`backstop`]: unique violations in business errors, custom detectors;
-//! - [`observe`]: the span, metric names, [`Stats`];
-//! - [`Error`]: what can go wrong, each naming its key.
+//! `idem::sqlx` (0.9, with a SQL feature), `idem::redis` (1.8, feature `redis`)
+//! and [`metrics`] 0.24 are re-exported: build the pools, clients and
+//! recorders you hand to idem with these paths (or the same versions). Backstop
+//! detection does not depend on your sqlx version: it reads the database's
+//! message and SQLSTATE when the error is of another version's type
+//! ([`backstop`]). A `metrics` recorder of another major version sees nothing
+//! ([`observe`]).
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-/// State machines (`#[derive(StateMachine)]`, `#[state_transition]`, `#[transitions]`).
+// The macros. A doc comment here would be prepended to each macro's own docs
+// (it once put "State machines…" at the top of `consume_once`'s).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 #[cfg_attr(
     docsrs,
@@ -110,6 +128,10 @@ pub use idem_runtime::{Concurrency, Hooks, Key, KeyPart, NoConflict, Policy, Ter
 pub use idem_runtime::{StateMachine, Transition, state};
 // The transactional guard (`Guard::in_tx`, `#[idempotent(tx = …)]`).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
 pub use idem_runtime::{InTx, TxBody, TxDb, TxGuard, txguard};
 // The consume log: what a consumer returns, and the module
 // (`idem::consume::consume_once`, `Message`, `LogTable`; broker loops under
@@ -131,17 +153,18 @@ pub use idem_runtime::{FaultPlan, FaultyStore, MemoryStore, Stats, Store, TopKey
 
 // The modules, for the less common names (`idem::store::redis::RedisStore`,
 // `idem::observe::CallOutcome`, `idem::backstop::find_unique_violation`, ...).
-/// The caller's SQL database: dialects, identifiers, conflict retries.
+// The caller's SQL database: dialects, identifiers, conflict retries.
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 #[cfg_attr(
     docsrs,
     doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
 )]
 pub use idem_runtime::db;
-/// The `Idempotency-Key` tower layer and the axum handler adapters (feature `axum`).
+// The `Idempotency-Key` tower layer and the axum handler adapters.
 #[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub use idem_runtime::http;
-/// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`).
+// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`).
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 #[cfg_attr(
     docsrs,
@@ -153,16 +176,21 @@ pub use idem_runtime::{
     state_cas, store, token,
 };
 
-// The exact versions of the crates idem's API takes values of.
+// The exact versions of the crates idem's API takes values of. Listed as
+// re-exports (`no_inline`): inlined, all of redis-rs, sqlx and metrics would
+// fill idem's docs and search index.
+#[doc(no_inline)]
 pub use idem_runtime::metrics;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+#[doc(no_inline)]
 pub use idem_runtime::redis;
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 #[cfg_attr(
     docsrs,
     doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
 )]
+#[doc(no_inline)]
 pub use idem_runtime::sqlx;
 
 #[doc(hidden)]

@@ -81,6 +81,7 @@ use proc_macro::TokenStream;
 /// | `degrade` | `"backstop"`, or `"local"`: the backstop plus an in-process claim per key, so same-process duplicates wait for one body instead of each running into the constraint (requires `backstop`) | off |
 /// | `terminal` | path to `fn(&E) -> bool` | none |
 /// | `token` | `"<param>"`: a one-time token issued for scope `token:<scene>`, consumed when the body succeeds | none |
+/// | `tx` | a parameter of type `&mut sqlx::Transaction<'_, DB>` (or a `&mut` connection): claim and record are written in it, committed or rolled back with the body's rows; excludes `degrade`, `backstop`, `on_conflict`, `terminal`, `token`, `concurrent`, `wait`, `lease`, `max_hold` | none |
 /// | `handle` | expression of type `&idem::Idem` | the installed global |
 /// | `crate` | `"path"` to the `idem` crate | `"::idem"` |
 ///

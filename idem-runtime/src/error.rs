@@ -45,14 +45,14 @@ pub enum Error {
         constraint: String,
     },
     /// A row the technique needs does not exist.
-    #[cfg(feature = "sql")]
+    #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
     #[error("no row for `{key}`")]
     NotFound {
         /// The business key that was looked up.
         key: String,
     },
     /// A state-machine update found the row in a state from which the edge does not start.
-    #[cfg(feature = "sql")]
+    #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
     #[error("cannot move `{key}` from `{from}` to `{to}`: it is `{current}`")]
     InvalidTransition {
         /// The business key.
@@ -176,7 +176,7 @@ pub enum Error {
     #[error("idem store: {0}")]
     Store(#[from] crate::store::StoreError),
     /// The database reported an error the technique cannot interpret.
-    #[cfg(feature = "sql")]
+    #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
     #[error("database error on `{key}`: {detail}")]
     Database {
         /// The key or business key involved.

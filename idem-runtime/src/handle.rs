@@ -106,7 +106,7 @@ impl IdemBuilder {
     /// `idem_records`, the `SqlStore` default. Give the same names as your
     /// `SqlStore::with_tables` when you changed them, and create the table with
     /// `migrate()` or `idem::sql::ddl()`.
-    #[cfg(feature = "sql")]
+    #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
     pub fn tx_tables(mut self, names: crate::store::sql::TableNames) -> Self {
         self.tx_tables = names;
         self

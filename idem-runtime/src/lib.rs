@@ -7,8 +7,11 @@
 
 pub mod backstop;
 pub mod consume;
-#[cfg(feature = "sql")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
 pub mod db;
 pub mod error;
 pub(crate) mod exec;
@@ -31,13 +34,16 @@ pub(crate) mod record;
 mod reply;
 mod scene;
 pub mod settings;
-#[cfg(feature = "sql")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
 pub mod state;
 pub mod state_cas;
 pub mod store;
 pub mod token;
-#[cfg(feature = "sql")]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod txguard;
 
 #[doc(hidden)]
@@ -56,6 +62,7 @@ pub use lock::{Lock, LockGrant, LockPolicy};
 /// The `metrics` crate idem records to (0.24): install a recorder of this major
 /// version, or idem's counters go nowhere (a recorder of another version sees
 /// nothing and nothing can tell).
+#[doc(no_inline)]
 pub use metrics;
 pub use observe::{CallReport, Stats, TopKey, reported};
 pub use outcome::{How, Outcome};
@@ -64,24 +71,35 @@ pub use policy::{Concurrency, Policy};
 /// `redis::Client` or `ConnectionManager` for `RedisStore::from_client` with it.
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+#[doc(no_inline)]
 pub use redis;
 /// The `sqlx` crate idem's SQL stores and helpers are built on (0.9): the pools
 /// given to `SqlStore`, `SqlConstraints` and the technique helpers are of this
 /// version. Backstop detection does not depend on it (it reads error text too).
-#[cfg(feature = "sql")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
+#[doc(no_inline)]
 pub use sqlx;
-#[cfg(feature = "sql")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
 pub use state::{StateMachine, Transition};
 pub use state_cas::{StateCas, StateKey};
 pub use store::Store;
 pub use store::faulty::{FaultPlan, FaultyStore};
 pub use store::memory::MemoryStore;
 /// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`).
-#[cfg(feature = "sql")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
 pub use store::sql;
 pub use token::{Consume, Token, Tokens};
-#[cfg(feature = "sql")]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use txguard::{InTx, TxBody, TxDb, TxGuard};

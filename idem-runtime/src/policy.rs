@@ -124,7 +124,7 @@ impl Policy {
             }
         }
         if let Some(h) = self.max_hold {
-            idem_rules::check_hold(self.lease, h).map_err(|e| e.to_string())?;
+            idem_duration::check_hold(self.lease, h).map_err(|e| e.to_string())?;
         }
         if self.lease >= self.ttl {
             return Err(format!(

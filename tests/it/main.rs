@@ -163,6 +163,8 @@ mod shop_stock;
 #[cfg(all(feature = "axum", feature = "sqlite"))]
 mod shop_support;
 mod sim;
+#[cfg(all(feature = "redis", feature = "postgres"))]
+mod startup_errors;
 mod state_cas;
 mod token;
 mod unanswered_claims;

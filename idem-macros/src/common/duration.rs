@@ -16,11 +16,8 @@ use syn::{Expr, LitStr};
 use crate::common::args::Opt;
 use crate::common::errors::Errors;
 
-/// The parser the runtime's configuration uses too: one grammar, one file.
-#[path = "../../../idem-runtime/src/settings/text.rs"]
-#[allow(unreachable_pub, dead_code)]
-mod text;
-pub(crate) use text::parse;
+/// The parser the runtime's configuration uses too: one grammar, one crate.
+pub(crate) use idem_duration::parse;
 
 /// A duration option as written: the literal (for spans) and its parse. The
 /// options are read first and values judged later, so a malformed duration is

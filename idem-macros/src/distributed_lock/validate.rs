@@ -56,9 +56,9 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     } else {
         lease
     };
-    // The one `max_hold` rule, shared with the runtime (`idem_rules::check_hold`).
+    // The one `max_hold` rule, shared with the runtime (`idem_duration::check_hold`).
     if let (Some(m), Some(hold), Some(lease_v)) = (&args.max_hold, max_hold, lease_v)
-        && idem_rules::check_hold(lease_v, hold).is_err()
+        && idem_duration::check_hold(lease_v, hold).is_err()
     {
         let lease_name = match args.lease {
             Some(_) => "`lease`",
@@ -70,7 +70,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
                 "`max_hold` ({}) must not be shorter than {lease_name} ({}): {}",
                 duration::display(hold),
                 duration::display(lease_v),
-                idem_rules::HoldTooShort::WHY
+                idem_duration::HoldTooShort::WHY
             ),
         );
     }
@@ -113,7 +113,7 @@ mod tests {
         errors.into_compile_errors().to_string()
     }
 
-    /// The guard's rule (`idem_rules::check_hold`): equal to the lease is the
+    /// The guard's rule (`idem_duration::check_hold`): equal to the lease is the
     /// "never renew" setting, shorter is refused (issue 24: the lock used to
     /// refuse equal too).
     #[test]

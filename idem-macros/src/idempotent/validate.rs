@@ -227,9 +227,9 @@ fn durations(args: &Args, errors: &mut Errors) -> Durations {
             (None, None) => {}
         }
     }
-    // The one `max_hold` rule, shared with the runtime (`idem_rules::check_hold`).
+    // The one `max_hold` rule, shared with the runtime (`idem_duration::check_hold`).
     if let (Some(m), Some(hold), Some(lease_v)) = (&args.max_hold, max_hold, lease_v)
-        && idem_rules::check_hold(lease_v, hold).is_err()
+        && idem_duration::check_hold(lease_v, hold).is_err()
     {
         let lease_name = match args.lease {
             Some(_) => "`lease`",
@@ -241,7 +241,7 @@ fn durations(args: &Args, errors: &mut Errors) -> Durations {
                 "`max_hold` ({}) must not be shorter than {lease_name} ({}): {}",
                 show(hold),
                 show(lease_v),
-                idem_rules::HoldTooShort::WHY
+                idem_duration::HoldTooShort::WHY
             ),
         );
     }

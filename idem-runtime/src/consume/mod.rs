@@ -66,11 +66,11 @@ mod message;
 #[cfg(feature = "sql")]
 pub(crate) mod run;
 
-#[cfg(feature = "sql")]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use builder::{ConsumeCall, consume_once};
-#[cfg(feature = "sql")]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use message::{DEFAULT_LOG_TABLE, DEFAULT_RETENTION, LogTable, Message, check_log_table};
-#[cfg(feature = "sql")]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use run::{LogEntry, Step};
 
 /// The consume log's DDL for `table` (`CREATE … IF NOT EXISTS`, one string per
@@ -78,12 +78,12 @@ pub use run::{LogEntry, Step};
 /// there with your migration tool.
 ///
 /// ```
-/// use idem_runtime::consume::ddl;
-/// use idem_runtime::db::Dialect;
+/// use idem::consume::ddl;
+/// use idem::db::Dialect;
 /// let stmts = ddl(Dialect::Postgres, "refund_log").unwrap();
 /// assert!(stmts[0].starts_with("CREATE TABLE IF NOT EXISTS refund_log"));
 /// ```
-#[cfg(feature = "sql")]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub fn ddl(dialect: crate::db::Dialect, table: &str) -> Result<Vec<String>, crate::Error> {
     check_log_table(table).map_err(crate::Error::Config)?;
     Ok(crate::store::sql::consume_sql::log_ddl(

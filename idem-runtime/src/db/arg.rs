@@ -9,7 +9,7 @@ use super::Dialect;
 /// integer: everything idem binds).
 ///
 /// ```
-/// use idem_runtime::db::Arg;
+/// use idem::db::Arg;
 /// let key = Arg::from("o-1");
 /// assert!(matches!(key, Arg::Text("o-1")));
 /// assert!(matches!(Arg::from(7_i64), Arg::Int(7)));

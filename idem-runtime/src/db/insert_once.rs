@@ -64,9 +64,9 @@ impl<T> Fenced for Result<Inserted<T>, Error> {
 /// An insert guarded by the unique constraint `constraint`.
 ///
 /// ```no_run
-/// # async fn f(pool: sqlx::SqlitePool) -> Result<(), idem_runtime::Error> {
-/// use idem_runtime::db::insert_once::InsertOnce;
-/// let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| idem_runtime::Error::Config(e.to_string()))?;
+/// # async fn f(pool: sqlx::SqlitePool) -> Result<(), idem::Error> {
+/// use idem::db::insert_once::InsertOnce;
+/// let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| idem::Error::Config(e.to_string()))?;
 /// let id = InsertOnce::new("uk_order_no")
 ///     .run(
 ///         &mut tx,

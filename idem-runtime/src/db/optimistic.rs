@@ -71,12 +71,12 @@ impl Fenced for Result<Versioned, Error> {
 /// and applied per request with [`apply`](Self::apply).
 ///
 /// ```
-/// use idem_runtime::db::optimistic::Optimistic;
+/// use idem::db::optimistic::Optimistic;
 /// let deduct = Optimistic::new("t_sku", "sku_id", "version")?
 ///     .request_column("last_req")?
 ///     .add("stock", -2)?
 ///     .at_least("stock", 2)?;
-/// # Ok::<(), idem_runtime::Error>(())
+/// # Ok::<(), idem::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Optimistic<'h> {

@@ -32,9 +32,9 @@ static INDEXED: Mutex<Option<HashSet<(Dialect, String, String)>>> = Mutex::new(N
 /// Locks one row by key in the caller's transaction.
 ///
 /// ```
-/// use idem_runtime::db::pessimistic::RowLock;
+/// use idem::db::pessimistic::RowLock;
 /// let order = RowLock::new("t_pay", "order_no")?;
-/// # Ok::<(), idem_runtime::Error>(())
+/// # Ok::<(), idem::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct RowLock<'h> {

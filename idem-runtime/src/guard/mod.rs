@@ -151,7 +151,7 @@ impl Guard<'_> {
     ///
     /// ```
     /// # use std::sync::Arc;
-    /// # use idem_runtime::{Error, FaultyStore, Hooks, How, Idem, MemoryStore, std_error};
+    /// # use idem::{Error, FaultyStore, Hooks, How, Idem, MemoryStore, std_error};
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Error> {
     /// let store = Arc::new(FaultyStore::new(MemoryStore::new()));
     /// let idem = Idem::builder().shared_store(store.clone()).build()?;
@@ -192,13 +192,13 @@ impl Guard<'_> {
     /// key still get fences larger than every earlier one.
     ///
     /// ```
-    /// # use idem_runtime::{Idem, store::memory::MemoryStore};
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem_runtime::Error> {
+    /// # use idem::{Idem, store::memory::MemoryStore};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem::Error> {
     /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
     /// let out = idem
     ///     .guard("mail-send", &[&"req-1"])
     ///     .without_fence()
-    ///     .run(|_| async { Ok::<_, idem_runtime::Error>(String::from("sent")) })
+    ///     .run(|_| async { Ok::<_, idem::Error>(String::from("sent")) })
     ///     .await?;
     /// assert_eq!(out.value(), "sent");
     /// # Ok(()) }

@@ -94,7 +94,7 @@ impl<T: IntoResponse> IntoResponse for Replied<T> {
 ///
 /// ```
 /// use axum::{Router, routing::post};
-/// use idem_runtime::http::MarkReplaysLayer;
+/// use idem::http::MarkReplaysLayer;
 /// # async fn create_order() -> &'static str { "" }
 /// let app: Router = Router::new().route("/orders", post(create_order)).layer(MarkReplaysLayer);
 /// ```

@@ -30,12 +30,12 @@ use crate::key::{Key, KeyPart};
 use crate::policy::MAX_DURATION;
 
 mod acquire;
-#[cfg(feature = "sql")]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod fenced;
 pub mod grant;
 
 pub(crate) use acquire::Acquire;
-#[cfg(feature = "sql")]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use fenced::{FencedUpdate, FencedWrite};
 pub use grant::LockGrant;
 
@@ -54,7 +54,7 @@ pub struct LockPolicy {
     pub wait: Option<Duration>,
     /// Upper bound on renewal for a hung body (default 20 × lease); not
     /// shorter than the lease (equal: never renewed), the rule of every
-    /// technique (`idem_rules::check_hold`).
+    /// technique (`idem_duration::check_hold`).
     pub max_hold: Option<Duration>,
 }
 
@@ -95,7 +95,7 @@ impl LockPolicy {
             }
         }
         if let Some(m) = self.max_hold {
-            idem_rules::check_hold(self.lease, m).map_err(|e| e.to_string())?;
+            idem_duration::check_hold(self.lease, m).map_err(|e| e.to_string())?;
         }
         Ok(())
     }

@@ -34,7 +34,11 @@ use crate::lock::LockPolicy;
 use crate::policy::Policy;
 
 mod builder;
-pub mod text;
+/// Durations as text (`"30s"`, `"1h 30m"`): the grammar the macros' literals
+/// use too, from the `idem-duration` crate.
+pub mod text {
+    pub use idem_duration::parse;
+}
 
 pub(crate) use builder::{DISABLED_WARNING, warn_disabled};
 
@@ -187,7 +191,7 @@ impl Resolved {
                 .map_err(|e| format!("{what} in the idem configuration: {e}"))?;
             let mut l = LockPolicy::default();
             s.apply_lock(&mut l);
-            // One `max_hold` rule for guards and locks (`idem_rules::check_hold`):
+            // One `max_hold` rule for guards and locks (`idem_duration::check_hold`):
             // what passed the guard's check passes the lock's.
             l.validate()
                 .map_err(|e| format!("{what} in the idem configuration: {e}"))?;

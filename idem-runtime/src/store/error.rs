@@ -97,7 +97,10 @@ impl fmt::Display for Reason {
 impl fmt::Debug for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.source {
+            // The text already says what the driver said (the usual case): a
+            // `main` returning this error prints one readable line, not a struct.
             None => fmt::Debug::fmt(&self.text, f),
+            Some(s) if self.text.contains(&s.to_string()) => fmt::Debug::fmt(&self.text, f),
             Some(s) => f
                 .debug_struct("Reason")
                 .field("text", &self.text)
@@ -180,6 +183,22 @@ impl StoreError {
             StoreError::Config(r) => StoreError::Config(r.with_source(e)),
             StoreError::Input(r) => StoreError::Input(r.with_source(e)),
             StoreError::Overloaded(r) => StoreError::Overloaded(r.with_source(e)),
+        }
+    }
+
+    /// The same error, its text rewritten by `f` (the kind and the driver
+    /// error are kept): start-up steps add the store and its URL.
+    pub(crate) fn map_text(self, f: impl FnOnce(&str) -> String) -> Self {
+        let re = |r: Reason| Reason {
+            text: f(&r.text),
+            source: r.source,
+        };
+        match self {
+            StoreError::Unavailable(r) => StoreError::Unavailable(re(r)),
+            StoreError::Codec(r) => StoreError::Codec(re(r)),
+            StoreError::Config(r) => StoreError::Config(re(r)),
+            StoreError::Input(r) => StoreError::Input(re(r)),
+            StoreError::Overloaded(r) => StoreError::Overloaded(re(r)),
         }
     }
 

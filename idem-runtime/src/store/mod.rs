@@ -22,6 +22,7 @@ use crate::outcome::Fence;
 pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use error::{BoxError, Reason, StoreError};
 pub use queue::SendQueue;
+pub use url::redact_url;
 
 pub mod catalog;
 mod error;
@@ -31,11 +32,15 @@ pub(crate) mod queue;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;
-#[cfg(feature = "sql")]
-#[cfg_attr(docsrs, doc(cfg(feature = "sql")))]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
 pub mod sql;
 pub mod state;
 pub mod token;
+mod url;
 
 /// A boxed, sendable future: the store trait stays object-safe (`Arc<dyn Store>`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

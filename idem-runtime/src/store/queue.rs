@@ -38,7 +38,7 @@ pub(crate) const STARVED: Duration = Duration::from_millis(50);
 /// (see the Bursts section of the Redis store's docs).
 ///
 /// ```
-/// use idem_runtime::store::SendQueue;
+/// use idem::store::SendQueue;
 /// let q = SendQueue::new(256);
 /// assert_eq!((q.limit(), q.in_flight(), q.waiting()), (256, 0, 0));
 /// ```

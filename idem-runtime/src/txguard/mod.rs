@@ -51,8 +51,8 @@ use crate::guard::Guard;
 /// (the body gets an [`InTx`], which derefs to the connection).
 ///
 /// ```no_run
-/// # async fn f(pool: sqlx::SqlitePool, idem: idem_runtime::Idem) -> Result<(), idem_runtime::Error> {
-/// let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| idem_runtime::Error::Config(e.to_string()))?;
+/// # async fn f(pool: sqlx::SqlitePool, idem: idem::Idem) -> Result<(), idem::Error> {
+/// let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| idem::Error::Config(e.to_string()))?;
 /// let out = idem
 ///     .guard("refund", &[&"order-7", &"refund-1"])
 ///     .in_tx(&mut tx)
@@ -60,11 +60,11 @@ use crate::guard::Guard;
 ///         sqlx::query("UPDATE orders SET refunded = refunded + 5 WHERE no = 'order-7'")
 ///             .execute(&mut **tx)
 ///             .await
-///             .map_err(|e| idem_runtime::Error::Config(e.to_string()))?;
-///         Ok::<_, idem_runtime::Error>(5_i64)
+///             .map_err(|e| idem::Error::Config(e.to_string()))?;
+///         Ok::<_, idem::Error>(5_i64)
 ///     }))
 ///     .await?;
-/// tx.commit().await.map_err(|e| idem_runtime::Error::Config(e.to_string()))?;
+/// tx.commit().await.map_err(|e| idem::Error::Config(e.to_string()))?;
 /// # let _ = out; Ok(()) }
 /// ```
 #[must_use = "a guard does nothing until `.run(...)` is awaited"]

@@ -79,11 +79,17 @@ impl RedisStoreBuilder {
     /// closed, or degrade, until it is back). A malformed URL or prefix is an error
     /// here. Must be called inside a Tokio runtime.
     pub fn build_lazy(self) -> Result<RedisStore, StoreError> {
+        let url = self.url.clone();
+        self.build_lazy_inner()
+            .map_err(|e| crate::store::url::at_startup("Redis store", &url, e))
+    }
+
+    fn build_lazy_inner(self) -> Result<RedisStore, StoreError> {
         let layout = KeyLayout::new(&self.prefix)?;
         super::from::tls_provider();
         let client = redis::Client::open(self.url.as_str())
             // No source: the parse error may echo the URL, password included.
-            .map_err(|e| StoreError::config(format!("redis url `{}`: {e}", redact(&self.url))))?;
+            .map_err(|e| StoreError::config(format!("malformed URL: {e}")))?;
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(StoreError::Config(
                 "RedisStore must be built inside a Tokio runtime".into(),
@@ -112,10 +118,17 @@ impl RedisStoreBuilder {
     /// `StoreError::Config` for a malformed URL and `StoreError::Unavailable` when the
     /// server cannot be reached.
     pub async fn connect(self) -> Result<RedisStore, StoreError> {
+        let url = self.url.clone();
+        self.connect_inner()
+            .await
+            .map_err(|e| crate::store::url::at_startup("Redis store", &url, e))
+    }
+
+    async fn connect_inner(self) -> Result<RedisStore, StoreError> {
         // Not derived from the response timeout: that one is long on purpose, and
         // a server that cannot be reached should fail the application's start fast.
         let budget = self.connect_timeout.saturating_mul(CONNECT_BUDGET_FACTOR);
-        let store = self.build_lazy()?;
+        let store = self.build_lazy_inner()?;
         // Every connection opens, side by side (a lazy one would make the
         // first burst wait for it); the scripts load once per server.
         let open = async {
@@ -132,23 +145,13 @@ impl RedisStoreBuilder {
             scripts::preload(&mut store.conns.get()).await?;
             native::detect(&mut store.conns.get(), &store.native).await;
             while let Some(r) = pings.join_next().await {
-                r.map_err(|e| {
-                    StoreError::unavailable(format!("redis: opening a connection: {e}"))
-                })??;
+                r.map_err(|e| StoreError::unavailable(format!("opening a connection: {e}")))??;
             }
             Ok::<_, StoreError>(())
         };
-        tokio::time::timeout(budget, open).await.map_err(|_| {
-            StoreError::unavailable(format!("redis: no answer within {budget:?}"))
-        })??;
+        tokio::time::timeout(budget, open)
+            .await
+            .map_err(|_| StoreError::unavailable(format!("no answer within {budget:?}")))??;
         Ok(store)
-    }
-}
-
-/// Hides a password in a URL for error messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}://***{}", &url[..s], &url[at..]),
-        _ => url.to_owned(),
     }
 }

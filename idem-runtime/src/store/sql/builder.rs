@@ -80,6 +80,22 @@ impl SqlStoreBuilder {
 
     /// Connects (no ping on acquire: see the module docs), and migrates if asked.
     pub async fn connect(self) -> Result<SqlStore, StoreError> {
+        let url = self.url.clone();
+        let store = match Dialect::from_url(&url) {
+            #[cfg(feature = "postgres")]
+            Some(Dialect::Postgres) => "PostgreSQL store",
+            #[cfg(feature = "mysql")]
+            Some(Dialect::MySql) => "MySQL/MariaDB store",
+            #[cfg(feature = "sqlite")]
+            Some(Dialect::Sqlite) => "SQLite store",
+            _ => "SQL store",
+        };
+        self.connect_inner()
+            .await
+            .map_err(|e| crate::store::url::at_startup(store, &url, e))
+    }
+
+    async fn connect_inner(self) -> Result<SqlStore, StoreError> {
         let store = match Dialect::from_url(&self.url) {
             #[cfg(feature = "postgres")]
             Some(Dialect::Postgres) => {

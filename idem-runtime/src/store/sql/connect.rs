@@ -53,7 +53,7 @@ impl SqlStore {
         let pool = pool_options::<sqlx::Postgres>(16)
             .connect(url)
             .await
-            .map_err(map_err)?;
+            .map_err(|e| crate::store::url::at_startup("PostgreSQL store", url, map_err(e)))?;
         Ok(Self::postgres(pool))
     }
 
@@ -64,7 +64,7 @@ impl SqlStore {
         let pool = pool_options::<sqlx::MySql>(16)
             .connect(url)
             .await
-            .map_err(map_err)?;
+            .map_err(|e| crate::store::url::at_startup("MySQL/MariaDB store", url, map_err(e)))?;
         Ok(Self::mysql(pool))
     }
 

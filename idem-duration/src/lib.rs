@@ -1,9 +1,25 @@
 //! Durations as text: `500ms`, `30s`, `5m`, `24h`, `7d`, a sum such as `1h30m`,
 //! or anything in humantime's grammar (`1h 30m`, `2 days`, `90 sec`, `1week`).
-//! One parser for both places a duration is written: the macros' string
-//! literals (parsed at compile time; `idem-macros` includes this file by path,
-//! as a proc-macro crate cannot call the runtime while it expands) and the
-//! configuration [`Settings`](super::Settings) deserialize. Plain `std` only.
+//!
+//! The one parser for both places an [idem](https://docs.rs/idem) duration is
+//! written: the macros' string literals (`#[idempotent(ttl = "24h")]`, parsed
+//! at compile time by `idem-macros`, which cannot call the runtime while it
+//! expands) and the configuration files `idem::settings` deserializes. Plain
+//! `std`, no dependencies.
+//!
+//! ```
+//! mod hold;
+
+pub use hold::{HoldTooShort, check_hold};
+
+use std::time::Duration;
+//!
+//! assert_eq!(idem_duration::parse("1h 30m"), Ok(Duration::from_secs(5_400)));
+//! assert!(idem_duration::parse("0s").unwrap_err().contains("greater than zero"));
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::time::Duration;
 
@@ -29,7 +45,10 @@ fn unit_nanos(unit: &str) -> Option<u128> {
     })
 }
 
-/// Parses a duration; the error is a complete message for the value's span.
+/// Parses a duration. Zero, a fraction of a millisecond, more than about 31
+/// years or an unknown unit is an error: a complete, lowercase message naming
+/// the text, ready for a compile error at the value's span or a configuration
+/// error.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let malformed = || {
         format!(

@@ -4,10 +4,6 @@
 //! this one function each, so the two can never mean different things
 //! (issue 24: the `max_hold` rule was written in four places with two
 //! meanings, `>` for locks and `>=` for `#[idempotent]`).
-//!
-//! No dependencies: a proc-macro crate and the runtime can both use it.
-
-#![forbid(unsafe_code)]
 
 use std::fmt;
 use std::time::Duration;
@@ -22,9 +18,9 @@ use std::time::Duration;
 /// ```
 /// use std::time::Duration;
 /// let s = Duration::from_secs;
-/// assert!(idem_rules::check_hold(s(3), s(3)).is_ok());
-/// assert!(idem_rules::check_hold(s(3), s(60)).is_ok());
-/// assert!(idem_rules::check_hold(s(3), s(2)).is_err());
+/// assert!(idem_duration::check_hold(s(3), s(3)).is_ok());
+/// assert!(idem_duration::check_hold(s(3), s(60)).is_ok());
+/// assert!(idem_duration::check_hold(s(3), s(2)).is_err());
 /// ```
 pub fn check_hold(lease: Duration, max_hold: Duration) -> Result<(), HoldTooShort> {
     if max_hold < lease {
