@@ -8,11 +8,7 @@
 //! `std`, no dependencies.
 //!
 //! ```
-//! mod hold;
-
-pub use hold::{HoldTooShort, check_hold};
-
-use std::time::Duration;
+//! use std::time::Duration;
 //!
 //! assert_eq!(idem_duration::parse("1h 30m"), Ok(Duration::from_secs(5_400)));
 //! assert!(idem_duration::parse("0s").unwrap_err().contains("greater than zero"));
@@ -20,6 +16,10 @@ use std::time::Duration;
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+mod hold;
+
+pub use hold::{HoldTooShort, check_hold};
 
 use std::time::Duration;
 

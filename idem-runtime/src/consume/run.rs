@@ -104,15 +104,22 @@ where
         }),
         Err(e) => {
             sp.rollback(conn).await;
-            match find_unique_violation(&e) {
-                Some(v) => Step::Done((
-                    CallOutcome::DuplicateMessage,
-                    Ok(Consumed::Duplicate {
-                        by: duplicate_of(&v, log.table),
-                    }),
-                )),
-                None => failed(db_error(name, log.table, e)),
+            let Some(v) = find_unique_violation(&e) else {
+                return failed(db_error(name, log.table, e));
+            };
+            let mut by = duplicate_of(&v, log.table);
+            // Both keys may be taken (the same message delivered again), and
+            // the database names only one of them: a logged message id wins.
+            if by == DuplicateOf::BusinessId {
+                let seen = crate::store::sql::consume_sql::seen(C::Db::DIALECT, log.table);
+                if let Ok(Some(_)) = conn.any().ints(&seen, &[Arg::Text(name)]).await {
+                    by = DuplicateOf::MessageId;
+                }
             }
+            Step::Done((
+                CallOutcome::DuplicateMessage,
+                Ok(Consumed::Duplicate { by }),
+            ))
         }
     }
 }

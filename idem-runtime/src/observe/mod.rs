@@ -75,8 +75,8 @@
 
 mod deliveries;
 mod describe;
-mod fallback;
 mod export;
+mod fallback;
 pub(crate) mod instrument;
 pub mod labels;
 mod recorder;
@@ -94,8 +94,8 @@ mod verdict;
 pub use deliveries::{DeliveryEvent, count_delivery};
 pub use describe::STORE_SECONDS_BUCKETS;
 pub(crate) use describe::describe;
-pub(crate) use fallback::{counted_under, install_fallback};
 pub use export::{TOP_KEYS_METRIC, render_top_keys};
+pub(crate) use fallback::{counted_under, install_fallback};
 pub(crate) use instrument::instrument;
 pub use labels::{CallOutcome, Op, Technique};
 pub(crate) use recorder::Recorder;

@@ -44,9 +44,18 @@ pub trait StateStore: Send + Sync {
     fn state<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
 }
 
-/// The memory store's states: state, expiry, and the owner that set it.
+/// The memory store's states: state, expiry, and the owner that entered each
+/// state (a retry of an owner whose transition applied is `Applied` even
+/// after another caller moved the key on).
 #[derive(Debug, Default)]
-pub struct MemoryStates(Mutex<HashMap<String, (String, Instant, Owner)>>);
+pub struct MemoryStates(Mutex<HashMap<String, StateEntry>>);
+
+#[derive(Debug)]
+struct StateEntry {
+    state: String,
+    expires: Instant,
+    entered_by: HashMap<String, Owner>,
+}
 
 impl MemoryStates {
     fn cas(
@@ -59,22 +68,35 @@ impl MemoryStates {
     ) -> StateCas {
         let now = Instant::now();
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let current = map.get(key).filter(|(_, e, _)| *e > now);
-        if let Some((s, _, by)) = current
-            && s == to
-        {
-            return if *by == owner {
-                StateCas::Applied
-            } else {
-                StateCas::AlreadyApplied
-            };
+        let current = map.get(key).filter(|e| e.expires > now);
+        if current.is_some_and(|e| e.entered_by.get(to) == Some(&owner)) {
+            return StateCas::Applied;
         }
-        let current = current.map(|(s, _, _)| s.clone());
-        if current.as_deref() != from {
-            return StateCas::InvalidTransition { current };
+        if current.is_some_and(|e| e.state == to) {
+            return StateCas::AlreadyApplied;
         }
+        let mut entered_by = match current.map(|e| e.state.as_str()) {
+            c if c != from => {
+                return StateCas::InvalidTransition {
+                    current: c.map(str::to_owned),
+                };
+            }
+            _ => map
+                .remove(key)
+                .filter(|e| e.expires > now)
+                .map(|e| e.entered_by)
+                .unwrap_or_default(),
+        };
+        entered_by.insert(to.to_owned(), owner);
         let expires = now + ttl.min(crate::policy::MAX_DURATION);
-        map.insert(key.to_owned(), (to.to_owned(), expires, owner));
+        map.insert(
+            key.to_owned(),
+            StateEntry {
+                state: to.to_owned(),
+                expires,
+                entered_by,
+            },
+        );
         StateCas::Applied
     }
 }
@@ -96,8 +118,8 @@ impl StateStore for MemoryStates {
         let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let s = map
             .get(key)
-            .filter(|(_, e, _)| *e > now)
-            .map(|(s, _, _)| s.clone());
+            .filter(|e| e.expires > now)
+            .map(|e| e.state.clone());
         Box::pin(std::future::ready(Ok(s)))
     }
 }

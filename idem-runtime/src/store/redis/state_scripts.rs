@@ -13,20 +13,20 @@ use super::scripts::{map_err, unexpected};
 use crate::store::state::StateCas;
 use crate::store::{Owner, StoreError};
 
-/// KEYS[1] state, KEYS[2] the owner that set it (same slot); ARGV mode ('V':
+/// KEYS[1] state, KEYS[2] a hash of each state entered to the owner that
+/// entered it (same slot); ARGV mode ('V':
 /// expect ARGV[2], 'N': expect no state), expected, new, ttl ms, owner. `{1}`
 /// already in the new state (set by another owner), `{0}` applied (now, or by
 /// this owner's earlier attempt whose reply was lost), `{2[, current]}` another
 /// state (or none).
 const CAS: &str = r#"
 local v = redis.call('GET', KEYS[1])
-if v == ARGV[3] then
-  if redis.call('GET', KEYS[2]) == ARGV[5] then return {0} end
-  return {1}
-end
+if v and redis.call('HGET', KEYS[2], ARGV[3]) == ARGV[5] then return {0} end
+if v == ARGV[3] then return {1} end
 if (ARGV[1] == 'N' and not v) or (ARGV[1] == 'V' and v == ARGV[2]) then
   redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
-  redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])
+  redis.call('HSET', KEYS[2], ARGV[3], ARGV[5])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
   return {0}
 end
 if v then return {2, v} end

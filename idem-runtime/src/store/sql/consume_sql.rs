@@ -88,6 +88,18 @@ pub(crate) fn insert(d: Dialect, t: &str) -> String {
     }
 }
 
+/// Whether the log holds a row for a message key: a violation that names the
+/// business id may also be a redelivered message id (both keys taken; SQLite
+/// then names the business id's index), which this tells apart.
+pub(crate) fn seen(d: Dialect, t: &str) -> String {
+    let p = match d {
+        Dialect::Postgres => "$1",
+        Dialect::MySql => "?",
+        Dialect::Sqlite => "?1",
+    };
+    format!("SELECT 1 FROM {t} WHERE msg_key = {p}")
+}
+
 /// Deletes up to `PURGE_BATCH` expired log rows.
 pub(crate) fn purge(d: Dialect, t: &str) -> String {
     match d {

@@ -84,7 +84,7 @@ pub(crate) fn check(s: &LockSchedule, out: &LockOutput) -> Result<(), String> {
             }
             if *valid
                 && s.keys_kept()
-                && let Some(later) = grants.iter().find(|g| g.2 > *f && g.1 <= *t && g.0 != *i)
+                && let Some(later) = grants.iter().find(|g| g.2 > *f && g.1 < *t && g.0 != *i)
             {
                 v.push(format!(
                         "[lock-valid] key {k}: call {i} was told is_valid() at {t:?} after call {} was granted at {:?}",

@@ -274,7 +274,23 @@ pub(crate) fn check(s: &CasSchedule, out: &CasOutput) -> Result<(), String> {
             continue;
         };
         if let CasResult::Ok(r) = res {
-            if applied && *r != StateCas::Applied {
+            // A FLUSHALL after the applying attempt erases what the store
+            // knew of it: nothing can tell the retry it applied.
+            let applied_at = mine.iter().find(|a| {
+                matches!(
+                    &a.what,
+                    What::Cas {
+                        res: StateCas::Applied,
+                        ..
+                    }
+                )
+            });
+            let flushed_since = applied_at.is_some_and(|a| {
+                s.events
+                    .iter()
+                    .any(|(t, e)| matches!(e, CasEvent::FlushAll) && *t >= a.t && t <= t1)
+            });
+            if applied && !flushed_since && *r != StateCas::Applied {
                 v.push(format!(
                     "[cas-applier-told] call {} applied {:?} itself but was told {r:?}",
                     c.id, EDGES[c.edge]

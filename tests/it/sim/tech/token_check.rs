@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::SeedRun;
 use super::faults::What;
-use super::token::{TokCallInfo, TokOutput, TokResult, TokSchedule, run};
+use super::token::{TokCallInfo, TokEvent, TokOutput, TokResult, TokSchedule, run};
 
 fn token_of(s: &TokSchedule, out: &TokOutput, i: usize) -> usize {
     if i < s.calls.len() {
@@ -33,7 +33,22 @@ pub(crate) fn check(s: &TokSchedule, out: &TokOutput) -> Result<(), String> {
             };
             let ac = &out.calls[ai];
             let returned = !matches!(ac.end, None | Some((_, TokResult::Cancelled)));
-            let excused = ac.crashed || s.refusing() || (returned && s.unreliable());
+            // A crash of the caller's process after its body succeeded but
+            // before the detached consume reached the store cuts that finish
+            // (nothing durable knows the body succeeded): the lease returns
+            // the token, as a crash during the call would.
+            let finish_cut = s.calls.get(ai).is_some_and(|c| {
+                s.events.iter().any(|(tc, e)| {
+                    matches!(e, TokEvent::Crash(p) if *p == c.proc)
+                        && *tc >= a_end
+                        && !out.log.iter().any(|l| {
+                            l.call == Some(ai)
+                                && matches!(l.what, What::Consume { .. })
+                                && l.t <= *tc
+                        })
+                })
+            });
+            let excused = ac.crashed || finish_cut || s.refusing() || (returned && s.unreliable());
             if excused {
                 continue;
             }
