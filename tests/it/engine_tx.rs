@@ -11,10 +11,10 @@ use idem::{How, Idem, Store};
 use crate::support::{AppError, Counter, unique_ns};
 use crate::tx_support::{TestDb, V, per_db};
 
-const TABLES: [&str; 1] =
+pub(crate) const TABLES: [&str; 1] =
     ["CREATE TABLE t_buy (req_id VARCHAR(64) NOT NULL PRIMARY KEY, amount BIGINT NOT NULL)"];
 
-fn handle(store: Arc<dyn Store>) -> Idem {
+pub(crate) fn handle(store: Arc<dyn Store>) -> Idem {
     Idem::builder()
         .shared_store(store)
         .namespace(unique_ns("engtx"))
@@ -32,7 +32,7 @@ async fn buys<D: TestDb>(db: &D, req: &str) -> i64 {
 }
 
 /// One guarded insert of `req` (one business row per run) on `tx`.
-async fn guarded_insert<D: TestDb>(
+pub(crate) async fn guarded_insert<D: TestDb>(
     idem: &Idem,
     tx: &mut sqlx::Transaction<'static, D::DB>,
     req: &str,

@@ -140,6 +140,7 @@ mod sqlite;
 mod store;
 mod token;
 mod token_sql;
+pub(crate) mod tx_marks;
 
 pub use crate::db::Dialect;
 pub use builder::SqlStoreBuilder;
