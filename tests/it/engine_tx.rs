@@ -38,8 +38,22 @@ pub(crate) async fn guarded_insert<D: TestDb>(
     req: &str,
     runs: &Counter,
 ) -> How {
-    let out = idem
-        .guard("buy", &[&req])
+    guarded_insert_for::<D>(idem, tx, req, runs, None).await
+}
+
+/// [`guarded_insert`] with the record's ttl (`None`: the default).
+pub(crate) async fn guarded_insert_for<D: TestDb>(
+    idem: &Idem,
+    tx: &mut sqlx::Transaction<'static, D::DB>,
+    req: &str,
+    runs: &Counter,
+    ttl: Option<Duration>,
+) -> How {
+    let mut guard = idem.guard("buy", &[&req]);
+    if let Some(ttl) = ttl {
+        guard = guard.ttl(ttl);
+    }
+    let out = guard
         .in_tx(tx)
         .run(|tx, _fence| {
             Box::pin(async move {

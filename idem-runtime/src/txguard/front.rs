@@ -67,9 +67,10 @@ pub(super) async fn learnable(
 }
 
 /// Copies a committed record into the front store (claim with a fresh owner,
-/// then complete), unless it holds the key already. Failures are logged only.
+/// then complete) for `ttl`, the row's time left (issue 24, m: not a fresh
+/// ttl), unless it holds the key already. Failures are logged only.
 pub(super) async fn publish(idem: &Idem, key: &str, rec: &DoneRecord, ttl: std::time::Duration) {
-    if !is_front(idem) {
+    if !is_front(idem) || ttl.is_zero() {
         return;
     }
     let exec = &idem.inner.exec;

@@ -106,7 +106,11 @@ where
         fingerprint: fp,
         lease: g.policy.lease,
     };
-    let (claim, waited) = match st.claim(&mut cx.any(), req).await {
+    let crate::store::sql::TxClaim {
+        claim,
+        waited,
+        remaining,
+    } = match st.claim(&mut cx.any(), req).await {
         Ok(c) => c,
         Err(f) => {
             sp.rollback(cx).await;
@@ -139,7 +143,7 @@ where
             let how = if waited { How::Waited } else { How::Replayed };
             let step = replayed(g, key, fp, &rec, how);
             if learn && step.1.is_ok() {
-                front::publish(g.idem, key, &rec, g.policy.ttl).await;
+                front::publish(g.idem, key, &rec, remaining).await;
             }
             return step;
         }
@@ -217,8 +221,8 @@ async fn complete<DB: TxDb>(
         return Ok(true);
     }
     let again = ClaimRequest { lease: ttl, ..req };
-    match st.claim(&mut cx.any(), again).await? {
-        (Claim::Claimed { .. }, _) => {
+    match st.claim(&mut cx.any(), again).await?.claim {
+        Claim::Claimed { .. } => {
             st.complete(&mut cx.any(), req.key, req.owner, payload, ttl)
                 .await
         }

@@ -146,7 +146,7 @@ pub use crate::db::Dialect;
 pub use builder::SqlStoreBuilder;
 pub use catalog::{EXPRESSION, SqlConstraints};
 pub use ddl::ddl;
-pub(crate) use in_tx::{TxFail, TxStatements};
+pub(crate) use in_tx::{TxClaim, TxFail, TxStatements};
 pub use key::MAX_KEY_BYTES;
 pub use names::TableNames;
 pub use store::SqlStore;
