@@ -11,10 +11,10 @@ use idem::{How, Idem, Store};
 use crate::support::{AppError, Counter, unique_ns};
 use crate::tx_support::{TestDb, V, per_db};
 
-const TABLES: [&str; 1] =
+pub(crate) const TABLES: [&str; 1] =
     ["CREATE TABLE t_buy (req_id VARCHAR(64) NOT NULL PRIMARY KEY, amount BIGINT NOT NULL)"];
 
-fn handle(store: Arc<dyn Store>) -> Idem {
+pub(crate) fn handle(store: Arc<dyn Store>) -> Idem {
     Idem::builder()
         .shared_store(store)
         .namespace(unique_ns("engtx"))
@@ -32,14 +32,28 @@ async fn buys<D: TestDb>(db: &D, req: &str) -> i64 {
 }
 
 /// One guarded insert of `req` (one business row per run) on `tx`.
-async fn guarded_insert<D: TestDb>(
+pub(crate) async fn guarded_insert<D: TestDb>(
     idem: &Idem,
     tx: &mut sqlx::Transaction<'static, D::DB>,
     req: &str,
     runs: &Counter,
 ) -> How {
-    let out = idem
-        .guard("buy", &[&req])
+    guarded_insert_for::<D>(idem, tx, req, runs, None).await
+}
+
+/// [`guarded_insert`] with the record's ttl (`None`: the default).
+pub(crate) async fn guarded_insert_for<D: TestDb>(
+    idem: &Idem,
+    tx: &mut sqlx::Transaction<'static, D::DB>,
+    req: &str,
+    runs: &Counter,
+    ttl: Option<Duration>,
+) -> How {
+    let mut guard = idem.guard("buy", &[&req]);
+    if let Some(ttl) = ttl {
+        guard = guard.ttl(ttl);
+    }
+    let out = guard
         .in_tx(tx)
         .run(|tx, _fence| {
             Box::pin(async move {

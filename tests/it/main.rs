@@ -33,6 +33,7 @@ mod engine_state;
 mod engine_tokens;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod engine_tx;
+mod engine_tx_front;
 mod guard_safety;
 #[cfg(feature = "axum")]
 mod http;

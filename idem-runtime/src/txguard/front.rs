@@ -2,13 +2,16 @@
 //! Redis or memory store answers finished keys without touching the database,
 //! and learns a finished record when a replay read it from the table. It is
 //! never written before the caller's commit (the guard cannot see the commit,
-//! so it writes only records it read back committed), and nothing depends on
+//! so it writes only records it read back committed: not ones its own
+//! transaction claimed, see `store::sql::tx_marks`), and nothing depends on
 //! it: a front store that lost a key, or is down, only costs the short-cut.
 //! A SQL store is not used as a front: the table in the transaction is the
 //! record already.
 
+use crate::db::{AnyConn, Dialect};
 use crate::handle::Idem;
 use crate::observe::Op;
+use crate::store::sql::tx_marks;
 use crate::store::{Claim, ClaimRequest, DoneRecord, Owner, RecordState};
 
 /// Whether the handle's store is a front (not one of the SQL stores).
@@ -32,10 +35,42 @@ pub(super) async fn finished(idem: &Idem, key: &str) -> Option<DoneRecord> {
     }
 }
 
-/// Copies a committed record into the front store (claim with a fresh owner,
-/// then complete), unless it holds the key already. Failures are logged only.
-pub(super) async fn publish(idem: &Idem, key: &str, rec: &DoneRecord, ttl: std::time::Duration) {
+/// Notes `key` as claimed by the caller's transaction, so a later replay of
+/// it in the same transaction does not copy a record that may yet roll back
+/// (issue 24, a). Only when a front store exists.
+pub(super) async fn note_claim(
+    idem: &Idem,
+    dialect: Dialect,
+    conn: &mut AnyConn<'_>,
+    key: &str,
+) -> Result<(), sqlx::Error> {
     if !is_front(idem) {
+        return Ok(());
+    }
+    tx_marks::mark(conn, dialect, key).await
+}
+
+/// Whether a finished record of `key` read from the table in the caller's
+/// transaction is committed, so the front store may learn it: this
+/// transaction did not claim the key (a transaction sees no other
+/// transaction's uncommitted rows). False without a front store.
+pub(super) async fn learnable(
+    idem: &Idem,
+    dialect: Dialect,
+    conn: &mut AnyConn<'_>,
+    key: &str,
+) -> Result<bool, sqlx::Error> {
+    if !is_front(idem) {
+        return Ok(false);
+    }
+    Ok(!tx_marks::marked(conn, dialect, key).await?)
+}
+
+/// Copies a committed record into the front store (claim with a fresh owner,
+/// then complete) for `ttl`, the row's time left (issue 24, m: not a fresh
+/// ttl), unless it holds the key already. Failures are logged only.
+pub(super) async fn publish(idem: &Idem, key: &str, rec: &DoneRecord, ttl: std::time::Duration) {
+    if !is_front(idem) || ttl.is_zero() {
         return;
     }
     let exec = &idem.inner.exec;

@@ -106,7 +106,11 @@ where
         fingerprint: fp,
         lease: g.policy.lease,
     };
-    let (claim, waited) = match st.claim(&mut cx.any(), req).await {
+    let crate::store::sql::TxClaim {
+        claim,
+        waited,
+        remaining,
+    } = match st.claim(&mut cx.any(), req).await {
         Ok(c) => c,
         Err(f) => {
             sp.rollback(cx).await;
@@ -114,15 +118,32 @@ where
         }
     };
     let fence = match claim {
-        Claim::Claimed { fence } => fence,
-        Claim::Done(rec) => {
-            if let Err(e) = sp.release(cx).await {
+        Claim::Claimed { fence } => {
+            if let Err(e) = front::note_claim(g.idem, DB::DIALECT, &mut cx.any(), key).await {
+                sp.rollback(cx).await;
                 return failed(tx_error(key, e));
             }
+            fence
+        }
+        Claim::Done(rec) => {
+            let learn = match front::learnable(g.idem, DB::DIALECT, &mut cx.any(), key).await {
+                Ok(learn) => {
+                    if let Err(e) = sp.release(cx).await {
+                        return failed(tx_error(key, e));
+                    }
+                    learn
+                }
+                Err(e) => {
+                    // Not known committed: the front store is not taught.
+                    tracing::debug!(key, error = %e, "idem: claim note unreadable; front store not taught");
+                    sp.rollback(cx).await;
+                    false
+                }
+            };
             let how = if waited { How::Waited } else { How::Replayed };
             let step = replayed(g, key, fp, &rec, how);
-            if step.1.is_ok() {
-                front::publish(g.idem, key, &rec, g.policy.ttl).await;
+            if learn && step.1.is_ok() {
+                front::publish(g.idem, key, &rec, remaining).await;
             }
             return step;
         }
@@ -200,8 +221,8 @@ async fn complete<DB: TxDb>(
         return Ok(true);
     }
     let again = ClaimRequest { lease: ttl, ..req };
-    match st.claim(&mut cx.any(), again).await? {
-        (Claim::Claimed { .. }, _) => {
+    match st.claim(&mut cx.any(), again).await?.claim {
+        Claim::Claimed { .. } => {
             st.complete(&mut cx.any(), req.key, req.owner, payload, ttl)
                 .await
         }

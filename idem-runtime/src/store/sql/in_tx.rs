@@ -60,6 +60,17 @@ impl From<StoreError> for TxFail {
     }
 }
 
+/// A claim's answer in the caller's transaction.
+#[derive(Debug)]
+pub(crate) struct TxClaim {
+    pub(crate) claim: Claim,
+    /// The answer came after the claim met another transaction's row (it
+    /// waited for it).
+    pub(crate) waited: bool,
+    /// A found row's time left before it expires (zero for `Claimed`).
+    pub(crate) remaining: Duration,
+}
+
 /// The record statements of one table and dialect, built once per handle.
 #[derive(Debug)]
 pub(crate) struct TxStatements {
@@ -90,13 +101,13 @@ impl TxStatements {
 
     /// Claims `req.key` in the caller's transaction: `Claimed` (an uncommitted
     /// row), `Done` (a committed record) or `Busy` (a live claim committed by a
-    /// guard outside any transaction); with `true` when the answer came after
-    /// the claim met another transaction's row (it waited for it).
+    /// guard outside any transaction), with whether it waited and the found
+    /// row's remaining time.
     pub(crate) async fn claim(
         &self,
         conn: &mut AnyConn<'_>,
         req: ClaimRequest<'_>,
-    ) -> Result<(Claim, bool), TxFail> {
+    ) -> Result<TxClaim, TxFail> {
         check_key(self.dialect, req.key)?;
         let (sql, sent) = (&self.sql, &self.sent);
         for round in 0..super::CLAIM_ROUNDS {
@@ -116,7 +127,12 @@ impl TxStatements {
                     use super::mysql::{TakeArgs, fetch_on, take_in_tx};
                     let live = [Arg::Text(req.key)];
                     if let Some(row) = fetch_on(c, sent, &sql.select_live, &live).await? {
-                        return Ok((row.into_claim(req.owner)?, round > 0));
+                        let (claim, remaining) = row.into_answer(req.owner)?;
+                        return Ok(TxClaim {
+                            claim,
+                            waited: round > 0,
+                            remaining,
+                        });
                     }
                     let a = TakeArgs {
                         key: req.key,
@@ -125,12 +141,15 @@ impl TxStatements {
                         lease_us: micros(req.lease),
                     };
                     match take_in_tx(c, sent, &self.claim_mysql, a).await? {
-                        Some(fence) => Some(Claim::Claimed {
-                            fence: crate::outcome::Fence::new(fence as u64),
-                        }),
+                        Some(fence) => Some((
+                            Claim::Claimed {
+                                fence: crate::outcome::Fence::new(fence as u64),
+                            },
+                            Duration::ZERO,
+                        )),
                         None => fetch_on(c, sent, &self.select_locked, &live)
                             .await?
-                            .map(|r| r.into_claim(req.owner))
+                            .map(|r| r.into_answer(req.owner))
                             .transpose()?,
                     }
                 }
@@ -139,7 +158,12 @@ impl TxStatements {
                     use super::sqlite::{fetch_on, take_on};
                     let live = [Arg::Text(req.key)];
                     if let Some(row) = fetch_on(c, sent, &sql.select_live, &live).await? {
-                        return Ok((row.into_claim(req.owner)?, round > 0));
+                        let (claim, remaining) = row.into_answer(req.owner)?;
+                        return Ok(TxClaim {
+                            claim,
+                            waited: round > 0,
+                            remaining,
+                        });
                     }
                     let lease = micros(req.lease);
                     take_on(
@@ -155,11 +179,15 @@ impl TxStatements {
                     .transpose()?
                 }
             };
-            if let Some(answer) = answer {
+            if let Some((claim, remaining)) = answer {
                 let waited = round > 0
-                    || (!matches!(answer, Claim::Claimed { .. })
+                    || (!matches!(claim, Claim::Claimed { .. })
                         && self.dialect != Dialect::Postgres);
-                return Ok((answer, waited));
+                return Ok(TxClaim {
+                    claim,
+                    waited,
+                    remaining,
+                });
             }
         }
         Err(TxFail::Store(StoreError::unavailable(format!(

@@ -148,13 +148,14 @@ mod sqlite;
 mod store;
 mod token;
 mod token_sql;
+pub(crate) mod tx_marks;
 
 pub use crate::db::Dialect;
 pub use builder::SqlStoreBuilder;
 pub(crate) use catalog::lookup_on;
 pub use catalog::{EXPRESSION, SqlConstraints};
 pub use ddl::ddl;
-pub(crate) use in_tx::{TxFail, TxStatements};
+pub(crate) use in_tx::{TxClaim, TxFail, TxStatements};
 pub use key::MAX_KEY_BYTES;
 pub use names::TableNames;
 pub use outbox_sql::{DEFAULT_OUTBOX_TABLE, check_outbox_table};

@@ -34,7 +34,7 @@ pub(super) async fn claim(
         let row = retry_conflicts(|| bind(sent, &sql.claim, &args).fetch_optional(pool))
             .await
             .map_err(map_err)?;
-        if let Some(answer) = answer(row, req.owner)? {
+        if let Some((answer, _)) = answer(row, req.owner)? {
             return Ok(answer);
         }
     }
@@ -59,7 +59,7 @@ pub(super) fn claim_args<'a>(req: &'a ClaimRequest<'a>, owner: &'a [u8; 16]) -> 
 pub(super) fn answer(
     row: Option<PgRow>,
     me: crate::store::Owner,
-) -> Result<Option<Claim>, StoreError> {
+) -> Result<Option<(Claim, std::time::Duration)>, StoreError> {
     let Some(row) = row else { return Ok(None) };
     let claimed: bool = row.try_get("claimed").map_err(map_err)?;
     let raw = raw(&row)?;
@@ -70,13 +70,14 @@ pub(super) fn answer(
                 raw.fence
             )));
         }
-        return Ok(Some(Claim::Claimed {
+        let claim = Claim::Claimed {
             fence: Fence::new(raw.fence as u64),
-        }));
+        };
+        return Ok(Some((claim, std::time::Duration::ZERO)));
     }
     // The snapshot may show a row that expired meanwhile: ask again.
     if raw.remaining_us > 0 {
-        return raw.into_claim(me).map(Some);
+        return raw.into_answer(me).map(Some);
     }
     Ok(None)
 }

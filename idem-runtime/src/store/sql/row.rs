@@ -70,6 +70,13 @@ impl RawRow {
         }
     }
 
+    /// [`into_claim`](Self::into_claim) with the row's remaining time (a
+    /// finished record's ttl left, for a front store that learns it).
+    pub(crate) fn into_answer(self, me: Owner) -> Result<(Claim, Duration), StoreError> {
+        let remaining = self.remaining();
+        Ok((self.into_claim(me)?, remaining))
+    }
+
     /// The answer a claim by `me` gets when it finds this live row.
     pub(crate) fn into_claim(self, me: Owner) -> Result<Claim, StoreError> {
         Ok(match self.into_state()? {

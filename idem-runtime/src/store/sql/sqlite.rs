@@ -98,7 +98,8 @@ async fn take(t: Arc<Take>) -> Result<Option<Result<Claim, StoreError>>, sqlx::E
         req,
         t.lease_us,
     )
-    .await?;
+    .await?
+    .map(|a| a.map(|(claim, _)| claim));
     t.sent.one(); // COMMIT
     tx.commit().await?;
     Ok(answer)
@@ -117,7 +118,7 @@ pub(super) async fn take_on(
     select_live: &Stmt,
     req: ClaimRequest<'_>,
     lease_us: i64,
-) -> Result<Option<Result<Claim, StoreError>>, sqlx::Error> {
+) -> Result<Option<Result<(Claim, std::time::Duration), StoreError>>, sqlx::Error> {
     let fence: i64 = bind(sent, next_fence, &[])
         .fetch_one(&mut *conn)
         .await?
@@ -132,13 +133,16 @@ pub(super) async fn take_on(
     ];
     let claimed = bind(sent, claim, &args).fetch_optional(&mut *conn).await?;
     Ok(match claimed {
-        Some(_) => Some(Ok(Claim::Claimed {
-            fence: Fence::new(fence as u64),
-        })),
+        Some(_) => Some(Ok((
+            Claim::Claimed {
+                fence: Fence::new(fence as u64),
+            },
+            std::time::Duration::ZERO,
+        ))),
         None => bind(sent, select_live, &[Arg::Text(req.key)])
             .fetch_optional(&mut *conn)
             .await?
-            .map(|row| raw(&row).and_then(|r| r.into_claim(req.owner))),
+            .map(|row| raw(&row).and_then(|r| r.into_answer(req.owner))),
     })
 }
 
