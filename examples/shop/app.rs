@@ -84,9 +84,12 @@ pub(crate) fn parse_user_id(v: &str) -> Option<i64> {
     v.parse::<i64>().ok().filter(|id| *id >= 0)
 }
 
+/// The longest client key the shop accepts, in bytes.
+pub(crate) const MAX_KEY: usize = 64;
+
 /// A client key the shop accepts: 1–64 bytes.
 pub(crate) fn valid_key(k: &str) -> bool {
-    !k.is_empty() && k.len() <= 64
+    !k.is_empty() && k.len() <= MAX_KEY
 }
 
 /// The client's `Idempotency-Key` (the request id of the seed's key design).
@@ -107,17 +110,15 @@ impl<S: Send + Sync> FromRequestParts<S> for User {
 impl<S: Send + Sync> FromRequestParts<S> for RequestId {
     type Rejection = ShopError;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ShopError> {
-        let key = parts
-            .headers
-            .get("idempotency-key")
-            .and_then(|v| v.to_str().ok());
-        // The `http` branch's `idem::http::IdempotencyKey` replaces this at the merge.
-        match key {
-            Some(k) if valid_key(k) => Ok(RequestId(k.to_owned())),
-            _ => Err(ShopError::BadRequest(
-                "send `Idempotency-Key: <1-64 characters>`",
-            )),
-        }
+        // The layer's own parsing and rules: one field, a token or an RFC 8941
+        // string (`"q"` and `q` are one key), no commas or control characters.
+        idem::http::IdempotencyKey::from_headers(&parts.headers, MAX_KEY)
+            .map(|k| RequestId(k.as_str().to_owned()))
+            .map_err(|_| {
+                ShopError::BadRequest(
+                    "send one `Idempotency-Key: <1-64 characters>` header (a token or a quoted string)",
+                )
+            })
     }
 }
 

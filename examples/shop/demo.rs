@@ -305,7 +305,7 @@ pub(crate) fn print(report: &Report, namespace: &str) {
         let ours = line.contains(&format!("scope=\"{namespace}:order-create\""));
         let seed = line.starts_with("idem_interception_rate")
             || line.starts_with("idem_backstop_hits")
-            || line.starts_with("idem_top_key_duplicates");
+            || line.starts_with("idem_top_key_repeats");
         if (ours && line.starts_with("idem_calls_total")) || seed {
             println!("  {line}");
         }

@@ -5,7 +5,9 @@
 //! - `idem_interception_rate`: (replayed + waited + backstop +
 //!   duplicate_message) / calls;
 //! - `idem_backstop_hits`: duplicates only the unique index caught;
-//! - `idem_top_key_duplicates{scope,key}`: the most-repeated keys.
+//! - `idem_top_key_repeats{scope,key}`: the most-repeated keys, as
+//!   `idem::observe::render_top_keys` exports them (guaranteed counts, hashed
+//!   keys).
 
 use axum::extract::State;
 use axum::http::header;
@@ -40,22 +42,8 @@ pub(crate) fn seed_figures(s: &idem::Stats) -> String {
     );
     out.push_str("# TYPE idem_backstop_hits gauge\n");
     out.push_str(&format!("idem_backstop_hits {}\n", s.backstop_hits()));
-    out.push_str("# HELP idem_top_key_duplicates most-repeated keys (Space-Saving top-K)\n");
-    out.push_str("# TYPE idem_top_key_duplicates gauge\n");
-    for k in s.top_keys.iter().take(TOP) {
-        out.push_str(&format!(
-            "idem_top_key_duplicates{{scope=\"{}\",key=\"{}\"}} {}\n",
-            escape(&k.scope),
-            escape(&k.key),
-            k.count
-        ));
-    }
+    // The library's export: guaranteed counts (count - error), only keys
+    // certainly above every unlisted one, keys hashed (issue 32).
+    out.push_str(&idem::observe::render_top_keys(s, TOP));
     out
-}
-
-/// A Prometheus label value: backslash, quote and newline escaped.
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }

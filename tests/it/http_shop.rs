@@ -89,10 +89,11 @@ async fn demo_rounds_pass_and_metrics_show_the_seed_figures() {
     let top = &stats.top_keys[0];
     assert_eq!(top.key, format!("{ns}:order-create:1002:req-b"));
     let top_line = format!(
-        "idem_top_key_duplicates{{scope=\"{ns}:order-create\",key=\"{}\"}}",
-        top.key
+        "idem_top_key_repeats{{scope=\"{ns}:order-create\",key=\"{}\"}}",
+        idem::observe::key_hash(&top.key)
     );
-    assert_eq!(sample(m, &top_line), top.count as f64);
+    assert_eq!(sample(m, &top_line), top.guaranteed() as f64);
+    assert!(!m.contains(&top.key), "no raw key in /metrics");
     assert_eq!(top.count, 49);
     let calls = |outcome: &str| {
         let prefix = format!(
