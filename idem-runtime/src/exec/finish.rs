@@ -145,23 +145,21 @@ impl Exec {
     }
 
     /// Undoes, in the background, a claim of `kind` whose answer never came.
-    /// It is released (given back) first, patiently, as before. But the claim
-    /// may not have applied *yet*: a store that runs
-    /// it detached (the SQL stores' write half), or on another pooled
-    /// connection, can apply it after that release, and it then held the key
-    /// for a lease (issue 24, m). So the same claim is sent again with the same
-    /// owner: it queues behind the first one where the store orders them (a
-    /// single writer, a row lock, one connection), answers `Claimed` if the
-    /// first one applied (or takes a free key), and is then released too.
+    /// The claim may not have applied *yet*: a store that runs it detached
+    /// (the SQL stores' write half), or on another pooled connection, can
+    /// apply it after a release, and it then held the key for a lease (issue
+    /// 24, m). So the same claim is sent again first, with the same owner: it
+    /// queues behind the first one where the store orders them (a single
+    /// writer, a row lock, one connection) and answers `Claimed` if the first
+    /// one applied; then it is released, once. Releasing *before* that resend
+    /// would free the key and let the resend take it again, so that a caller
+    /// who saw it free found it busy. If the resend fails, the release is
+    /// still sent (owner-checked: it frees only this owner's claim).
     async fn undo_in_flight(&self, spec: &Undo) -> Result<Owned, StoreError> {
         let (key, owner, lease) = (&*spec.key, spec.owner, spec.lease);
         let undo = Finish::undo(spec.kind);
-        // A release of an absent key says `Applied` (a retry after a lost reply
-        // looks the same), so its answer cannot tell "undone" from "not applied
-        // yet": the claim is always sent again.
-        self.in_background(key, owner, lease, &undo).await?;
         let budget = lease.max(self.op_timeout);
-        let holds = match spec.kind {
+        let resent = match spec.kind {
             Kind::Record => {
                 let req = ClaimRequest {
                     key,
@@ -169,24 +167,24 @@ impl Exec {
                     fingerprint: spec.fingerprint,
                     lease,
                 };
-                let claim = self
-                    .op_reclaim(Op::Claim, key, budget, || self.store.claim_unfenced(req))
-                    .await?;
-                matches!(claim, Claim::Claimed { .. })
+                self.op_reclaim(Op::Claim, key, budget, || self.store.claim_unfenced(req))
+                    .await
+                    .map(|c| matches!(c, Claim::Claimed { .. }))
             }
             Kind::Token => {
                 let Some(tokens) = self.store.tokens() else {
                     return Ok(Owned::NotOwner);
                 };
-                let take = self
-                    .op_reclaim(Op::TokenTake, key, budget, || {
-                        tokens.take(key, owner, lease)
-                    })
-                    .await?;
-                matches!(take, TokenTake::Taken { .. })
+                self.op_reclaim(Op::TokenTake, key, budget, || {
+                    tokens.take(key, owner, lease)
+                })
+                .await
+                .map(|t| matches!(t, TokenTake::Taken { .. }))
             }
         };
-        if !holds {
+        // Not ours (another owner holds the key, or the token is gone):
+        // nothing to undo. Unknown (the resend failed): release anyway.
+        if matches!(resent, Ok(false)) {
             return Ok(Owned::NotOwner);
         }
         self.in_background(key, owner, lease, &undo).await
