@@ -143,14 +143,14 @@ fn expansions_match_snapshots() {
 #[test]
 fn the_documented_expansion_is_the_snapshot() {
     let snapshot = std::fs::read_to_string(dir().join("readme.expanded.rs")).expect("snapshot");
-    for doc in ["../docs/macro.md", "../README.md"] {
-        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc))
-            .expect("documentation file");
-        assert!(
-            text.contains(&snapshot),
-            "{doc} must show idem-macros/tests/snapshots/readme.expanded.rs verbatim"
-        );
-    }
+    // The README links here instead of showing it (issue 27: a short README).
+    let doc = "../docs/macro.md";
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc))
+        .expect("documentation file");
+    assert!(
+        text.contains(&snapshot),
+        "{doc} must show idem-macros/tests/snapshots/readme.expanded.rs verbatim"
+    );
 }
 
 #[test]

@@ -26,8 +26,7 @@ async fn redis_down_at_start_up_names_the_store_the_url_and_what_to_check() {
     let url = format!("redis://:s3cret@127.0.0.1:{port}/0");
     let err = RedisStore::connect(&url)
         .await
-        .err()
-        .expect("nothing listens there");
+        .expect_err("nothing listens there");
     let shown = format!("redis://***@127.0.0.1:{port}/0");
     assert_names_store_url_and_check(&err.to_string(), "Redis store", &shown);
     // `fn main() -> Result<(), Box<dyn Error>>` prints the Debug form: one line.
@@ -46,12 +45,10 @@ async fn postgres_down_at_start_up_names_the_store_the_url_and_what_to_check() {
     let shown = format!("postgres://***@127.0.0.1:{port}/test");
     let err = SqlStore::connect(&url)
         .await
-        .err()
-        .expect("nothing listens there");
+        .expect_err("nothing listens there");
     assert_names_store_url_and_check(&err.to_string(), "PostgreSQL store", &shown);
     let err = SqlStore::connect_postgres(&url)
         .await
-        .err()
-        .expect("nothing listens there");
+        .expect_err("nothing listens there");
     assert_names_store_url_and_check(&err.to_string(), "PostgreSQL store", &shown);
 }
