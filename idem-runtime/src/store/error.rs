@@ -188,6 +188,7 @@ impl StoreError {
 
     /// The same error, its text rewritten by `f` (the kind and the driver
     /// error are kept): start-up steps add the store and its URL.
+    #[cfg(any(feature = "redis", feature = "sql"))]
     pub(crate) fn map_text(self, f: impl FnOnce(&str) -> String) -> Self {
         let re = |r: Reason| Reason {
             text: f(&r.text),

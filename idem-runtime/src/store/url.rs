@@ -18,6 +18,7 @@ pub fn redact_url(url: &str) -> String {
 /// A start-up step's error (connecting, loading scripts, migrating) as the
 /// operator reads it: which store, at which URL (password hidden), what
 /// happened, and what to check. Keeps the kind and the driver error.
+#[cfg(any(feature = "redis", feature = "sql"))]
 pub(crate) fn at_startup(store: &str, url: &str, e: super::StoreError) -> super::StoreError {
     let check = match e {
         super::StoreError::Unavailable(_) => {
