@@ -21,7 +21,7 @@ pub trait Reply: Sized {
     /// The response again.
     fn replay(stored: Self::Stored) -> Self;
     /// The response's status code, when it has one: a status the keeping rule
-    /// ([`keeps_status`]) does not keep is returned but not stored, and the
+    /// (`keeps_status`) does not keep is returned but not stored, and the
     /// key is released. `None` (a bare `Json<T>`, i.e. `200`) is kept.
     fn status(&self) -> Option<u16> {
         None

@@ -37,7 +37,7 @@ pub const TOP_KEYS_METRIC: &str = "idem_top_key_repeats";
 ///     idem.guard("pay", &[&"order-1"]).run(|_| async { Ok::<_, Error>(1) }).await?;
 /// }
 /// let text = idem::observe::render_top_keys(&idem.stats(), 10);
-/// assert!(text.contains(r#"idem_top_key_repeats{scope="shop:pay",key="#"#));
+/// assert!(text.contains(r##"idem_top_key_repeats{scope="shop:pay",key="#"##));
 /// assert!(text.trim_end().ends_with(" 2"), "two replays: {text}");
 /// assert!(!text.contains("order-1"), "no raw key");
 /// # Ok(()) }
