@@ -161,8 +161,11 @@ fn sim_redis_store_schedules() {
     let make: StoreFactory = Arc::new(move |_| {
         let p = p.clone();
         Box::pin(async move {
+            // A fresh store per seed, while other tests load the shared
+            // server: a generous connect budget (a down server still fails).
             let store = RedisStore::builder(SHARED_URL)
                 .prefix(p)
+                .connect_timeout(std::time::Duration::from_secs(5))
                 .connect()
                 .await
                 .map_err(|e| format!("shared Redis at {SHARED_URL} must be running: {e}"))?;
