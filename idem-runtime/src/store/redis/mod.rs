@@ -116,6 +116,7 @@ mod builder;
 mod cluster;
 mod codec;
 mod conn;
+mod errors;
 mod from;
 mod native;
 mod ops;

@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
-use redis::{RedisError, Script, Value as Reply};
+use redis::{Script, Value as Reply};
 
 use super::codec::{self, KeyLayout, Value, millis};
 use crate::outcome::Fence;
@@ -134,48 +134,7 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     inspect: Script::new(INSPECT),
 });
 
-const FOREIGN: &str = "the key holds a value that is not an idem record of this format";
-
-/// Maps a redis-rs error: `WRONGTYPE` means the key holds something else
-/// (a hash, a list...); another error the server answered with is a refusal
-/// ([`refused`]); everything else is "no usable answer".
-pub(crate) fn map_err(e: RedisError) -> StoreError {
-    if e.code() == Some("WRONGTYPE") || e.to_string().contains("WRONGTYPE") {
-        StoreError::codec(
-            "the key holds a Redis value that is not a string (WRONGTYPE): not an idem record",
-        )
-        .with_source(e)
-    } else if refused(&e) {
-        StoreError::config(format!("redis refused the command: {e}")).with_source(e)
-    } else {
-        StoreError::unavailable(e.to_string()).with_source(e)
-    }
-}
-
-/// Did the server answer with an error that is its verdict on the command
-/// (`ERR`, a script error, `NOPERM`, `OOM`, `NOSCRIPT` after the reload...)?
-/// Such an answer is not an outage: the command did not apply, retrying it
-/// changes nothing, and counting it would let a refused command open the
-/// circuit breaker for every other call (issue 24 h). The states in which a
-/// healthy server says "not now" (loading its data set, busy in a script, a
-/// failover or cluster reconfiguration under way) stay outages, as do I/O
-/// errors, timeouts and dropped connections.
-pub(crate) fn refused(e: &RedisError) -> bool {
-    use redis::{ErrorKind, ServerErrorKind as S};
-    match e.kind() {
-        ErrorKind::Server(
-            S::BusyLoading | S::TryAgain | S::ClusterDown | S::MasterDown | S::ReadOnly,
-        )
-        | ErrorKind::Server(S::Moved | S::Ask) => false,
-        ErrorKind::Server(_) => true,
-        ErrorKind::Extension => e.code() != Some("BUSY"),
-        _ => false,
-    }
-}
-
-pub(super) fn unexpected(op: &str, r: &Reply) -> StoreError {
-    StoreError::unavailable(format!("unexpected reply to {op}: {r:?}"))
-}
+pub(crate) use super::errors::{FOREIGN, map_err, unexpected};
 
 fn remaining(pttl: i64) -> Duration {
     Duration::from_millis(u64::try_from(pttl).unwrap_or(0))
