@@ -35,7 +35,11 @@ async fn round(idem: &Idem, biz: &Biz, keys: usize, callers: usize) -> Vec<How> 
                 let (b1, b2, no2) = (biz.clone(), biz.clone(), order_no.clone());
                 let g = idem
                     .guard("order-create", &[&order_no])
-                    .lease(Duration::from_secs(10))
+                    .lease(Duration::from_secs(30))
+                    // 400 callers over one pool: on a loaded CI machine a
+                    // waiter passed the default 5 s wait (InProgress). Nothing
+                    // here is timed; the wait only bounds a hung holder.
+                    .wait(Duration::from_secs(120))
                     .backstop(biz.index.clone());
                 g.run_with(
                     Hooks::new()

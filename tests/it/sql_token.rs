@@ -172,7 +172,8 @@ async fn concurrent_takes_one_winner(d: Dialect) {
 /// shared local wake-up: the other instance's waiters poll the table): the
 /// body runs once, every other submission finds the token consumed. Each
 /// instance has a pool of 4 (25 pollers queueing on one connection of a loaded
-/// 2-core machine can pass the 666 ms budget of a take).
+/// 2-core machine passed the 666 ms op budget of a 2 s lease in CI: the lease
+/// is 15 s, so each take has 5 s, and the wait 30 s; nothing here is timed).
 async fn two_instances_one_execution(d: Dialect) {
     let fx = Fixture::new(d).await;
     let other: Arc<dyn Store> = Arc::new(fx.another_instance_with(4).await);
@@ -196,8 +197,8 @@ async fn two_instances_one_execution(d: Dialect) {
             barrier.wait().await;
             idem.tokens()
                 .consume("token:two", &token)
-                .lease(Duration::from_secs(2))
-                .wait(Duration::from_secs(4))
+                .lease(Duration::from_secs(15))
+                .wait(Duration::from_secs(30))
                 .run(|_| async move {
                     runs.hit();
                     tokio::time::sleep(Duration::from_millis(200)).await;
