@@ -13,6 +13,8 @@ pub mod old_redis;
 pub mod proxy;
 #[cfg(feature = "redis")]
 pub mod redis_server;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod sql;
 
 /// A namespace no other test (or earlier run on a shared server) uses.
 pub fn unique_ns(prefix: &str) -> String {
