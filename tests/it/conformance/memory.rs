@@ -2,6 +2,6 @@
 
 use std::sync::Arc;
 
-use crate::conformance::conformance_suite;
+use crate::conformance::suite::conformance_suite;
 
 conformance_suite!(Arc::new(idem::MemoryStore::new()), keys = 1000);

@@ -2,8 +2,8 @@
 //! on fresh tables (a fresh schema on PostgreSQL) dropped when it ends.
 
 mod postgres {
-    use crate::conformance::conformance_suite;
-    use crate::sql_support::{conformance_store, many_keys};
+    use crate::conformance::suite::conformance_suite;
+    use crate::support::sql::{conformance_store, many_keys};
     use idem::store::sql::Dialect;
 
     conformance_suite!(
@@ -13,8 +13,8 @@ mod postgres {
 }
 
 mod mariadb {
-    use crate::conformance::conformance_suite;
-    use crate::sql_support::{conformance_store, many_keys};
+    use crate::conformance::suite::conformance_suite;
+    use crate::support::sql::{conformance_store, many_keys};
     use idem::store::sql::Dialect;
 
     conformance_suite!(
@@ -24,8 +24,8 @@ mod mariadb {
 }
 
 mod sqlite {
-    use crate::conformance::conformance_suite;
-    use crate::sql_support::{conformance_store, many_keys};
+    use crate::conformance::suite::conformance_suite;
+    use crate::support::sql::{conformance_store, many_keys};
     use idem::store::sql::Dialect;
 
     conformance_suite!(

@@ -36,19 +36,19 @@ macro_rules! conformance_suite {
         );
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn many_keys_concurrent() {
-            $crate::conformance::many_keys_concurrent(__store().await, $keys).await
+            $crate::conformance::suite::many_keys_concurrent(__store().await, $keys).await
         }
     };
     (@tests $keys:expr; $($name:ident),* $(,)?) => {$(
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $name() {
-            $crate::conformance::$name(__store().await).await
+            $crate::conformance::suite::$name(__store().await).await
         }
     )*};
 }
 pub(crate) use conformance_suite;
 
-pub use crate::conformance_limits::huge_durations_are_capped;
+pub use crate::conformance::limits::huge_durations_are_capped;
 
 type Res<T> = Result<T, AppError>;
 

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use idem::consume::{ConsumerOptions, Counters, amqp, shutdown};
 use idem::store::sql::Dialect;
 
-use crate::consume_amqp_support::{TestQueue, amqp_url, channel, depth, publish_with_duplicates};
-use crate::consume_handler::{CrashAfter, handle_delivery, stop_when_idle};
-use crate::consume_support::LogDb;
+use crate::consume::amqp_support::{TestQueue, amqp_url, channel, depth, publish_with_duplicates};
+use crate::consume::handler::{CrashAfter, handle_delivery, stop_when_idle};
+use crate::consume::support::LogDb;
 
 /// What one consumer process reported.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]

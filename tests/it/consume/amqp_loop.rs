@@ -10,9 +10,9 @@ use idem::store::sql::Dialect;
 use lapin::BasicProperties;
 use lapin::options::BasicPublishOptions;
 
-use crate::consume_amqp_support::{TestQueue, amqp_url, channel, depth, publish};
-use crate::consume_handler::{RefundMsg, handle_delivery, stop_when_idle};
-use crate::consume_support::LogDb;
+use crate::consume::amqp_support::{TestQueue, amqp_url, channel, depth, publish};
+use crate::consume::handler::{RefundMsg, handle_delivery, stop_when_idle};
+use crate::consume::support::LogDb;
 
 /// A message that fails on every delivery is poison after `max_deliveries`:
 /// dead-lettered once, handed to the hook once, counted; the good messages

@@ -10,7 +10,7 @@ use idem::consume::{ConsumerOptions, Counters, Delivery, amqp, shutdown};
 use lapin::BasicProperties;
 use lapin::options::BasicPublishOptions;
 
-use crate::consume_amqp_support::{TestQueue, amqp_url, channel, depth};
+use crate::consume::amqp_support::{TestQueue, amqp_url, channel, depth};
 
 /// Two different poison messages without ids (and a good one) on a classic
 /// queue with a dead-letter queue: each fails `max_deliveries` = 3 times, is

@@ -7,7 +7,7 @@ use lapin::options::{BasicPublishOptions, QueueDeclareOptions, QueueDeleteOption
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 
-use crate::consume_handler::RefundMsg;
+use crate::consume::handler::RefundMsg;
 
 pub(crate) fn amqp_url() -> String {
     std::env::var("IDEM_AMQP_URL")

@@ -10,8 +10,8 @@ use idem::consume::{LogTable, Message, consume_once};
 use idem::store::sql::Dialect;
 use idem::{Consumed, DuplicateOf};
 
-use crate::consume_support::{LogDb, Pool};
-use crate::sql_support::per_database;
+use crate::consume::support::{LogDb, Pool};
+use crate::support::sql::per_database;
 use crate::support::{AppError, handle};
 
 /// A transaction on `DB` the tests' bodies can write to.

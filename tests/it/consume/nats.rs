@@ -11,8 +11,8 @@ use async_nats::jetstream::{self, consumer::pull, stream};
 use idem::consume::{ConsumerOptions, Counters, nats, shutdown};
 use idem::store::sql::Dialect;
 
-use crate::consume_handler::{RefundMsg, handle_delivery, stop_when_idle};
-use crate::consume_support::LogDb;
+use crate::consume::handler::{RefundMsg, handle_delivery, stop_when_idle};
+use crate::consume::support::LogDb;
 
 fn nats_url() -> String {
     std::env::var("IDEM_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use idem::store::sql::{Dialect, SqlStore};
 
-use crate::sql_support::{TempDir, mysql_url, pg_url, suffix};
+use crate::support::sql::{TempDir, mysql_url, pg_url, suffix};
 
 /// The business database of one test.
 #[derive(Debug)]

@@ -16,8 +16,8 @@ use idem::store::{
 use idem::{Error, Store};
 use tokio::sync::Barrier;
 
-use crate::conformance::BURST_OP_TIMEOUT;
-use crate::observability::Captured;
+use crate::conformance::suite::BURST_OP_TIMEOUT;
+use crate::observability::metrics::Captured;
 use crate::support::redis_server::{RedisServer, SharedPrefix, process_cluster};
 use crate::support::{AppError, Counter, unique_ns};
 

@@ -47,7 +47,7 @@ macro_rules! suite {
     ($store:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn fenced_fence_rises_above_unfenced_claims() {
-            crate::engine_keys::fenced_fence_rises_above_unfenced_claims($store).await;
+            crate::guard::engine_keys::fenced_fence_rises_above_unfenced_claims($store).await;
         }
     };
 }
@@ -58,24 +58,24 @@ mod memory {
 
 #[cfg(feature = "redis")]
 mod redis {
-    suite!(crate::lock_fenced::shared_redis().await);
+    suite!(crate::lock::fenced::shared_redis().await);
 }
 
 #[cfg(feature = "redis")]
 mod redis_cluster {
-    suite!(crate::lock_fenced::cluster().await);
+    suite!(crate::lock::fenced::cluster().await);
 }
 
 mod postgres {
-    suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::Postgres).await);
+    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Postgres).await);
 }
 
 mod mariadb {
-    suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::MySql).await);
+    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::MySql).await);
 }
 
 mod sqlite {
-    suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::Sqlite).await);
+    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Sqlite).await);
 }
 
 /// Defect m: `guard_key` finds its scene's settings under the scene as written

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use idem::{Error, Idem};
 
-use crate::macro_support::{AppError, Counter, handle};
+use crate::macros::support::{AppError, Counter, handle};
 
 fn is_scene_conflict<T: std::fmt::Debug>(r: &Result<T, AppError>) -> bool {
     matches!(r, Err(AppError::Idem(Error::SceneConflict { .. })))
@@ -82,7 +82,7 @@ async fn a_scene_extending_another_functions_scene_conflicts() {
 mod twins {
     use idem::Idem;
 
-    use crate::macro_support::{AppError, Counter};
+    use crate::macros::support::{AppError, Counter};
 
     pub(super) struct Left;
     pub(super) struct Right;

@@ -7,8 +7,8 @@ use std::time::Duration;
 use http::StatusCode;
 use tokio::sync::Barrier;
 
-use crate::http::{Orders, idem_handle, layer, start};
-use crate::http_support::{Answer, Client};
+use crate::http::statuses::{Orders, idem_handle, layer, start};
+use crate::http::support::{Answer, Client};
 
 const N: usize = 50;
 

@@ -11,8 +11,8 @@ use http::{HeaderName, StatusCode};
 use idem::Idem;
 use idem::http::StoredResponse;
 
-use crate::http::{idem_handle, layer};
-use crate::http_support::{Client, serve};
+use crate::http::statuses::{idem_handle, layer};
+use crate::http::support::{Client, serve};
 use crate::support::Counter;
 
 #[derive(Clone)]

@@ -17,8 +17,8 @@ use http::StatusCode;
 use idem::Idem;
 use idem::http::StoredResponse;
 
-use crate::http::{idem_handle, layer};
-use crate::http_support::{Client, Server, serve};
+use crate::http::statuses::{idem_handle, layer};
+use crate::http::support::{Client, Server, serve};
 use crate::support::Counter;
 
 #[derive(Clone)]
@@ -67,7 +67,7 @@ async fn start_layer(idem: &Idem, max_stored_body: usize) -> (Server, Client, Ap
     (server, client, app)
 }
 
-async fn post_status(client: &Client, key: &str, status: u16) -> crate::http_support::Answer {
+async fn post_status(client: &Client, key: &str, status: u16) -> crate::http::support::Answer {
     let s = status.to_string();
     let h: [(&str, &[u8]); 2] = [
         ("idempotency-key", key.as_bytes()),

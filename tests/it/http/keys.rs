@@ -11,8 +11,8 @@ use http::{Method, StatusCode};
 use idem::Idem;
 use idem::http::IdempotencyKey;
 
-use crate::http::{Orders, idem_handle, layer, start};
-use crate::http_support::{Client, serve};
+use crate::http::statuses::{Orders, idem_handle, layer, start};
+use crate::http::support::{Client, serve};
 use crate::support::Counter;
 
 /// Every way of sending something that is not one key.

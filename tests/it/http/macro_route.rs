@@ -16,8 +16,8 @@ use idem::http::{MarkReplaysLayer, StoredResponse};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Barrier;
 
-use crate::http::idem_handle;
-use crate::http_support::{Answer, Client, Server, serve};
+use crate::http::statuses::idem_handle;
+use crate::http::support::{Answer, Client, Server, serve};
 use crate::support::Counter;
 
 #[derive(Clone)]

@@ -12,8 +12,8 @@ use http::{Method, StatusCode};
 use idem::http::IdempotencyKey;
 use idem::{Error, Idem, MemoryStore};
 
-use crate::http::{Orders, idem_handle, layer, start};
-use crate::http_support::{Answer, Client, serve};
+use crate::http::statuses::{Orders, idem_handle, layer, start};
+use crate::http::support::{Answer, Client, serve};
 use crate::support::{Counter, handle};
 
 /// The rendered key's parts a client must not see: the namespace, the scene,

@@ -14,7 +14,7 @@ use http::{HeaderName, Method, StatusCode, header};
 use idem::http::IdempotencyLayer;
 use idem::{Idem, MemoryStore};
 
-use crate::http_support::{Client, Server, serve};
+use crate::http::support::{Client, Server, serve};
 use crate::support::{Counter, FULL_BUDGET_LEASE, handle};
 
 /// The business behind the test routes: counts handler runs ("orders").

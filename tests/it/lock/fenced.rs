@@ -66,10 +66,10 @@ struct Trial {
 pub async fn stale_holder_is_fenced_off(store: Arc<dyn Store>) {
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(4)
-        .connect(&crate::sql_support::pg_url())
+        .connect(&crate::support::sql::pg_url())
         .await
         .expect("postgres");
-    let table = format!("lock_fenced_{}", crate::sql_support::suffix());
+    let table = format!("lock_fenced_{}", crate::support::sql::suffix());
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "CREATE TABLE {table} (id BIGINT PRIMARY KEY, holder TEXT NOT NULL, fence BIGINT NOT NULL)"
     )))

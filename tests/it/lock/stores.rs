@@ -277,34 +277,34 @@ macro_rules! lock_suite {
     ($store:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn no_overlap() {
-            crate::lock::no_overlap($store).await;
+            crate::lock::stores::no_overlap($store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn foreign_release_is_a_no_op() {
-            crate::lock::foreign_release_is_a_no_op($store).await;
+            crate::lock::stores::foreign_release_is_a_no_op($store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn renewal_keeps_the_lock() {
-            crate::lock::renewal_keeps_the_lock($store).await;
+            crate::lock::stores::renewal_keeps_the_lock($store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn dropped_holder_frees_the_lock() {
-            crate::lock::dropped_holder_frees_the_lock($store).await;
+            crate::lock::stores::dropped_holder_frees_the_lock($store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn max_hold_stops_renewal() {
-            crate::lock::max_hold_stops_renewal($store).await;
+            crate::lock::stores::max_hold_stops_renewal($store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn macro_lock() {
-            crate::lock::macro_lock($store).await;
+            crate::lock::stores::macro_lock($store).await;
         }
     };
 }
 pub(crate) use lock_suite;
 
 mod memory {
-    crate::lock::lock_suite!(std::sync::Arc::new(idem::MemoryStore::new()));
+    crate::lock::stores::lock_suite!(std::sync::Arc::new(idem::MemoryStore::new()));
 }
 
 #[cfg(all(
@@ -314,7 +314,7 @@ mod memory {
     feature = "sqlite"
 ))]
 mod redis {
-    crate::lock::lock_suite!(crate::lock_fenced::shared_redis().await);
+    crate::lock::stores::lock_suite!(crate::lock::fenced::shared_redis().await);
 }
 
 #[cfg(all(
@@ -324,12 +324,12 @@ mod redis {
     feature = "sqlite"
 ))]
 mod redis_cluster {
-    crate::lock::lock_suite!(crate::lock_fenced::cluster().await);
+    crate::lock::stores::lock_suite!(crate::lock::fenced::cluster().await);
 }
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod postgres {
-    crate::lock::lock_suite!(
-        crate::sql_support::conformance_store(idem::store::sql::Dialect::Postgres).await
+    crate::lock::stores::lock_suite!(
+        crate::support::sql::conformance_store(idem::store::sql::Dialect::Postgres).await
     );
 }

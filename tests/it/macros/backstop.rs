@@ -9,7 +9,7 @@ use idem::{FaultyStore, Idem, MemoryStore};
 use sqlx::SqlitePool;
 use sqlx::sqlite::SqlitePoolOptions;
 
-use crate::macro_support::{Counter, handles};
+use crate::macros::support::{Counter, handles};
 
 #[derive(Debug, thiserror::Error)]
 enum ShopError {

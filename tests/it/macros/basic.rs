@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use idem::{Idem, MemoryStore, Store};
 
-use crate::macro_support::{AppError, Counter, handle, handles, is_rejection};
+use crate::macros::support::{AppError, Counter, handle, handles, is_rejection};
 
 // lease ≥ 3 × the 1 s default op timeout, so calls keep their whole budget (issue 18)
 #[idem::idempotent(key = "basic-create:<user_id>:<req_id>", ttl = "1h", lease = "3s", handle = idem)]

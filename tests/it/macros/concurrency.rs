@@ -7,7 +7,7 @@ use std::time::Duration;
 use idem::Idem;
 use tokio::sync::{Barrier, Notify};
 
-use crate::macro_support::{AppError, Counter, handle, handles};
+use crate::macros::support::{AppError, Counter, handle, handles};
 
 // lease ≥ 3 × the 1 s default op timeout, so calls keep their whole budget (issue 18)
 #[idem::idempotent(key = "conc-charge:<order_no>", lease = "3s", wait = "10s", handle = idem)]

@@ -2,7 +2,7 @@
 
 use idem::{Fence, Idem};
 
-use crate::macro_support::{AppError, Counter, handles};
+use crate::macros::support::{AppError, Counter, handles};
 
 // lease ≥ 3 × the 1 s default op timeout, so calls keep their whole budget (issue 18)
 #[idem::idempotent(key = "fence-write:<id>", lease = "3s", handle = idem)]

@@ -8,7 +8,7 @@ use idem::observe::CallOutcome;
 use idem::{Idem, reported};
 use tokio::sync::Notify;
 
-use crate::macro_support::{AppError, Counter, handles};
+use crate::macros::support::{AppError, Counter, handles};
 
 /// The body runs for one operation budget (the default 1 s op timeout, a third of
 /// the 3 s lease) plus 1 s slack after it says it started: long enough for a

@@ -168,7 +168,7 @@ impl Drop for NatsServer {
 /// name, through the default exchange) or a fresh JetStream stream (topic
 /// `orders` under its prefix).
 pub(crate) enum Target {
-    Rabbit(crate::consume_amqp_support::TestQueue, String),
+    Rabbit(crate::consume::amqp_support::TestQueue, String),
     Nats(TestStream),
 }
 
@@ -182,7 +182,7 @@ impl Target {
     /// On the shared broker.
     pub(crate) async fn new(broker: Broker) -> Target {
         match broker {
-            Broker::Rabbit => Self::rabbit(crate::consume_amqp_support::amqp_url()).await,
+            Broker::Rabbit => Self::rabbit(crate::consume::amqp_support::amqp_url()).await,
             Broker::Nats => Target::Nats(TestStream::new(&nats_url(), None).await),
         }
     }
@@ -190,8 +190,8 @@ impl Target {
     /// A queue on the shared RabbitMQ, reached by the relay and the consumer
     /// through `url` (a proxy's, for outages).
     pub(crate) async fn rabbit(url: String) -> Target {
-        let (conn, ch) = crate::consume_amqp_support::channel().await;
-        let q = crate::consume_amqp_support::TestQueue::new(&ch, false).await;
+        let (conn, ch) = crate::consume::amqp_support::channel().await;
+        let q = crate::consume::amqp_support::TestQueue::new(&ch, false).await;
         let _ = conn.close(200, "bye".into()).await;
         Target::Rabbit(q, url)
     }
@@ -234,7 +234,7 @@ impl Target {
     /// and deliveries stopped; the loop's counters.
     pub(crate) async fn consume(
         &self,
-        db: std::sync::Arc<crate::consume_support::LogDb>,
+        db: std::sync::Arc<crate::consume::support::LogDb>,
         idem: std::sync::Arc<idem::Idem>,
         expected: i64,
         limit: Duration,
@@ -244,7 +244,7 @@ impl Target {
         opts.concurrency = 8;
         let counters = opts.counters.clone();
         let (stop, signal) = idem::consume::shutdown();
-        let watch = crate::outbox_support::stop_when_applied(
+        let watch = crate::outbox::support::stop_when_applied(
             db.clone(),
             counters.clone(),
             stop,
@@ -254,11 +254,11 @@ impl Target {
         );
         let handler = {
             let pool = db.pg().clone();
-            move |d| crate::outbox_support::handle(pool.clone(), idem.clone(), d)
+            move |d| crate::outbox::support::handle(pool.clone(), idem.clone(), d)
         };
         match self {
             Target::Rabbit(q, _) => {
-                let url = crate::consume_amqp_support::amqp_url();
+                let url = crate::consume::amqp_support::amqp_url();
                 idem::consume::amqp::run(&url, &q.name, opts, signal, handler).await
             }
             Target::Nats(s) => {

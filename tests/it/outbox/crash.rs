@@ -13,9 +13,9 @@ use idem::consume::Counters;
 use idem::outbox::RelayCounters as R;
 use idem::store::sql::{Dialect, SqlStore};
 
-use crate::consume_support::LogDb;
-use crate::outbox_brokers::Target;
-use crate::outbox_support::{
+use crate::consume::support::LogDb;
+use crate::outbox::brokers::Target;
+use crate::outbox::support::{
     applied_ids, consumer_db, consumer_handle, enqueue_many, producer_db, relay_opts,
     relay_until_drained, report,
 };
@@ -42,7 +42,7 @@ async fn child_relay(cfg: &str) {
             std::thread::sleep(Duration::from_secs(60));
         }
     }));
-    let publisher = idem::outbox::amqp::AmqpPublisher::new(crate::consume_amqp_support::amqp_url());
+    let publisher = idem::outbox::amqp::AmqpPublisher::new(crate::consume::amqp_support::amqp_url());
     let relay = idem::outbox::Relay::new(SqlStore::postgres(pool), publisher, opts);
     let _ = queue;
     let (_stop, signal) = idem::consume::shutdown();
@@ -89,7 +89,7 @@ async fn relay_killed_between_confirm_and_mark_ten_times() {
     let started = Instant::now();
     let producer = Arc::new(producer_db(Dialect::Postgres).await);
     let consumer = Arc::new(consumer_db().await);
-    let target = Target::new(crate::outbox_brokers::Broker::Rabbit).await;
+    let target = Target::new(crate::outbox::brokers::Broker::Rabbit).await;
     let committed = enqueue_many(&producer, &target.topic(), 1000).await;
     let schema = producer.schema().to_owned();
     let queue = target.topic();

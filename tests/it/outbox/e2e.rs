@@ -14,12 +14,12 @@ use idem::consume::Counters;
 use idem::outbox::RelayCounters as R;
 use idem::store::sql::Dialect;
 
-use crate::outbox_brokers::{Broker, Target};
-use crate::outbox_support::{
+use crate::outbox::brokers::{Broker, Target};
+use crate::outbox::support::{
     applied_ids, consumer_db, consumer_handle, enqueue_many, producer_db, relay_opts,
     relay_until_drained, report,
 };
-use crate::sql_support::stress;
+use crate::support::sql::stress;
 use crate::support::unique_ns;
 
 async fn end_to_end(dialect: Dialect, broker: Broker, n: usize) {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use idem::outbox::{Outbox, OutboxTable};
 use idem::store::sql::Dialect;
 
-use crate::outbox_support::{OrderMsg, business_tx, producer_db, try_business_tx};
+use crate::outbox::support::{OrderMsg, business_tx, producer_db, try_business_tx};
 use crate::support::{AppError, Counter};
 
 fn msg(business_id: &str, step: i64) -> OrderMsg {

@@ -12,8 +12,8 @@ use idem::consume::Counters;
 use idem::outbox::{Outbox, RelayCounters as R};
 use idem::store::sql::Dialect;
 
-use crate::outbox_brokers::{NatsServer, Target, TestStream};
-use crate::outbox_support::{
+use crate::outbox::brokers::{NatsServer, Target, TestStream};
+use crate::outbox::support::{
     applied_ids, consumer_db, consumer_handle, enqueue_many, pending, producer_db, relay_opts,
     relay_until_drained, report,
 };
@@ -149,11 +149,11 @@ async fn rabbitmq_connection_cut_mid_run_loses_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn poison_payload_is_parked_after_n_attempts_with_one_hook_call() {
     let producer = Arc::new(producer_db(Dialect::Postgres).await);
-    let url = crate::outbox_brokers::nats_url();
+    let url = crate::outbox::brokers::nats_url();
     let stream = TestStream::new(&url, Some(1024)).await;
     let target = Target::Nats(stream);
     let pool = match &producer.pool {
-        crate::consume_support::Pool::Pg(p) => p.clone(),
+        crate::consume::support::Pool::Pg(p) => p.clone(),
         _ => unreachable!(),
     };
     let mut tx = pool.begin().await.unwrap();

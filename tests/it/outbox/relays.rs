@@ -11,8 +11,8 @@ use async_nats::jetstream;
 use idem::outbox::{MessageId, OutboxTable, RelayCounters as R};
 use idem::store::sql::Dialect;
 
-use crate::outbox_brokers::{Target, nats_client, nats_url};
-use crate::outbox_support::{OrderMsg, business_tx, enqueue_many, producer_db, relay_opts};
+use crate::outbox::brokers::{Target, nats_client, nats_url};
+use crate::outbox::support::{OrderMsg, business_tx, enqueue_many, producer_db, relay_opts};
 
 /// Business ids with ordered steps, and steps per id.
 const IDS: usize = 60;
@@ -21,7 +21,7 @@ const STEPS: i64 = 5;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_relays_share_the_work_and_keep_per_business_id_order() {
     let producer = Arc::new(producer_db(Dialect::Postgres).await);
-    let target = Target::new(crate::outbox_brokers::Broker::Nats).await;
+    let target = Target::new(crate::outbox::brokers::Broker::Nats).await;
     let Target::Nats(stream) = &target else {
         unreachable!()
     };
@@ -72,7 +72,7 @@ async fn two_relays_share_the_work_and_keep_per_business_id_order() {
         })
         .collect();
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while crate::outbox_support::pending(&producer).await > 0 {
+    while crate::outbox::support::pending(&producer).await > 0 {
         assert!(std::time::Instant::now() < deadline, "not drained");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

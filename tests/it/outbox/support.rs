@@ -12,7 +12,7 @@ use idem::consume::{Counters, Delivery, Shutdown};
 use idem::outbox::{MessageId, OutboxTable, Relay};
 use idem::store::sql::Dialect;
 
-use crate::consume_support::{LogDb, Pool};
+use crate::consume::support::{LogDb, Pool};
 use crate::support::AppError;
 
 /// The payload the producers enqueue.

@@ -13,9 +13,9 @@ use idem::store::sql::Dialect;
 use lapin::BasicProperties;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 
-use crate::outbox_brokers::{Broker, Target, TestStream, nats_client, nats_url};
-use crate::outbox_support::{producer_db, relay_opts, relay_until_drained};
-use crate::sql_support::stress;
+use crate::outbox::brokers::{Broker, Target, TestStream, nats_client, nats_url};
+use crate::outbox::support::{producer_db, relay_opts, relay_until_drained};
+use crate::support::sql::stress;
 
 const BATCH: usize = 200;
 
@@ -52,7 +52,7 @@ async fn raw_rate(broker: Broker, n: usize) -> f64 {
             let Target::Rabbit(q, _) = Target::new(Broker::Rabbit).await else {
                 unreachable!()
             };
-            let (conn, ch) = crate::consume_amqp_support::channel().await;
+            let (conn, ch) = crate::consume::amqp_support::channel().await;
             ch.confirm_select(ConfirmSelectOptions::default())
                 .await
                 .unwrap();

@@ -10,11 +10,11 @@ use idem::store::redis::{RedisClusterStore, RedisStore};
 use idem::store::{Owned, Owner, Store, StoreError};
 use idem::{Error, How, Idem};
 
-use crate::redis_store::{claimed, store_operations};
+use crate::redis::store::{claimed, store_operations};
 use crate::support::redis_server::{Monitor, RedisCluster};
 
 mod conformance {
-    use crate::conformance::conformance_suite;
+    use crate::conformance::suite::conformance_suite;
 
     conformance_suite!(
         std::sync::Arc::new(
@@ -25,7 +25,7 @@ mod conformance {
             .await
             .expect("test-owned cluster")
         ),
-        keys = crate::redis_store::many_keys()
+        keys = crate::redis::store::many_keys()
     );
 }
 

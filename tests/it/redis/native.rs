@@ -11,7 +11,7 @@ use idem::fingerprint::Fingerprint;
 use idem::store::{Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError};
 use idem::{Error, Fence, How, Idem};
 
-use crate::redis_store::{claimed, req, shared_store};
+use crate::redis::store::{claimed, req, shared_store};
 use crate::support::redis_server::{Monitor, RedisServer, SharedPrefix};
 
 const LEASE: Duration = Duration::from_secs(3);

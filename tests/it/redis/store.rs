@@ -83,7 +83,7 @@ pub(crate) fn many_keys() -> usize {
 }
 
 mod conformance_shared_redis {
-    use crate::conformance::conformance_suite;
+    use crate::conformance::suite::conformance_suite;
 
     conformance_suite!(
         std::sync::Arc::new(

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use idem::{Error, How, Idem, MemoryStore};
 use tokio::sync::Barrier;
 
-use crate::macro_support::{AppError, Counter};
+use crate::macros::support::{AppError, Counter};
 
 #[idem::idempotent(key = "off-pay:<id>", ttl = "1h", lease = "3s", handle = idem)]
 async fn pay(idem: &Idem, runs: &Counter, id: u64) -> Result<usize, AppError> {

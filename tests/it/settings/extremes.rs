@@ -56,7 +56,7 @@ async fn consumer_durations_at_the_extremes_never_panic() {
     for d in HUGE {
         for url in [
             "amqp://guest:guest@127.0.0.1:1/%2f".to_owned(),
-            crate::consume_amqp_support::amqp_url(),
+            crate::consume::amqp_support::amqp_url(),
         ] {
             let (stop, signal) = shutdown();
             let opts = extreme_options("extreme", d);

@@ -9,7 +9,7 @@ use idem::settings::{Config, Settings};
 use idem::store::RecordState;
 use idem::{Idem, MemoryStore};
 
-use crate::http::{Orders, layer, start};
+use crate::http::statuses::{Orders, layer, start};
 
 fn handle_with(config: Config) -> Idem {
     Idem::builder()

@@ -8,7 +8,7 @@ use idem::settings::{Config, Settings};
 use idem::store::RecordState;
 use idem::{Error, Idem, MemoryStore};
 
-use crate::macro_support::{AppError, Counter};
+use crate::macros::support::{AppError, Counter};
 
 const ORDER_TTL: Duration = Duration::from_secs(2 * 3600);
 

@@ -15,8 +15,8 @@ use fantoccini::actions::{InputSource, MOUSE_BUTTON_LEFT, MouseActions, PointerA
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 
-use crate::shop_support::app::{IdemStore, server::Limits};
-use crate::shop_support::{Running, start};
+use crate::shop::support::app::{IdemStore, server::Limits};
+use crate::shop::support::{Running, start};
 
 /// `chromedriver` on a spare port, in its own process group so the browsers
 /// it starts end with it.

@@ -2,7 +2,7 @@
 //! again on the same servers. Each run is a fresh shop (a new SQLite business
 //! database, as `main.rs` makes one per process) over the shared servers.
 
-use crate::shop_support::{app::IdemStore, run};
+use crate::shop::support::{app::IdemStore, run};
 
 async fn twice(store: IdemStore) {
     for attempt in 1..=2 {

@@ -4,8 +4,8 @@
 
 use http::{Method, StatusCode};
 
-use crate::shop_support::app::{IdemStore, server::Limits};
-use crate::shop_support::start;
+use crate::shop::support::app::{IdemStore, server::Limits};
+use crate::shop::support::start;
 
 const USER: &[(&str, &str)] = &[("x-user-id", "1"), ("idempotency-key", "k-1")];
 const JSON: &[(&str, &str)] = &[

@@ -2,8 +2,8 @@
 //! builds it) driven by its own `--demo` over loopback; then `/metrics` must
 //! show the three seed figures with the values the demo produced.
 
-use crate::http_support::serve;
-use crate::shop_support::{app, demo, prometheus};
+use crate::http::support::serve;
+use crate::shop::support::{app, demo, prometheus};
 
 /// The value of the first sample line starting with `prefix`.
 fn sample(metrics: &str, prefix: &str) -> f64 {

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::shop_support::app::{IdemStore, server::Limits};
-use crate::shop_support::{Running, start};
+use crate::shop::support::app::{IdemStore, server::Limits};
+use crate::shop::support::{Running, start};
 
 const SLACK: Duration = Duration::from_secs(3);
 

@@ -14,8 +14,8 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-use crate::shop_support::app::{IdemStore, server::Limits};
-use crate::shop_support::start;
+use crate::shop::support::app::{IdemStore, server::Limits};
+use crate::shop::support::start;
 use crate::support::redis_server::RedisServer;
 
 struct Size {

@@ -2,15 +2,15 @@
 
 use http::{Method, StatusCode};
 
-use crate::shop_support::app::{IdemStore, server::Limits};
-use crate::shop_support::{Running, start};
+use crate::shop::support::app::{IdemStore, server::Limits};
+use crate::shop::support::{Running, start};
 
 async fn deduct(
     shop: &Running,
     key: &str,
     quantity: i64,
     version: i64,
-) -> crate::shop_support::Answer {
+) -> crate::shop::support::Answer {
     let headers = [
         ("idempotency-key", key),
         ("content-type", "application/json"),
@@ -25,7 +25,7 @@ async fn refund(
     order: &str,
     refund_no: &str,
     amount: i64,
-) -> crate::shop_support::Answer {
+) -> crate::shop::support::Answer {
     let headers = [("content-type", "application/json")];
     let body = format!(r#"{{"refund_no":"{refund_no}","amount":{amount}}}"#);
     shop.send(

@@ -13,13 +13,13 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-pub use crate::http_support::Answer;
+pub use crate::http::support::Answer;
 
-#[path = "../../examples/shop/app.rs"]
+#[path = "../../../examples/shop/app.rs"]
 pub mod app;
-#[path = "../../examples/shop/demo.rs"]
+#[path = "../../../examples/shop/demo.rs"]
 pub mod demo;
-#[path = "../../examples/shop/run.rs"]
+#[path = "../../../examples/shop/run.rs"]
 #[allow(dead_code)] // `Config::from_env` is `main.rs`'s
 pub mod run;
 

@@ -9,7 +9,7 @@ use idem::backstop::{ConstraintCatalog, UniqueViolation, find_unique_violation};
 use idem::store::sql::Dialect;
 use idem::{Error, FaultyStore, Hooks, How, Idem, MemoryStore};
 
-use crate::sql_support::{Biz, BizPool, Fixture};
+use crate::support::sql::{Biz, BizPool, Fixture};
 
 #[derive(Debug, thiserror::Error)]
 #[error("repository failed")]
@@ -53,7 +53,7 @@ fn assert_names(v: Option<UniqueViolation>, biz: &Biz, d: Dialect) {
     }
 }
 
-crate::sql_support::per_database!(
+crate::support::sql::per_database!(
     violation_found_however_wrapped,
     catalog_finds_unique_indexes,
     guard_backstop_replays_through_catalog,
@@ -205,7 +205,7 @@ async fn guard_backstop_replays_through_catalog(d: Dialect) {
     let store = Arc::new(FaultyStore::new(MemoryStore::new()));
     let idem = Idem::builder()
         .shared_store(store.clone())
-        .namespace(format!("bk-{}", crate::sql_support::suffix()))
+        .namespace(format!("bk-{}", crate::support::sql::suffix()))
         .constraints(biz.catalog())
         .build()
         .unwrap();
@@ -246,15 +246,15 @@ async fn guard_backstop_replays_through_catalog(d: Dialect) {
         biz.table
     );
     match &biz.pool {
-        crate::sql_support::BizPool::Pg(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(create))
+        crate::support::sql::BizPool::Pg(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(create))
             .execute(p)
             .await
             .map(drop),
-        crate::sql_support::BizPool::My(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(create))
+        crate::support::sql::BizPool::My(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(create))
             .execute(p)
             .await
             .map(drop),
-        crate::sql_support::BizPool::Lite(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(create))
+        crate::support::sql::BizPool::Lite(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(create))
             .execute(p)
             .await
             .map(drop),

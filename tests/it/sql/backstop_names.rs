@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use idem::{Error, FaultyStore, Idem, MemoryStore};
 
-use crate::sql_support::{Biz, BizPool, Fixture};
+use crate::support::sql::{Biz, BizPool, Fixture};
 use crate::support::AppError;
 
 /// The index the functions below mean; created beside the fixture's own.
@@ -72,7 +72,7 @@ fn verify_error(r: Result<Vec<idem::store::Warning>, Error>) -> String {
     }
 }
 
-crate::sql_support::per_database!(
+crate::support::sql::per_database!(
     a_backstop_typo_fails_verify_naming_function_and_closest_name,
     after_a_lost_record_a_misspelt_backstop_is_a_typed_error,
 );

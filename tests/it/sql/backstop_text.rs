@@ -12,7 +12,7 @@ use idem::backstop::find_unique_violation;
 use idem::store::sql::Dialect;
 use idem::{FaultyStore, Hooks, How, Idem, MemoryStore};
 
-use crate::sql_support::{Biz, Fixture};
+use crate::support::sql::{Biz, Fixture};
 
 /// A database error as another sqlx version's type would carry it: its own
 /// type, the same `Display` and `Debug` text.
@@ -62,7 +62,7 @@ async fn insert_foreign(biz: &Biz, order_no: &str) -> Result<i64, AppError> {
         .map_err(|e| AppError::Db(foreign(e)))
 }
 
-crate::sql_support::per_database!(foreign_violation_is_found_and_replayed);
+crate::support::sql::per_database!(foreign_violation_is_found_and_replayed);
 
 async fn foreign_violation_is_found_and_replayed(d: Dialect) {
     let fx = Fixture::new(d).await;
@@ -85,7 +85,7 @@ async fn foreign_violation_is_found_and_replayed(d: Dialect) {
     let store = Arc::new(FaultyStore::new(MemoryStore::new()));
     let idem = Idem::builder()
         .shared_store(store.clone())
-        .namespace(format!("bt-{}", crate::sql_support::suffix()))
+        .namespace(format!("bt-{}", crate::support::sql::suffix()))
         .constraints(biz.catalog())
         .build()
         .unwrap();

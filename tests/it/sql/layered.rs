@@ -10,7 +10,7 @@ use idem::store::sql::Dialect;
 use idem::{FaultyStore, Hooks, How, Idem, MemoryStore};
 use tokio::sync::Barrier;
 
-use crate::sql_support::{Biz, Fixture};
+use crate::support::sql::{Biz, Fixture};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_lost_keys_caught_by_unique_index() {
@@ -60,7 +60,7 @@ async fn round(idem: &Idem, biz: &Biz, keys: usize, callers: usize) -> Vec<How> 
 }
 
 async fn layered(d: Dialect) {
-    let keys = if crate::sql_support::stress() {
+    let keys = if crate::support::sql::stress() {
         1000
     } else {
         100
@@ -70,7 +70,7 @@ async fn layered(d: Dialect) {
     let fast = Arc::new(FaultyStore::new(MemoryStore::new()));
     let idem = Idem::builder()
         .shared_store(fast.clone())
-        .namespace(format!("layer-{}", crate::sql_support::suffix()))
+        .namespace(format!("layer-{}", crate::support::sql::suffix()))
         .constraints(biz.catalog())
         .op_timeout(Duration::from_secs(5))
         .build()

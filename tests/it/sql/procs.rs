@@ -12,7 +12,7 @@ use std::time::Duration;
 use idem::store::sql::{Dialect, SqlStore, TableNames};
 use idem::{Hooks, How, Idem};
 
-use crate::sql_support::{Biz, BizPool, Fixture, pg_url};
+use crate::support::sql::{Biz, BizPool, Fixture, pg_url};
 
 const KEYS: usize = 500;
 const PROCS: usize = 4;

@@ -13,8 +13,8 @@ use idem::store::sql::Dialect;
 use idem::store::{Claim, ClaimRequest, Owner};
 use idem::{Error, How, Idem, Store};
 
-use crate::sql_store::handle;
-use crate::sql_support::Fixture;
+use crate::sql::store::handle;
+use crate::support::sql::Fixture;
 
 /// Statements sent per path: (duplicate of a finished key, first call, failed body).
 fn expected(dialect: Dialect) -> (u64, u64, u64) {
@@ -146,7 +146,7 @@ async fn mariadb_server_counts_the_same_statements() {
     let pool = sqlx::mysql::MySqlPoolOptions::new()
         .max_connections(1)
         .test_before_acquire(false)
-        .connect(&crate::sql_support::mysql_url())
+        .connect(&crate::support::sql::mysql_url())
         .await
         .unwrap();
     let store = idem::store::sql::SqlStore::mysql(pool.clone()).with_tables(fx.names.clone());

@@ -13,7 +13,7 @@ use idem::store::{Claim, ClaimRequest, Owned, Owner, RecordState};
 use idem::{Error, FaultyStore, Hooks, How, Idem, Store};
 use tokio::sync::Barrier;
 
-use crate::sql_support::{Biz, Fixture};
+use crate::support::sql::{Biz, Fixture};
 
 #[derive(Debug, thiserror::Error)]
 enum AppErr {
@@ -28,7 +28,7 @@ type Res<T> = Result<T, AppErr>;
 pub(crate) fn handle(store: Arc<dyn Store>) -> Idem {
     Idem::builder()
         .shared_store(store)
-        .namespace(format!("t-{}", crate::sql_support::suffix()))
+        .namespace(format!("t-{}", crate::support::sql::suffix()))
         .op_timeout(Duration::from_secs(5))
         .build()
         .unwrap()
@@ -50,7 +50,7 @@ fn fence_of(c: &Claim) -> u64 {
     }
 }
 
-crate::sql_support::per_database!(
+crate::support::sql::per_database!(
     concurrent_callers_many_keys,
     fences_increase_across_expiry_forget_purge,
     unavailable_fails_closed,
@@ -71,16 +71,16 @@ static BURSTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn concurrent_callers_many_keys(d: Dialect) {
     let _one_at_a_time = BURSTS.lock().await;
-    let keys = crate::sql_support::ci_keys(d);
+    let keys = crate::support::sql::ci_keys(d);
     let callers = 50;
     let fx = Fixture::new(d).await;
     // The stress size checks one body per key at scale, not latency: 50,000
     // callers on a 2-core machine shared with the rest of the suite need more
     // than the 5 s per store operation of the CI size.
-    let op_timeout = Duration::from_secs(if crate::sql_support::stress() { 60 } else { 5 });
+    let op_timeout = Duration::from_secs(if crate::support::sql::stress() { 60 } else { 5 });
     let idem = Idem::builder()
         .shared_store(fx.dyn_store())
-        .namespace(format!("t-{}", crate::sql_support::suffix()))
+        .namespace(format!("t-{}", crate::support::sql::suffix()))
         .op_timeout(op_timeout)
         .build()
         .unwrap();
@@ -413,7 +413,7 @@ async fn verify_names_missing_table(d: Dialect) {
             .unwrap()
             .schema(fx.names.schema_name().unwrap())
             .unwrap(),
-        _ => TableNames::new(&format!("never_made_{}", crate::sql_support::suffix())).unwrap(),
+        _ => TableNames::new(&format!("never_made_{}", crate::support::sql::suffix())).unwrap(),
     };
     let bare = (*fx.store).clone().with_tables(names.clone());
     let e = bare.verify().await.unwrap_err();
@@ -453,7 +453,7 @@ async fn ddl_applies_cleanly(d: Dialect) {
             .unwrap()
             .schema(fx.names.schema_name().unwrap())
             .unwrap(),
-        _ => TableNames::new(&format!("from_ddl_{}", crate::sql_support::suffix())).unwrap(),
+        _ => TableNames::new(&format!("from_ddl_{}", crate::support::sql::suffix())).unwrap(),
     };
     let text = ddl(d, &names);
     // Applied twice, as a migration tool rerunning it would.
@@ -560,7 +560,7 @@ async fn instances_share_the_tables(d: Dialect) {
 /// `verify()` warns about a SQLite database outside WAL mode.
 #[tokio::test]
 async fn sqlite_without_wal_is_a_warning() {
-    let dir = crate::sql_support::TempDir::new();
+    let dir = crate::support::sql::TempDir::new();
     let opts = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(dir.path().join("rollback.db"))
         .create_if_missing(true)
@@ -641,7 +641,7 @@ async fn unstorable_keys_are_invalid_input(d: Dialect) {
     let fx = Fixture::new(d).await;
     let idem = Idem::builder()
         .shared_store(fx.dyn_store())
-        .namespace(format!("t-{}", crate::sql_support::suffix()))
+        .namespace(format!("t-{}", crate::support::sql::suffix()))
         .op_timeout(Duration::from_secs(5))
         // A cooldown no test outlives: an open breaker fails the healthy call below
         // however slowly the bad calls ran.
@@ -773,7 +773,7 @@ async fn postgres_fence_sequence_with_cache_fails_verify() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kernel_classifies_real_server_errors() {
     use idem_runtime::db::{Failure, classify};
-    let pg = sqlx::PgPool::connect(&crate::sql_support::pg_url())
+    let pg = sqlx::PgPool::connect(&crate::support::sql::pg_url())
         .await
         .expect("PostgreSQL is required for this test");
     let e = sqlx::query("SELECT $1::text")
@@ -787,10 +787,10 @@ async fn kernel_classifies_real_server_errors() {
         .await
         .unwrap_err();
     assert_eq!(classify(&e), Failure::MissingObject, "{e:?}");
-    let my = sqlx::MySqlPool::connect(&crate::sql_support::mysql_url())
+    let my = sqlx::MySqlPool::connect(&crate::support::sql::mysql_url())
         .await
         .expect("MariaDB is required for this test");
-    let t = format!("idem_classify_{}", crate::sql_support::suffix());
+    let t = format!("idem_classify_{}", crate::support::sql::suffix());
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
         "CREATE TABLE {t} (k VARBINARY(8) PRIMARY KEY)"
     )))

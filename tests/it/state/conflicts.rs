@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use idem::Transition;
 
-use crate::state_machine::{AppError, OrderStatus};
+use crate::state::machine::{AppError, OrderStatus};
 
 type Moved = Result<Transition<()>, AppError>;
 
@@ -40,7 +40,7 @@ fn assert_conflict(r: &Moved, db: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_transition_losing_under_repeatable_read_is_tx_conflict() {
-    let (pool, _place) = crate::state_support::pg().await;
+    let (pool, _place) = crate::state::support::pg().await;
     sqlx::query("INSERT INTO t_order (order_no, status) VALUES ('o-1', 'WAIT_PAY')")
         .execute(&pool)
         .await
@@ -65,7 +65,7 @@ async fn postgres_transition_losing_under_repeatable_read_is_tx_conflict() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_transition_chosen_as_deadlock_victim_is_tx_conflict() {
-    let (pool, _place) = crate::state_support::mysql().await;
+    let (pool, _place) = crate::state::support::mysql().await;
     sqlx::query(
         "INSERT INTO t_order (order_no, status) VALUES ('o-1', 'WAIT_PAY'), ('o-2', 'WAIT_PAY')",
     )
@@ -111,7 +111,7 @@ async fn mariadb_transition_chosen_as_deadlock_victim_is_tx_conflict() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_transition_on_a_stale_snapshot_is_tx_conflict() {
-    let (pool, _place) = crate::state_support::sqlite().await;
+    let (pool, _place) = crate::state::support::sqlite().await;
     sqlx::query("INSERT INTO t_order (order_no, status) VALUES ('o-1', 'WAIT_PAY')")
         .execute(&pool)
         .await

@@ -44,7 +44,7 @@ macro_rules! suite {
     ($store:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn state_cas_retry_after_lost_reply_is_applied() {
-            crate::engine_state::state_cas_retry_after_lost_reply_is_applied($store).await;
+            crate::state::engine::state_cas_retry_after_lost_reply_is_applied($store).await;
         }
     };
 }
@@ -55,10 +55,10 @@ mod memory {
 
 #[cfg(feature = "redis")]
 mod redis {
-    suite!(crate::lock_fenced::shared_redis().await);
+    suite!(crate::lock::fenced::shared_redis().await);
 }
 
 #[cfg(feature = "redis")]
 mod redis_cluster {
-    suite!(crate::lock_fenced::cluster().await);
+    suite!(crate::lock::fenced::cluster().await);
 }

@@ -78,7 +78,7 @@ macro_rules! suite {
             /// `?` placeholders, numbered on PostgreSQL.
             fn q(sql: &str) -> sqlx::AssertSqlSafe<String> {
                 sqlx::AssertSqlSafe(if $pg {
-                    crate::tx_support::pg_sql(sql)
+                    crate::tx::support::pg_sql(sql)
                 } else {
                     sql.to_owned()
                 })
@@ -453,6 +453,6 @@ async fn futures_join_all<F: std::future::Future>(fs: impl Iterator<Item = F>) -
         .collect()
 }
 
-suite!(postgres, sqlx::Postgres, crate::state_support::pg, true);
-suite!(mariadb, sqlx::MySql, crate::state_support::mysql, false);
-suite!(sqlite, sqlx::Sqlite, crate::state_support::sqlite, false);
+suite!(postgres, sqlx::Postgres, crate::state::support::pg, true);
+suite!(mariadb, sqlx::MySql, crate::state::support::mysql, false);
+suite!(sqlite, sqlx::Sqlite, crate::state::support::sqlite, false);

@@ -6,7 +6,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::sql_support::{mysql_url, pg_url, suffix};
+use crate::support::sql::{mysql_url, pg_url, suffix};
 use crate::support::tempdir::TempDir;
 
 /// The business tables, in SQL every dialect takes.

@@ -59,7 +59,7 @@ pub(crate) struct Fixture {
 enum Cleanup {
     Pg(String),
     My(Vec<String>),
-    Lite(crate::sql_support::TempDir),
+    Lite(crate::support::sql::TempDir),
 }
 
 impl Fixture {

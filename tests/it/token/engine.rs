@@ -137,14 +137,14 @@ macro_rules! suite {
     ($store:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn consumed_token_stays_consumed_after_a_drop_during_the_consume() {
-            crate::engine_tokens::consumed_token_stays_consumed_after_a_drop_during_the_consume(
+            crate::token::engine::consumed_token_stays_consumed_after_a_drop_during_the_consume(
                 $store,
             )
             .await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn consumed_token_stays_consumed_after_a_blip_during_the_consume() {
-            crate::engine_tokens::consumed_token_stays_consumed_after_a_blip_during_the_consume(
+            crate::token::engine::consumed_token_stays_consumed_after_a_blip_during_the_consume(
                 $store,
             )
             .await;
@@ -158,24 +158,24 @@ mod memory {
 
 #[cfg(feature = "redis")]
 mod redis {
-    suite!(crate::lock_fenced::shared_redis().await);
+    suite!(crate::lock::fenced::shared_redis().await);
 }
 
 #[cfg(feature = "redis")]
 mod redis_cluster {
-    suite!(crate::lock_fenced::cluster().await);
+    suite!(crate::lock::fenced::cluster().await);
 }
 
 mod postgres {
-    suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::Postgres).await);
+    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Postgres).await);
 }
 
 mod mariadb {
-    suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::MySql).await);
+    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::MySql).await);
 }
 
 mod sqlite {
-    suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::Sqlite).await);
+    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Sqlite).await);
 }
 
 /// Defect e: a concurrent submission of a token that another caller holds

@@ -13,9 +13,9 @@ use idem::store::token::{TokenStore, TokenTake};
 use idem::store::{Owned, Owner, StoreError};
 use idem::{Error, Store};
 
-use crate::sql_support::Fixture;
+use crate::support::sql::Fixture;
 
-crate::sql_support::per_database!(
+crate::support::sql::per_database!(
     cycle_matches_memory,
     concurrent_takes_one_winner,
     two_instances_one_execution,
@@ -177,8 +177,8 @@ async fn two_instances_one_execution(d: Dialect) {
     let fx = Fixture::new(d).await;
     let other: Arc<dyn Store> = Arc::new(fx.another_instance_with(4).await);
     let (h1, h2) = (
-        Arc::new(crate::sql_store::handle(fx.dyn_store())),
-        Arc::new(crate::sql_store::handle(other)),
+        Arc::new(crate::sql::store::handle(fx.dyn_store())),
+        Arc::new(crate::sql::store::handle(other)),
     );
     let token = h1
         .tokens()
@@ -271,7 +271,7 @@ async fn verify_names_missing_token_table(d: Dialect) {
         "{e:?}"
     );
     // Using it fails closed, and the error says the fix.
-    let idem = crate::sql_store::handle(fx.dyn_store());
+    let idem = crate::sql::store::handle(fx.dyn_store());
     let r = idem
         .tokens()
         .issue("token:form", Duration::from_secs(60))
@@ -291,7 +291,7 @@ async fn verify_names_missing_token_table(d: Dialect) {
 
 async fn ddl_contains_the_token_table(d: Dialect) {
     let fx = Fixture::new(d).await;
-    let sfx = crate::sql_support::suffix();
+    let sfx = crate::support::sql::suffix();
     let mut names = TableNames::new(&format!("ddl_{sfx}"))
         .unwrap()
         .tokens(&format!("form_tokens_{sfx}"))
@@ -313,7 +313,7 @@ async fn ddl_contains_the_token_table(d: Dialect) {
     fx.exec(&text).await;
     let store = (*fx.store).clone().with_tables(names.clone());
     assert_eq!(store.verify().await.unwrap(), vec![]);
-    let idem = crate::sql_store::handle(Arc::new(store));
+    let idem = crate::sql::store::handle(Arc::new(store));
     let token = idem
         .tokens()
         .issue("token:ddl", Duration::from_secs(60))

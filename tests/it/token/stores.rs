@@ -196,19 +196,19 @@ macro_rules! token_suite {
     ($store:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn one_execution() {
-            crate::token::one_execution($store).await;
+            crate::token::stores::one_execution($store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn failure_gives_it_back() {
-            crate::token::failure_gives_it_back($store).await;
+            crate::token::stores::failure_gives_it_back($store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn invalid_tokens() {
-            crate::token::invalid_tokens($store).await;
+            crate::token::stores::invalid_tokens($store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn crashed_holder_returns_it() {
-            crate::token::crashed_holder_returns_it($store).await;
+            crate::token::stores::crashed_holder_returns_it($store).await;
         }
     };
 }
@@ -224,7 +224,7 @@ mod memory {
     feature = "sqlite"
 ))]
 mod redis {
-    token_suite!(crate::lock_fenced::shared_redis().await);
+    token_suite!(crate::lock::fenced::shared_redis().await);
 }
 
 #[cfg(all(
@@ -234,24 +234,24 @@ mod redis {
     feature = "sqlite"
 ))]
 mod redis_cluster {
-    token_suite!(crate::lock_fenced::cluster().await);
+    token_suite!(crate::lock::fenced::cluster().await);
 }
 
 // Each SQL case on fresh tables (a PostgreSQL schema, MariaDB table names, a
 // SQLite file), dropped with the last handle.
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod postgres {
-    token_suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::Postgres).await);
+    token_suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Postgres).await);
 }
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod mariadb {
-    token_suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::MySql).await);
+    token_suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::MySql).await);
 }
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod sqlite {
-    token_suite!(crate::sql_support::conformance_store(idem::store::sql::Dialect::Sqlite).await);
+    token_suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Sqlite).await);
 }
 
 /// A store that keeps no tokens (a third-party `Store` that does not override

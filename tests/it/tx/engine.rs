@@ -9,7 +9,7 @@ use std::time::Duration;
 use idem::{How, Idem, Store};
 
 use crate::support::{AppError, Counter, unique_ns};
-use crate::tx_support::{TestDb, V, per_db};
+use crate::tx::support::{TestDb, V, per_db};
 
 pub(crate) const TABLES: [&str; 1] =
     ["CREATE TABLE t_buy (req_id VARCHAR(64) NOT NULL PRIMARY KEY, amount BIGINT NOT NULL)"];
@@ -122,7 +122,7 @@ per_db!(
 /// for the whole lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_callers_release_never_overtakes_its_own_claim_postgres() {
-    use crate::sql_support::{Fixture, pg_url};
+    use crate::support::sql::{Fixture, pg_url};
     let fx = Fixture::new(idem::store::sql::Dialect::Postgres).await;
     let idem = Idem::builder()
         .shared_store(fx.dyn_store())

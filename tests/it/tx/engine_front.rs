@@ -9,9 +9,9 @@ use std::time::Duration;
 use idem::store::RecordState;
 use idem::{How, MemoryStore, Store};
 
-use crate::engine_tx::{TABLES, guarded_insert, guarded_insert_for, handle};
+use crate::tx::engine::{TABLES, guarded_insert, guarded_insert_for, handle};
 use crate::support::Counter;
-use crate::tx_support::{TestDb, per_db};
+use crate::tx::support::{TestDb, per_db};
 
 /// Defect a: a transaction guards the same key twice (a batch with a repeated
 /// event) and rolls back. The front store must not hold the record that was
@@ -57,7 +57,7 @@ per_db!(
 
 #[cfg(feature = "redis")]
 async fn same_key_twice_then_rollback_redis_front<D: TestDb>() {
-    same_key_twice_then_rollback::<D>(crate::lock_fenced::shared_redis().await).await;
+    same_key_twice_then_rollback::<D>(crate::lock::fenced::shared_redis().await).await;
 }
 #[cfg(feature = "redis")]
 per_db!(
@@ -106,7 +106,7 @@ per_db!(
 
 #[cfg(feature = "redis")]
 async fn republished_with_remaining_ttl_redis_front<D: TestDb>() {
-    republished_with_remaining_ttl::<D>(crate::lock_fenced::shared_redis().await).await;
+    republished_with_remaining_ttl::<D>(crate::lock::fenced::shared_redis().await).await;
 }
 #[cfg(feature = "redis")]
 per_db!(

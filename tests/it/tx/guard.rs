@@ -8,7 +8,7 @@ use std::time::Duration;
 use idem::{How, Idem, MemoryStore};
 
 use crate::support::{AppError, Counter, unique_ns};
-use crate::tx_support::{TestDb, V, is_tx_conflict, per_db};
+use crate::tx::support::{TestDb, V, is_tx_conflict, per_db};
 
 const TABLES: [&str; 1] =
     ["CREATE TABLE t_buy (req_id VARCHAR(64) NOT NULL PRIMARY KEY, amount BIGINT NOT NULL)"];

@@ -9,8 +9,8 @@ use std::time::Duration;
 use idem::{How, Idem};
 
 use crate::support::{AppError, Counter, unique_ns};
-use crate::tx_guard_sql::{TABLES, guarded};
-use crate::tx_support::TestDb;
+use crate::tx::guard_sql::{TABLES, guarded};
+use crate::tx::support::TestDb;
 
 /// How many in-transaction claims the caller holds open: on MySQL/MariaDB the
 /// old claim locked its key's fence slot (one of 64) until the caller's

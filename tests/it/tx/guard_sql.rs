@@ -7,7 +7,7 @@ use std::time::Duration;
 use idem::{How, Idem};
 
 use crate::support::{AppError, Counter, unique_ns};
-use crate::tx_support::{TestDb, V, per_db};
+use crate::tx::support::{TestDb, V, per_db};
 
 pub(crate) const TABLES: [&str; 1] =
     ["CREATE TABLE t_run (id VARCHAR(64) NOT NULL PRIMARY KEY, note VARCHAR(64) NOT NULL)"];

@@ -8,7 +8,7 @@ use idem::db::optimistic::{Optimistic, Versioned};
 use idem::db::pessimistic::{RowLock, transaction};
 
 use crate::support::AppError;
-use crate::tx_support::{TestDb, V, per_db};
+use crate::tx::support::{TestDb, V, per_db};
 
 const TABLES: [&str; 8] = [
     "CREATE TABLE t_item (sku_id VARCHAR(64) NOT NULL PRIMARY KEY, stock BIGINT NOT NULL, version BIGINT NOT NULL, last_req VARCHAR(64))",

@@ -4,7 +4,7 @@
 use idem::db::Arg;
 use idem::db::optimistic::{Optimistic, Versioned};
 
-use crate::tx_support::{TestDb, per_db};
+use crate::tx::support::{TestDb, per_db};
 
 const TABLES: [&str; 1] = [
     "CREATE TABLE t_item (sku_id VARCHAR(64) NOT NULL PRIMARY KEY, stock BIGINT NOT NULL, version BIGINT NOT NULL, last_req VARCHAR(64))",

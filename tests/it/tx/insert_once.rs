@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use idem::db::insert_once::{InsertOnce, Inserted};
 
-use crate::tx_support::{TestDb, V, per_db};
+use crate::tx::support::{TestDb, V, per_db};
 
 const TABLES: [&str; 2] = [
     "CREATE TABLE t_once (id VARCHAR(64) NOT NULL, k VARCHAR(64) NOT NULL)",
@@ -139,7 +139,7 @@ async fn count_in<D: TestDb>(
 ) -> Result<i64, sqlx::Error> {
     let tx = tx as &mut dyn std::any::Any;
     if let Some(tx) = tx.downcast_mut::<sqlx::Transaction<'static, sqlx::Postgres>>() {
-        let sql = crate::tx_support::pg_sql(sql);
+        let sql = crate::tx::support::pg_sql(sql);
         return sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
             .fetch_one(&mut **tx)
             .await;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use idem::Idem;
 
 use crate::support::{AppError, Counter};
-use crate::tx_support::{TestDb, V, is_tx_conflict};
+use crate::tx::support::{TestDb, V, is_tx_conflict};
 
 const TABLES: [&str; 1] =
     ["CREATE TABLE t_buy (req_id VARCHAR(64) NOT NULL PRIMARY KEY, amount BIGINT NOT NULL)"];

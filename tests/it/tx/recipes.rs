@@ -8,7 +8,7 @@ use std::sync::Arc;
 use idem::{How, Idem};
 
 use crate::support::{AppError, unique_ns};
-use crate::tx_support::{TestDb, V, is_tx_conflict, per_db};
+use crate::tx::support::{TestDb, V, is_tx_conflict, per_db};
 
 const TABLES: [&str; 4] = [
     "CREATE TABLE t_sku (sku_id VARCHAR(64) NOT NULL PRIMARY KEY, stock BIGINT NOT NULL)",

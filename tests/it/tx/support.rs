@@ -8,7 +8,7 @@ use std::future::Future;
 
 use idem::sql::SqlStore;
 
-use crate::state_support::{Place, mysql_with, pg_with, sqlite_with};
+use crate::state::support::{Place, mysql_with, pg_with, sqlite_with};
 
 /// A bind value.
 #[derive(Debug, Clone)]
