@@ -44,7 +44,7 @@ pub async fn fenced_fence_rises_above_unfenced_claims(store: Arc<dyn Store>) {
 }
 
 macro_rules! suite {
-    ($store:expr) => {
+    (store = $store:expr, keys = $keys:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn fenced_fence_rises_above_unfenced_claims() {
             crate::guard::engine_keys::fenced_fence_rises_above_unfenced_claims($store).await;
@@ -52,31 +52,7 @@ macro_rules! suite {
     };
 }
 
-mod memory {
-    suite!(std::sync::Arc::new(idem::MemoryStore::new()));
-}
-
-#[cfg(feature = "redis")]
-mod redis {
-    suite!(crate::lock::fenced::shared_redis().await);
-}
-
-#[cfg(feature = "redis")]
-mod redis_cluster {
-    suite!(crate::lock::fenced::cluster().await);
-}
-
-mod postgres {
-    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Postgres).await);
-}
-
-mod mariadb {
-    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::MySql).await);
-}
-
-mod sqlite {
-    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Sqlite).await);
-}
+crate::support::stores::for_each_store!(suite);
 
 /// Defect m: `guard_key` finds its scene's settings under the scene as written
 /// (`order:create`, which the key escapes to `order%3Acreate`), as `guard` does.

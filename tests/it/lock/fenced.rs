@@ -11,35 +11,6 @@ use idem::lock::{FencedUpdate, FencedWrite};
 use idem::store::Store;
 use idem::{Error, FaultyStore, Idem};
 
-/// A Redis store on the shared server under a fresh prefix (lock keys are
-/// released by their holders; the token and state tests' keys expire within a
-/// minute).
-#[cfg(feature = "redis")]
-pub async fn shared_redis() -> Arc<dyn Store> {
-    let prefix = format!("idemtest:{}:", uuid::Uuid::new_v4().simple());
-    Arc::new(
-        idem::store::redis::RedisStore::builder(crate::support::redis_server::SHARED_URL)
-            .prefix(prefix)
-            .connect()
-            .await
-            .expect("shared redis"),
-    )
-}
-
-/// The process's test-owned cluster.
-#[cfg(feature = "redis")]
-pub async fn cluster() -> Arc<dyn Store> {
-    Arc::new(
-        idem::store::redis::RedisClusterStore::builder(
-            crate::support::redis_server::process_cluster().urls(),
-        )
-        .prefix(format!("t{}:", uuid::Uuid::new_v4().simple()))
-        .connect()
-        .await
-        .expect("test-owned cluster"),
-    )
-}
-
 fn handle_in(store: Arc<dyn Store>, ns: &str) -> Idem {
     Idem::builder()
         .shared_store(store)
@@ -180,13 +151,13 @@ async fn stale_holder_is_fenced_off_memory() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stale_holder_is_fenced_off_redis() {
-    stale_holder_is_fenced_off(shared_redis().await).await;
+    stale_holder_is_fenced_off(crate::support::stores::redis().await).await;
 }
 
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stale_holder_is_fenced_off_redis_cluster() {
-    stale_holder_is_fenced_off(cluster().await).await;
+    stale_holder_is_fenced_off(crate::support::stores::redis_cluster().await).await;
 }
 
 /// Fences of one lock key keep growing across `FLUSHALL` (20 rounds on a

@@ -304,7 +304,7 @@ macro_rules! lock_suite {
 pub(crate) use lock_suite;
 
 mod memory {
-    crate::lock::stores::lock_suite!(std::sync::Arc::new(idem::MemoryStore::new()));
+    crate::lock::stores::lock_suite!(crate::support::stores::memory());
 }
 
 #[cfg(all(
@@ -314,7 +314,7 @@ mod memory {
     feature = "sqlite"
 ))]
 mod redis {
-    crate::lock::stores::lock_suite!(crate::lock::fenced::shared_redis().await);
+    crate::lock::stores::lock_suite!(crate::support::stores::redis().await);
 }
 
 #[cfg(all(
@@ -324,7 +324,7 @@ mod redis {
     feature = "sqlite"
 ))]
 mod redis_cluster {
-    crate::lock::stores::lock_suite!(crate::lock::fenced::cluster().await);
+    crate::lock::stores::lock_suite!(crate::support::stores::redis_cluster().await);
 }
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]

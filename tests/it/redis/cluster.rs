@@ -13,22 +13,6 @@ use idem::{Error, How, Idem};
 use crate::redis::store::{claimed, store_operations};
 use crate::support::redis_server::{Monitor, RedisCluster};
 
-mod conformance {
-    use crate::conformance::suite::conformance_suite;
-
-    conformance_suite!(
-        std::sync::Arc::new(
-            idem::store::redis::RedisClusterStore::builder(
-                crate::support::redis_server::process_cluster().urls()
-            )
-            .connect()
-            .await
-            .expect("test-owned cluster")
-        ),
-        keys = crate::redis::store::many_keys()
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_store_semantics() {
     let cluster = RedisCluster::start();

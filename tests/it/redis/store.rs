@@ -36,67 +36,6 @@ pub(crate) async fn claimed(store: &dyn Store, key: &str, owner: Owner, lease: D
     }
 }
 
-// ---- the guard semantics: the shared conformance suite ---------------------------
-
-/// Records of the suite on the shared Redis live under a prefix naming this
-/// process; the first use sweeps the prefixes of test processes that are gone.
-fn conformance_prefix() -> &'static str {
-    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    PREFIX.get_or_init(|| {
-        sweep_dead_runs();
-        format!("{SWEEP_ROOT}{}:", std::process::id())
-    })
-}
-
-const SWEEP_ROOT: &str = "idem-it:conformance:";
-
-fn sweep_dead_runs() {
-    use crate::support::redis_server::cli;
-    let keys = cli(6379, &["--scan", "--pattern", &format!("{SWEEP_ROOT}*")]);
-    let dead: Vec<&str> = keys
-        .lines()
-        .filter(|k| {
-            let pid = k[SWEEP_ROOT.len().min(k.len())..]
-                .split(':')
-                .next()
-                .unwrap_or("");
-            !pid.parse::<u32>()
-                .is_ok_and(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
-        })
-        .collect();
-    for chunk in dead.chunks(200) {
-        let mut args = vec!["DEL"];
-        args.extend(chunk.iter().copied());
-        cli(6379, &args);
-    }
-}
-
-/// Keys of the many-keys test: 50 callers each behind one barrier. 20 keys (1000
-/// simultaneous callers on one multiplexed connection) stay within the 500 ms
-/// response timeout of a debug build on 2 shared cores; `IDEM_STRESS=1` runs 200.
-pub(crate) fn many_keys() -> usize {
-    if std::env::var_os("IDEM_STRESS").is_some() {
-        200
-    } else {
-        20
-    }
-}
-
-mod conformance_shared_redis {
-    use crate::conformance::suite::conformance_suite;
-
-    conformance_suite!(
-        std::sync::Arc::new(
-            idem::store::redis::RedisStore::builder(crate::support::redis_server::SHARED_URL)
-                .prefix(super::conformance_prefix())
-                .connect()
-                .await
-                .expect("shared Redis at 127.0.0.1:6379 must be running")
-        ),
-        keys = super::many_keys()
-    );
-}
-
 // ---- owner-checked store operations, directly through the Store trait ------------
 
 /// Owner A claims and "crashes"; its lease lapses; B takes over with a bigger

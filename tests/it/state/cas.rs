@@ -89,7 +89,7 @@ async fn memory() {
 ))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis() {
-    one_of_fifty(crate::lock::fenced::shared_redis().await).await;
+    one_of_fifty(crate::support::stores::redis().await).await;
 }
 
 #[cfg(all(
@@ -100,5 +100,5 @@ async fn redis() {
 ))]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_cluster() {
-    one_of_fifty(crate::lock::fenced::cluster().await).await;
+    one_of_fifty(crate::support::stores::redis_cluster().await).await;
 }

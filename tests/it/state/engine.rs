@@ -55,10 +55,10 @@ mod memory {
 
 #[cfg(feature = "redis")]
 mod redis {
-    suite!(crate::lock::fenced::shared_redis().await);
+    suite!(crate::support::stores::redis().await);
 }
 
 #[cfg(feature = "redis")]
 mod redis_cluster {
-    suite!(crate::lock::fenced::cluster().await);
+    suite!(crate::support::stores::redis_cluster().await);
 }

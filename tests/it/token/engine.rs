@@ -134,7 +134,7 @@ pub async fn consumed_token_stays_consumed_after_a_blip_during_the_consume(store
 }
 
 macro_rules! suite {
-    ($store:expr) => {
+    (store = $store:expr, keys = $keys:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn consumed_token_stays_consumed_after_a_drop_during_the_consume() {
             crate::token::engine::consumed_token_stays_consumed_after_a_drop_during_the_consume(
@@ -152,31 +152,7 @@ macro_rules! suite {
     };
 }
 
-mod memory {
-    suite!(std::sync::Arc::new(idem::MemoryStore::new()));
-}
-
-#[cfg(feature = "redis")]
-mod redis {
-    suite!(crate::lock::fenced::shared_redis().await);
-}
-
-#[cfg(feature = "redis")]
-mod redis_cluster {
-    suite!(crate::lock::fenced::cluster().await);
-}
-
-mod postgres {
-    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Postgres).await);
-}
-
-mod mariadb {
-    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::MySql).await);
-}
-
-mod sqlite {
-    suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Sqlite).await);
-}
+crate::support::stores::for_each_store!(suite);
 
 /// Defect e: a concurrent submission of a token that another caller holds
 /// waits 5 s by default, as every other technique's caller does (not the whole

@@ -193,7 +193,7 @@ pub async fn crashed_holder_returns_it(store: Arc<dyn Store>) {
 }
 
 macro_rules! token_suite {
-    ($store:expr) => {
+    (store = $store:expr, keys = $keys:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn one_execution() {
             crate::token::stores::one_execution($store).await;
@@ -212,47 +212,9 @@ macro_rules! token_suite {
         }
     };
 }
+pub(crate) use token_suite;
 
-mod memory {
-    token_suite!(std::sync::Arc::new(idem::MemoryStore::new()));
-}
-
-#[cfg(all(
-    feature = "redis",
-    feature = "postgres",
-    feature = "mysql",
-    feature = "sqlite"
-))]
-mod redis {
-    token_suite!(crate::lock::fenced::shared_redis().await);
-}
-
-#[cfg(all(
-    feature = "redis",
-    feature = "postgres",
-    feature = "mysql",
-    feature = "sqlite"
-))]
-mod redis_cluster {
-    token_suite!(crate::lock::fenced::cluster().await);
-}
-
-// Each SQL case on fresh tables (a PostgreSQL schema, MariaDB table names, a
-// SQLite file), dropped with the last handle.
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-mod postgres {
-    token_suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Postgres).await);
-}
-
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-mod mariadb {
-    token_suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::MySql).await);
-}
-
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-mod sqlite {
-    token_suite!(crate::support::sql::conformance_store(idem::store::sql::Dialect::Sqlite).await);
-}
+crate::support::stores::for_each_store!(crate::token::stores::token_suite);
 
 /// A store that keeps no tokens (a third-party `Store` that does not override
 /// `tokens()`): every token call is `Error::Config`, and no body runs.

@@ -9,9 +9,9 @@ use std::time::Duration;
 use idem::store::RecordState;
 use idem::{How, MemoryStore, Store};
 
-use crate::tx::engine::{TABLES, guarded_insert, guarded_insert_for, handle};
 use crate::support::Counter;
-use crate::tx::support::{TestDb, per_db};
+use crate::tx::engine::{TABLES, guarded_insert, guarded_insert_for, handle};
+use crate::tx::support::TestDb;
 
 /// Defect a: a transaction guards the same key twice (a batch with a repeated
 /// event) and rolls back. The front store must not hold the record that was
@@ -50,18 +50,16 @@ async fn same_key_twice_then_rollback<D: TestDb>(front: Arc<dyn Store>) {
 async fn same_key_twice_then_rollback_memory_front<D: TestDb>() {
     same_key_twice_then_rollback::<D>(Arc::new(MemoryStore::new())).await;
 }
-per_db!(
-    same_key_twice_in_one_transaction_then_rollback_memory_front,
+crate::support::sql::per_database!(generic: same_key_twice_in_one_transaction_then_rollback_memory_front,
     same_key_twice_then_rollback_memory_front
 );
 
 #[cfg(feature = "redis")]
 async fn same_key_twice_then_rollback_redis_front<D: TestDb>() {
-    same_key_twice_then_rollback::<D>(crate::lock::fenced::shared_redis().await).await;
+    same_key_twice_then_rollback::<D>(crate::support::stores::redis().await).await;
 }
 #[cfg(feature = "redis")]
-per_db!(
-    same_key_twice_in_one_transaction_then_rollback_redis_front,
+crate::support::sql::per_database!(generic: same_key_twice_in_one_transaction_then_rollback_redis_front,
     same_key_twice_then_rollback_redis_front
 );
 
@@ -99,17 +97,15 @@ async fn republished_with_remaining_ttl<D: TestDb>(front: Arc<dyn Store>) {
 async fn republished_with_remaining_ttl_memory_front<D: TestDb>() {
     republished_with_remaining_ttl::<D>(Arc::new(MemoryStore::new())).await;
 }
-per_db!(
-    front_store_learns_replayed_record_with_remaining_ttl_memory_front,
+crate::support::sql::per_database!(generic: front_store_learns_replayed_record_with_remaining_ttl_memory_front,
     republished_with_remaining_ttl_memory_front
 );
 
 #[cfg(feature = "redis")]
 async fn republished_with_remaining_ttl_redis_front<D: TestDb>() {
-    republished_with_remaining_ttl::<D>(crate::lock::fenced::shared_redis().await).await;
+    republished_with_remaining_ttl::<D>(crate::support::stores::redis().await).await;
 }
 #[cfg(feature = "redis")]
-per_db!(
-    front_store_learns_replayed_record_with_remaining_ttl_redis_front,
+crate::support::sql::per_database!(generic: front_store_learns_replayed_record_with_remaining_ttl_redis_front,
     republished_with_remaining_ttl_redis_front
 );
