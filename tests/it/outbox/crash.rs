@@ -42,7 +42,8 @@ async fn child_relay(cfg: &str) {
             std::thread::sleep(Duration::from_secs(60));
         }
     }));
-    let publisher = idem::outbox::amqp::AmqpPublisher::new(crate::consume::amqp_support::amqp_url());
+    let publisher =
+        idem::outbox::amqp::AmqpPublisher::new(crate::consume::amqp_support::amqp_url());
     let relay = idem::outbox::Relay::new(SqlStore::postgres(pool), publisher, opts);
     let _ = queue;
     let (_stop, signal) = idem::consume::shutdown();

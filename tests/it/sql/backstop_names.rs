@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use idem::{Error, FaultyStore, Idem, MemoryStore};
 
-use crate::support::sql::{Biz, BizPool, Fixture};
 use crate::support::AppError;
+use crate::support::sql::{Biz, BizPool, Fixture};
 
 /// The index the functions below mean; created beside the fixture's own.
 const INDEX: &str = "uk_named_order_amount";

@@ -291,9 +291,29 @@ impl Drop for Fixture {
 
 pub(crate) use crate::support::tempdir::TempDir;
 
-/// Instantiates `async fn case(Dialect)` tests once per database, in modules
-/// `postgres`, `mariadb` and `sqlite`.
+/// Runs a test once per database: the one "per database" macro of the suite.
+///
+/// - `per_database!(case, …)`: each `async fn case(Dialect)` as a test in
+///   modules `postgres`, `mariadb` and `sqlite`;
+/// - `per_database!(generic: name, f)`: the generic `async fn f<D: TestDb>()`
+///   as tests `postgres`, `mariadb` and `sqlite` in a module `name`.
 macro_rules! per_database {
+    (generic: $name:ident, $f:ident $(,)?) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$f::<sqlx::PgPool>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mariadb() {
+                super::$f::<sqlx::MySqlPool>().await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$f::<sqlx::SqlitePool>().await;
+            }
+        }
+    };
     ($($case:ident),* $(,)?) => {
         mod postgres { $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

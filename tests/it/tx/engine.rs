@@ -9,7 +9,7 @@ use std::time::Duration;
 use idem::{How, Idem, Store};
 
 use crate::support::{AppError, Counter, unique_ns};
-use crate::tx::support::{TestDb, V, per_db};
+use crate::tx::support::{TestDb, V};
 
 pub(crate) const TABLES: [&str; 1] =
     ["CREATE TABLE t_buy (req_id VARCHAR(64) NOT NULL PRIMARY KEY, amount BIGINT NOT NULL)"];
@@ -109,8 +109,7 @@ async fn cancelled_mid_body_then_committed<D: TestDb>() {
     assert_eq!(runs.get(), 1);
     assert_eq!(buys(&db, "r-b-1").await, 1);
 }
-per_db!(
-    cancelled_mid_body_then_committed_key_free_after_lease,
+crate::support::sql::per_database!(generic: cancelled_mid_body_then_committed_key_free_after_lease,
     cancelled_mid_body_then_committed
 );
 

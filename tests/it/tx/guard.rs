@@ -8,7 +8,7 @@ use std::time::Duration;
 use idem::{How, Idem, MemoryStore};
 
 use crate::support::{AppError, Counter, unique_ns};
-use crate::tx::support::{TestDb, V, is_tx_conflict, per_db};
+use crate::tx::support::{TestDb, V, is_tx_conflict};
 
 const TABLES: [&str; 1] =
     ["CREATE TABLE t_buy (req_id VARCHAR(64) NOT NULL PRIMARY KEY, amount BIGINT NOT NULL)"];
@@ -130,8 +130,7 @@ async fn concurrent_duplicates<D: TestDb>() {
         "{stats:?}"
     );
 }
-per_db!(
-    concurrent_duplicates_one_row_one_record,
+crate::support::sql::per_database!(generic: concurrent_duplicates_one_row_one_record,
     concurrent_duplicates
 );
 
@@ -175,8 +174,7 @@ async fn rollback_leaves_nothing<D: TestDb>() {
         D::NAME
     );
 }
-per_db!(
-    rolled_back_transaction_leaves_nothing,
+crate::support::sql::per_database!(generic: rolled_back_transaction_leaves_nothing,
     rollback_leaves_nothing
 );
 
@@ -211,8 +209,7 @@ async fn front_store_lost_key<D: TestDb>() {
     assert_eq!(buys(&db, "r-3").await, 1);
     assert_eq!(records(&db).await, 1);
 }
-per_db!(
-    committed_record_replayed_after_front_store_lost_it,
+crate::support::sql::per_database!(generic: committed_record_replayed_after_front_store_lost_it,
     front_store_lost_key
 );
 

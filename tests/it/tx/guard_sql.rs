@@ -7,7 +7,7 @@ use std::time::Duration;
 use idem::{How, Idem};
 
 use crate::support::{AppError, Counter, unique_ns};
-use crate::tx::support::{TestDb, V, per_db};
+use crate::tx::support::{TestDb, V};
 
 pub(crate) const TABLES: [&str; 1] =
     ["CREATE TABLE t_run (id VARCHAR(64) NOT NULL PRIMARY KEY, note VARCHAR(64) NOT NULL)"];
@@ -93,7 +93,6 @@ async fn opened_before_expiry<D: TestDb>() {
     assert_eq!(rows, 2, "{}", D::NAME);
     assert!(later > fence, "{}: fences never go backwards", D::NAME);
 }
-per_db!(
-    transaction_opened_before_record_expired_executes,
+crate::support::sql::per_database!(generic: transaction_opened_before_record_expired_executes,
     opened_before_expiry
 );

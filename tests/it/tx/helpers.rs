@@ -8,7 +8,7 @@ use idem::db::optimistic::{Optimistic, Versioned};
 use idem::db::pessimistic::{RowLock, transaction};
 
 use crate::support::AppError;
-use crate::tx::support::{TestDb, V, per_db};
+use crate::tx::support::{TestDb, V};
 
 const TABLES: [&str; 8] = [
     "CREATE TABLE t_item (sku_id VARCHAR(64) NOT NULL PRIMARY KEY, stock BIGINT NOT NULL, version BIGINT NOT NULL, last_req VARCHAR(64))",
@@ -106,7 +106,7 @@ async fn optimistic<D: TestDb>() {
         D::NAME
     );
 }
-per_db!(optimistic_answers_are_distinct, optimistic);
+crate::support::sql::per_database!(generic: optimistic_answers_are_distinct, optimistic);
 
 /// The pessimistic lock refuses a key column no index starts with
 /// (PostgreSQL, MariaDB; SQLite locks the database, nothing to check).
@@ -137,7 +137,7 @@ async fn unindexed<D: TestDb>() {
         .unwrap();
     assert!(!absent);
 }
-per_db!(pessimistic_lock_refuses_unindexed_column, unindexed);
+crate::support::sql::per_database!(generic: pessimistic_lock_refuses_unindexed_column, unindexed);
 
 /// Refunds under the pessimistic lock, deduplicated by insert-once on the
 /// refund id: 50 requests (10 ids x 5), each its own retried transaction.
@@ -214,8 +214,7 @@ async fn refunds_locked<D: TestDb>() {
     assert!(refunded <= 100);
     let _ = answers.into_iter().map(Inserted::into_inner).count();
 }
-per_db!(
-    refunds_under_row_lock_deduplicated_by_insert_once,
+crate::support::sql::per_database!(generic: refunds_under_row_lock_deduplicated_by_insert_once,
     refunds_locked
 );
 
@@ -285,7 +284,6 @@ async fn parent_child<D: TestDb>() {
     );
     assert_eq!((parents, children, orphans), (1, 3, 0), "{}", D::NAME);
 }
-per_db!(
-    duplicate_parent_child_insert_leaves_no_orphans,
+crate::support::sql::per_database!(generic: duplicate_parent_child_insert_leaves_no_orphans,
     parent_child
 );

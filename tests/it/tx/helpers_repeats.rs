@@ -4,7 +4,7 @@
 use idem::db::Arg;
 use idem::db::optimistic::{Optimistic, Versioned};
 
-use crate::tx::support::{TestDb, per_db};
+use crate::tx::support::TestDb;
 
 const TABLES: [&str; 1] = [
     "CREATE TABLE t_item (sku_id VARCHAR(64) NOT NULL PRIMARY KEY, stock BIGINT NOT NULL, version BIGINT NOT NULL, last_req VARCHAR(64))",
@@ -85,7 +85,6 @@ async fn repeated_request<D: TestDb>() {
     );
     assert_eq!(stock(&db).await, 7, "{}: r1 applied once", D::NAME);
 }
-per_db!(
-    optimistic_repeated_request_with_retries_never_applies_twice,
+crate::support::sql::per_database!(generic: optimistic_repeated_request_with_retries_never_applies_twice,
     repeated_request
 );

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use idem::db::insert_once::{InsertOnce, Inserted};
 
-use crate::tx::support::{TestDb, V, per_db};
+use crate::tx::support::{TestDb, V};
 
 const TABLES: [&str; 2] = [
     "CREATE TABLE t_once (id VARCHAR(64) NOT NULL, k VARCHAR(64) NOT NULL)",
@@ -106,8 +106,7 @@ async fn fifty_inserts<D: TestDb>() {
         D::NAME
     );
 }
-per_db!(
-    insert_once_fifty_concurrent_duplicates_one_new_row,
+crate::support::sql::per_database!(generic: insert_once_fifty_concurrent_duplicates_one_new_row,
     fifty_inserts
 );
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use idem::{How, Idem};
 
 use crate::support::{AppError, unique_ns};
-use crate::tx::support::{TestDb, V, is_tx_conflict, per_db};
+use crate::tx::support::{TestDb, V, is_tx_conflict};
 
 const TABLES: [&str; 4] = [
     "CREATE TABLE t_sku (sku_id VARCHAR(64) NOT NULL PRIMARY KEY, stock BIGINT NOT NULL)",
@@ -148,7 +148,7 @@ async fn inventory<D: TestDb>() {
     // Each buyer got one answer, the same for all three of its requests.
     assert_eq!(answers.iter().filter(|(ok, _)| *ok).count(), 60);
 }
-per_db!(inventory_hot_sku, inventory);
+crate::support::sql::per_database!(generic: inventory_hot_sku, inventory);
 
 /// 50 refund requests on one order (10 refund ids, each sent 5 times at
 /// once): the refunded total is the sum of the distinct refunds, never above
@@ -210,4 +210,4 @@ async fn refunds<D: TestDb>() {
     assert_eq!(rows, refunded);
     assert!(refunded <= 100);
 }
-per_db!(refunds_on_one_order, refunds);
+crate::support::sql::per_database!(generic: refunds_on_one_order, refunds);

@@ -160,28 +160,6 @@ test_db!(
     str::to_owned
 );
 
-/// Generates `#[tokio::test]`s `postgres`, `mariadb` and `sqlite` in a module
-/// `$name`, each calling the generic test `$f::<pool type>()`.
-macro_rules! per_db {
-    ($name:ident, $f:ident) => {
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                super::$f::<sqlx::PgPool>().await;
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn mariadb() {
-                super::$f::<sqlx::MySqlPool>().await;
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                super::$f::<sqlx::SqlitePool>().await;
-            }
-        }
-    };
-}
-pub(crate) use per_db;
-
 /// True when `e` says the transaction lost to a concurrent one (retry it).
 pub(crate) fn is_tx_conflict(e: &crate::support::AppError) -> bool {
     match e {
