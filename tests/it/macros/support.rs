@@ -7,9 +7,14 @@ use idem::store::sql::SqlStore;
 pub(crate) use crate::support::tempdir::TempDir;
 pub(crate) use crate::support::{AppError, Counter};
 
-/// A fresh handle on its own memory store (`support::handle`).
+/// A fresh handle on its own memory store, under the fixed namespace `it`
+/// (the macro tests assert the rendered keys) and the default op timeout.
 pub(crate) fn handle() -> Idem {
-    crate::support::handle(crate::support::stores::memory(), "it")
+    Idem::builder()
+        .shared_store(crate::support::stores::memory())
+        .namespace("it")
+        .build()
+        .expect("memory handle")
 }
 
 /// A fresh handle per record store the macro tests run on: the in-process store
