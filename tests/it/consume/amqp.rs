@@ -32,7 +32,7 @@ fn run_child(schema: &str, queue: &str, abort_after: Option<u64>) -> (bool, Chil
     let cfg = format!("{schema},{queue},{}", abort_after.unwrap_or(0));
     let mut child = std::process::Command::new(exe)
         .args([
-            "consume_amqp::consumer_crash_between_commit_and_ack",
+            "consume::amqp::consumer_crash_between_commit_and_ack",
             "--exact",
             "--nocapture",
             "--test-threads=1",

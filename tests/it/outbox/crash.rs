@@ -23,7 +23,7 @@ use crate::support::unique_ns;
 
 const CHILD_ENV: &str = "IDEM_OUTBOX_RELAY_CHILD";
 const MARK: &str = "IDEM_OUTBOX_CONFIRMED";
-const TEST: &str = "outbox_crash::relay_killed_between_confirm_and_mark_ten_times";
+const TEST: &str = "outbox::crash::relay_killed_between_confirm_and_mark_ten_times";
 
 /// The relay process: relays `schema`'s outbox to `queue` and, on its first
 /// confirmed batch, prints [`MARK`] and blocks (the parent SIGKILLs it).

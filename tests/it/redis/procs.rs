@@ -21,7 +21,7 @@ fn keys() -> u32 {
         500
     }
 }
-const TEST_NAME: &str = "redis_procs::four_processes_one_execution_per_key";
+const TEST_NAME: &str = "redis::procs::four_processes_one_execution_per_key";
 
 fn now_ms() -> u64 {
     SystemTime::now()

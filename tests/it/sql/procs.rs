@@ -39,7 +39,7 @@ async fn four_processes_one_row_per_key() {
             Command::new(&exe)
                 .args([
                     "--exact",
-                    "sql_procs::worker_process_entry",
+                    "sql::procs::worker_process_entry",
                     "--nocapture",
                     "--test-threads=1",
                 ])
