@@ -193,7 +193,7 @@ fn sim_real_time_memory_store_schedules() {
 /// namespace; created on first use inside the run's runtime, dropped with it.
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 fn sql_tables(dialect: idem::store::sql::Dialect) -> StoreFactory {
-    use crate::sql_support::Fixture;
+    use crate::support::sql::Fixture;
     let cell: Arc<tokio::sync::OnceCell<Fixture>> = Arc::default();
     Arc::new(move |_| {
         let cell = Arc::clone(&cell);

@@ -13,6 +13,9 @@ pub mod old_redis;
 pub mod proxy;
 #[cfg(feature = "redis")]
 pub mod redis_server;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod sql;
+pub mod stores;
 
 /// A namespace no other test (or earlier run on a shared server) uses.
 pub fn unique_ns(prefix: &str) -> String {
@@ -33,13 +36,21 @@ impl Counter {
 }
 
 /// The business error type of the tests: what a service would write.
-#[derive(Debug, thiserror::Error)]
+/// Serializable so terminal errors can be stored; the `idem::Error` and
+/// database variants are never stored.
+#[derive(Debug, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum AppError {
     #[error(transparent)]
+    #[serde(skip)]
     Idem(#[from] idem::Error),
     #[error("business failure: {0}")]
     Business(String),
+    #[error("rejected: {0}")]
+    Rejected(String),
+    #[error("transient: {0}")]
+    Transient(String),
     #[error("database: {0}")]
+    #[serde(skip)]
     Db(#[from] sqlx::Error),
 }
 

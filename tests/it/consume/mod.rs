@@ -1,0 +1,18 @@
+//! Consume-once: the consume log and the AMQP and NATS consumers.
+
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+pub mod amqp;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+pub mod amqp_loop;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+pub mod amqp_poison;
+#[cfg(all(feature = "postgres", feature = "rabbitmq"))]
+pub mod amqp_support;
+#[cfg(all(feature = "postgres", any(feature = "rabbitmq", feature = "nats")))]
+pub mod handler;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod log;
+#[cfg(all(feature = "postgres", feature = "nats"))]
+pub mod nats;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod support;

@@ -1,0 +1,10 @@
+//! The `Idempotency-Key` HTTP layer over real loopback HTTP.
+
+pub mod concurrency;
+pub mod headers;
+pub mod keep;
+pub mod keys;
+pub mod macro_route;
+pub mod private;
+pub mod statuses;
+pub mod support;

@@ -1,0 +1,5 @@
+//! The distributed lock, plain and fenced, on every store family.
+
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod fenced;
+pub mod stores;

@@ -1,7 +1,0 @@
-//! The conformance suite on the in-process store.
-
-use std::sync::Arc;
-
-use crate::conformance::conformance_suite;
-
-conformance_suite!(Arc::new(idem::MemoryStore::new()), keys = 1000);

@@ -1,0 +1,10 @@
+//! The transactional outbox: enqueue, relays, brokers, crashes, faults, throughput.
+
+pub mod brokers;
+pub mod crash;
+pub mod e2e;
+pub mod enqueue;
+pub mod faults;
+pub mod relays;
+pub mod support;
+pub mod throughput;

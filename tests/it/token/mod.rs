@@ -1,0 +1,6 @@
+//! One-time tokens on every store, and the SQL table's own cases.
+
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod engine;
+pub mod sql;
+pub mod stores;
