@@ -1,6 +1,6 @@
 //! The shop service: an axum router over idem, one route per technique that
 //! exists today, and `/metrics`. `main.rs` serves it; `--demo` and the tests
-//! (`tests/it/http_shop.rs`) build the same router from here.
+//! (`tests/it/shop/http.rs`) build the same router from here.
 //!
 //! | route | technique |
 //! |---|---|

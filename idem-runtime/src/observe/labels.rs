@@ -1,7 +1,7 @@
 //! The label values of the metrics and the span, as types: a misspelt outcome,
 //! technique or operation does not compile. The strings are a public contract
 //! (DESIGN §6: dashboards and alerts are built on them) and are pinned by the
-//! tests below and by `tests/it/observability.rs`.
+//! tests below and by `tests/it/observability/metrics.rs`.
 
 use crate::outcome::How;
 
