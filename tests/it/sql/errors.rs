@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use idem::store::Owner;
 use idem::store::sql::Dialect;
-use idem::{Error, How, Idem};
+use idem::{Error, How, Idem, Store};
 
 use crate::sql::store::{AppErr, Res, fence_of, handle, req};
 use crate::support::sql::Fixture;

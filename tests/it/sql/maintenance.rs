@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use idem::Store;
 use idem::store::sql::{Dialect, SqlStore, TableNames, ddl};
 use idem::store::{Claim, Owned, Owner, RecordState};
 

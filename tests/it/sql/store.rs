@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem::fingerprint::Fingerprint;
-use idem::store::sql::{Dialect, SqlStore, TableNames, ddl};
-use idem::store::{Claim, ClaimRequest, Owned, Owner, RecordState};
+use idem::store::sql::{Dialect, SqlStore};
+use idem::store::{Claim, ClaimRequest, Owned, Owner};
 use idem::{Error, FaultyStore, Hooks, How, Idem, Store};
 use tokio::sync::Barrier;
 

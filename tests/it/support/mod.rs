@@ -7,6 +7,10 @@ use std::time::Duration;
 
 use idem::Store;
 
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod biz;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod fixture_store;
 #[cfg(feature = "redis")]
 pub mod old_redis;
 #[cfg(feature = "redis")]
