@@ -167,7 +167,7 @@ impl IdemBuilder {
                 backstops: Backstops::declared(self.catalog, self.detection, self.backstop_decls),
                 settings,
                 #[cfg(feature = "sql")]
-                tx: crate::txguard::TxTables::new(self.tx_tables),
+                tx: crate::store::sql::TxTables::new(self.tx_tables),
             }),
         })
     }
@@ -186,7 +186,7 @@ pub(crate) struct Inner {
     pub(crate) settings: crate::settings::Resolved,
     /// The transactional guard's record table in the caller's database.
     #[cfg(feature = "sql")]
-    pub(crate) tx: crate::txguard::TxTables,
+    pub(crate) tx: crate::store::sql::TxTables,
 }
 
 /// The runtime handle: cheap to clone, shared by every guarded call.

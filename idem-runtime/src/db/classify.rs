@@ -40,8 +40,8 @@ pub fn classify(e: &sqlx::Error) -> Failure {
 }
 
 /// A driver error met in the *caller's* transaction, as the caller's
-/// [`Error`](crate::Error): a conflict with a concurrent transaction is
-/// [`Error::TxConflict`](crate::Error::TxConflict) (roll back and retry), a
+/// [`Error`](crate::error::Error): a conflict with a concurrent transaction is
+/// [`Error::TxConflict`](crate::error::Error::TxConflict) (roll back and retry), a
 /// missing table is a setup mistake (`Error::Config`), anything else
 /// `Error::Database`. `key` names what the statement was about.
 ///
@@ -49,8 +49,8 @@ pub fn classify(e: &sqlx::Error) -> Failure {
 /// transaction (the transactional guard, state transitions, the consume log,
 /// the optimistic and pessimistic locks, insert-once, their savepoints): the
 /// same database answer is the same `idem::Error` whichever technique met it.
-pub(crate) fn tx_error(key: &str, e: sqlx::Error) -> crate::Error {
-    use crate::Error;
+pub(crate) fn tx_error(key: &str, e: sqlx::Error) -> crate::error::Error {
+    use crate::error::Error;
     if super::is_retryable_conflict(&e) {
         let code = match &e {
             sqlx::Error::Database(db) => db.code().map(|c| c.into_owned()),

@@ -61,7 +61,7 @@ impl<'h> RowLock<'h> {
     }
 
     /// Counts calls under `idem`'s statistics (default: process-wide).
-    pub fn handle(mut self, idem: &'h crate::Idem) -> Self {
+    pub fn handle(mut self, idem: &'h crate::handle::Idem) -> Self {
         self.observer = idem.observer();
         self
     }

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use crate::lock::LockPolicy;
+use crate::policy::LockPolicy;
 use crate::policy::Policy;
 
 mod builder;
