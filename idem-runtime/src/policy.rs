@@ -230,3 +230,36 @@ impl LockPolicy {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runtime side of the one `max_hold` rule (`idem_duration::check_hold`;
+    /// the macro side is pinned in `idem-macros`' `validate.rs`): a hold equal
+    /// to the lease is accepted (never renewed), a shorter one refused, for the
+    /// guard's and the lock's settings alike.
+    #[test]
+    fn max_hold_rule_is_check_hold_for_guards_and_locks() {
+        let lease = Duration::from_secs(3);
+        for (hold, ok) in [
+            (lease, true),
+            (lease * 20, true),
+            (lease - Duration::from_millis(1), false),
+        ] {
+            assert_eq!(idem_duration::check_hold(lease, hold).is_ok(), ok);
+            let guard = Policy {
+                lease,
+                max_hold: Some(hold),
+                ..Policy::default()
+            };
+            assert_eq!(guard.validate().is_ok(), ok, "guard, hold {hold:?}");
+            let lock = LockPolicy {
+                lease,
+                wait: None,
+                max_hold: Some(hold),
+            };
+            assert_eq!(lock.validate().is_ok(), ok, "lock, hold {hold:?}");
+        }
+    }
+}

@@ -23,7 +23,7 @@
 //! usable (PostgreSQL aborts a transaction on a failed statement otherwise).
 //! Put the constrained insert first, so a duplicate costs one statement.
 
-use super::classify::tx_error;
+use super::caller_tx::tx_error;
 use super::savepoint::Savepoint;
 use super::{InTx, SqlConn as _, TxBody, TxDb};
 use crate::backstop::find_unique_violation;

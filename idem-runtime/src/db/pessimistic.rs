@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use super::arg::placeholders;
-use super::classify::tx_error;
+use super::caller_tx::tx_error;
 use super::retry::{CONFLICT_RETRIES, is_retryable_conflict, pause};
 use super::{Arg, Dialect, Ident, SqlConn as _, TxBody, TxDb};
 use crate::error::Error;

@@ -1,5 +1,8 @@
 //! The runtime handle: a store plus the settings every guarded call shares.
 
+mod backstops;
+mod settings;
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -152,7 +155,7 @@ impl IdemBuilder {
             .map_err(Error::Config)?;
         let settings = crate::settings::Resolved::new(self.config).map_err(Error::Config)?;
         if settings.disabled {
-            crate::settings::warn_disabled(&self.namespace);
+            settings::warn_disabled(&self.namespace);
         }
         let breaker = Breaker::new(self.breaker_threshold, self.breaker_cooldown);
         crate::observe::describe();
@@ -323,7 +326,7 @@ impl Idem {
             .map_err(|e| Error::Verify(format!("store `{}`: {e}", self.store_name())))?;
         self.inner.backstops.verify(extra_backstops).await?;
         if self.is_disabled() {
-            warnings.push(Warning(crate::settings::DISABLED_WARNING.into()));
+            warnings.push(Warning(settings::DISABLED_WARNING.into()));
         }
         Ok(warnings)
     }
