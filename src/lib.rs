@@ -23,11 +23,15 @@
 //! | Redis state check-and-set | [`Idem::state_cas`] | [`state_cas`] |
 //! | at-least-once message consumers | [`#[consume_once]`](consume_once), [`Consumed`] | [`consume`] |
 //! | HTTP `Idempotency-Key` (axum, tower) | [`http::IdempotencyLayer`], `#[idempotent]` on handlers | [`http`] |
+//! | transactional outbox: messages commit with your rows, a relay publishes | [`outbox::Outbox::enqueue`], [`outbox::Relay`] | [`outbox`] |
 //!
 //! Around them: [`Idem`] and [`IdemBuilder`] (the handle; [`Idem::verify`] at
 //! start-up), [`store`] (memory, Redis, SQL, and [`FaultyStore`] for tests),
-//! [`settings`] (durations from configuration), [`observe`] (the span, metric
-//! names, [`Stats`]) and [`Error`] (what can go wrong, each naming its key).
+//! [`settings`] (durations from configuration), [`policy`] ([`Policy`] and
+//! [`LockPolicy`], the per-call settings), [`observe`] (the span, metric
+//! names, [`Stats`]), [`key`] and [`fingerprint`] (how keys and payloads are
+//! rendered), [`hooks`] and [`outcome`], and [`Error`] (what can go wrong, each
+//! naming its key). `sql` is the SQL stores' module (`idem::sql::ddl`).
 //! Items behind a feature carry its badge.
 //!
 //! ## One attribute
@@ -76,7 +80,8 @@
 //! | `redis` | Redis and Redis Cluster stores | pure Rust |
 //! | `redis-tls` | `rediss://` through rustls with ring | ring (small C/asm) |
 //! | `axum` | the `Idempotency-Key` layer, the attribute on axum handlers | pure Rust |
-//! | `rabbitmq`, `nats` | the consume log's broker loops | pure Rust, ring |
+//! | `rabbitmq`, `nats` | the consume log's broker loops, the outbox relay's publishers | pure Rust, ring |
+//! | `bench` | internal hooks of the overhead benchmark (not API) | nothing more |
 //!
 //! The default runs the quickstart on an embedded database with no server. A
 //! service picks its stores and nothing else:
@@ -195,3 +200,6 @@ pub use idem_runtime::sqlx;
 
 #[doc(hidden)]
 pub use idem_runtime::__private;
+
+#[cfg(test)]
+mod public_api_tests;

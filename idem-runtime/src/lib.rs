@@ -58,7 +58,7 @@ pub use guard::Guard;
 pub use handle::{Idem, IdemBuilder, global, install};
 pub use hooks::{Hooks, NoConflict, Terminal};
 pub use key::{Key, KeyPart};
-pub use lock::{Lock, LockGrant, LockPolicy};
+pub use lock::{Lock, LockGrant};
 /// The `metrics` crate idem records to (0.24): install a recorder of this major
 /// version, or idem's counters go nowhere (a recorder of another version sees
 /// nothing and nothing can tell).
@@ -66,7 +66,7 @@ pub use lock::{Lock, LockGrant, LockPolicy};
 pub use metrics;
 pub use observe::{CallReport, Stats, TopKey, reported};
 pub use outcome::{How, Outcome};
-pub use policy::{Concurrency, Policy};
+pub use policy::{Concurrency, LockPolicy, Policy};
 /// The `redis` crate idem's Redis stores are built on (1.8): build a
 /// `redis::Client` or `ConnectionManager` for `RedisStore::from_client` with it.
 #[cfg(feature = "redis")]

@@ -171,3 +171,95 @@ pub(crate) fn within_bounds(name: &str, d: Duration) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// How long one distributed lock may be held at most, as settings (also what
+/// the macro's static description turns into). It lives with the guard's
+/// [`Policy`] because the settings layer resolves both, below the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockPolicy {
+    /// Life of the lock without renewal (default [`DEFAULT_LEASE`], 30 s).
+    pub lease: Duration,
+    /// How long a caller waits for a busy lock before `Error::LockBusy`
+    /// (default: [`DEFAULT_WAIT`], 5 s, or the
+    /// lease if shorter; zero tries once).
+    pub wait: Option<Duration>,
+    /// Upper bound on renewal for a hung body (default 20 × lease); not
+    /// shorter than the lease (equal: never renewed), the rule of every
+    /// technique (`idem_duration::check_hold`).
+    pub max_hold: Option<Duration>,
+}
+
+impl Default for LockPolicy {
+    fn default() -> Self {
+        LockPolicy {
+            lease: DEFAULT_LEASE,
+            wait: None,
+            max_hold: None,
+        }
+    }
+}
+
+impl LockPolicy {
+    pub(crate) fn wait_budget(&self) -> Duration {
+        self.wait.unwrap_or(self.lease.min(DEFAULT_WAIT))
+    }
+
+    pub(crate) fn max_hold(&self) -> Duration {
+        self.max_hold
+            .unwrap_or(self.lease.saturating_mul(20))
+            .min(MAX_DURATION)
+    }
+
+    /// Checks the settings make sense together.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.lease.is_zero() {
+            return Err("the lock's lease must be greater than zero".into());
+        }
+        for (name, d) in [
+            ("lease", Some(self.lease)),
+            ("wait", self.wait),
+            ("max_hold", self.max_hold),
+        ] {
+            if let Some(d) = d {
+                within_bounds(name, d)?;
+            }
+        }
+        if let Some(m) = self.max_hold {
+            idem_duration::check_hold(self.lease, m).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runtime side of the one `max_hold` rule (`idem_duration::check_hold`;
+    /// the macro side is pinned in `idem-macros`' `validate.rs`): a hold equal
+    /// to the lease is accepted (never renewed), a shorter one refused, for the
+    /// guard's and the lock's settings alike.
+    #[test]
+    fn max_hold_rule_is_check_hold_for_guards_and_locks() {
+        let lease = Duration::from_secs(3);
+        for (hold, ok) in [
+            (lease, true),
+            (lease * 20, true),
+            (lease - Duration::from_millis(1), false),
+        ] {
+            assert_eq!(idem_duration::check_hold(lease, hold).is_ok(), ok);
+            let guard = Policy {
+                lease,
+                max_hold: Some(hold),
+                ..Policy::default()
+            };
+            assert_eq!(guard.validate().is_ok(), ok, "guard, hold {hold:?}");
+            let lock = LockPolicy {
+                lease,
+                wait: None,
+                max_hold: Some(hold),
+            };
+            assert_eq!(lock.validate().is_ok(), ok, "lock, hold {hold:?}");
+        }
+    }
+}

@@ -23,8 +23,12 @@ use std::collections::BTreeMap;
 /// public API: see `idem::__private`.
 #[derive(Debug)]
 pub struct Declared {
-    /// The function's spec (its path and `backstop = "…"`).
-    pub spec: &'static crate::__private::Spec,
+    /// The function's path (`module_path!()::name`), from its spec.
+    pub function: &'static str,
+    /// Its `backstop = "…"` constraint, from its spec. The two fields are
+    /// copied out of the spec (an immutable static) so this layer never names
+    /// the macro surface's `Spec`, which sits above it.
+    pub constraint: Option<&'static str>,
     /// The function names its handle (`handle = …`) instead of using the
     /// installed global.
     pub own_handle: bool,
@@ -40,7 +44,11 @@ inventory::collect!(Declared);
 macro_rules! __declare_backstop {
     ($spec:ident, $own_handle:expr) => {
         $crate::__private::inventory::submit! {
-            $crate::__private::BackstopDecl { spec: &$spec, own_handle: $own_handle }
+            $crate::__private::BackstopDecl {
+                function: $spec.function,
+                constraint: $spec.backstop,
+                own_handle: $own_handle,
+            }
         }
     };
 }
@@ -75,47 +83,17 @@ impl HandleDecls {
             }
         };
         for d in inventory::iter::<Declared> {
-            let Some(constraint) = d.spec.backstop else {
+            let Some(constraint) = d.constraint else {
                 continue;
             };
-            if !d.own_handle || self.serves(d.spec.function) {
-                add(constraint, format!("`{}`", d.spec.function));
+            if !d.own_handle || self.serves(d.function) {
+                add(constraint, format!("`{}`", d.function));
             }
         }
         for (owner, constraint) in &self.plain {
             add(constraint, format!("`{owner}`"));
         }
         out
-    }
-}
-
-impl crate::handle::IdemBuilder {
-    /// Registers the backstop of a plain-API call (`guard(..).backstop(..)`),
-    /// so [`Idem::verify`](crate::Idem::verify) checks it at start-up, before
-    /// any call ran; `owner` names the call in its message (a function path,
-    /// a route). `#[idempotent]` functions need no registration.
-    ///
-    /// ```
-    /// let idem = idem::Idem::builder()
-    ///     .store(idem::MemoryStore::new())
-    ///     .backstop("shop::create_order", "uk_orders_order_no")
-    ///     .build()?;
-    /// # Ok::<(), idem::Error>(())
-    /// ```
-    pub fn backstop(mut self, owner: impl Into<String>, constraint: impl Into<String>) -> Self {
-        self.backstop_decls
-            .plain
-            .push((owner.into(), constraint.into()));
-        self
-    }
-
-    /// This handle serves the `#[idempotent(handle = …)]` functions under the
-    /// module path `module` (`"my_app::orders"`, or `module_path!()`): its
-    /// `verify()` checks their backstops too. Functions without `handle = …`
-    /// run on the installed handle and are checked by every handle.
-    pub fn functions(mut self, module: impl Into<String>) -> Self {
-        self.backstop_decls.modules.push(module.into());
-        self
     }
 }
 

@@ -8,29 +8,11 @@ use std::time::Duration;
 use crate::db::Dialect;
 use crate::error::Error;
 use crate::key::{Key, KeyPart};
-
-/// The consume log table when none is named: what `migrate()` creates.
-pub const DEFAULT_LOG_TABLE: &str = "idem_consume_log";
+use crate::store::sql::consume_sql::{DEFAULT_LOG_TABLE, check_log_table};
 
 /// How long a log row is kept by default before `purge_expired` may delete it:
 /// longer than any broker keeps redelivering a message.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 86_400);
-
-/// Longest log table name: its index names (`<name>_expires_idx`) must stay
-/// within the 63-byte identifier limit.
-const MAX_LOG_TABLE: usize = 51;
-
-/// Checks a consume log table name: a plain identifier (the SQL kernel's
-/// check), short enough for the index names derived from it.
-pub fn check_log_table(name: &str) -> Result<(), String> {
-    crate::db::check_ident(name).map_err(|e| e.to_string())?;
-    if name.len() > MAX_LOG_TABLE {
-        return Err(format!(
-            "consume log table `{name}` is longer than {MAX_LOG_TABLE} bytes (its index names add up to 12)"
-        ));
-    }
-    Ok(())
-}
 
 /// Where the consume log lives and how long its rows are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -67,9 +67,11 @@ mod message;
 pub(crate) mod run;
 
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use crate::store::sql::consume_sql::{DEFAULT_LOG_TABLE, check_log_table};
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use builder::{ConsumeCall, consume_once};
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-pub use message::{DEFAULT_LOG_TABLE, DEFAULT_RETENTION, LogTable, Message, check_log_table};
+pub use message::{DEFAULT_RETENTION, LogTable, Message};
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use run::{LogEntry, Step};
 
@@ -84,8 +86,8 @@ pub use run::{LogEntry, Step};
 /// assert!(stmts[0].starts_with("CREATE TABLE IF NOT EXISTS refund_log"));
 /// ```
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-pub fn ddl(dialect: crate::db::Dialect, table: &str) -> Result<Vec<String>, crate::Error> {
-    check_log_table(table).map_err(crate::Error::Config)?;
+pub fn ddl(dialect: crate::db::Dialect, table: &str) -> Result<Vec<String>, crate::error::Error> {
+    check_log_table(table).map_err(crate::error::Error::Config)?;
     Ok(crate::store::sql::consume_sql::log_ddl(
         dialect, table, table,
     ))

@@ -14,7 +14,7 @@ use std::future::Future;
 use super::message::{LogTable, Message};
 use super::outcome::{Consumed, DuplicateOf};
 use crate::backstop::{UniqueViolation, find_unique_violation};
-use crate::db::classify::tx_error;
+use crate::db::caller_tx::tx_error;
 use crate::db::savepoint::Savepoint;
 use crate::db::{Arg, Failure, SqlConn, SqlDialect as _, classify};
 use crate::error::Error;

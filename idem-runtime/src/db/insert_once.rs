@@ -23,7 +23,7 @@
 //! usable (PostgreSQL aborts a transaction on a failed statement otherwise).
 //! Put the constrained insert first, so a duplicate costs one statement.
 
-use super::classify::tx_error;
+use super::caller_tx::tx_error;
 use super::savepoint::Savepoint;
 use super::{InTx, SqlConn as _, TxBody, TxDb};
 use crate::backstop::find_unique_violation;
@@ -85,7 +85,7 @@ impl<T> Fenced for Result<Inserted<T>, Error> {
 #[derive(Debug, Clone)]
 pub struct InsertOnce<'h> {
     constraint: String,
-    idem: Option<&'h crate::Idem>,
+    idem: Option<&'h crate::handle::Idem>,
     observer: Observer<'h>,
 }
 
@@ -106,7 +106,7 @@ impl<'h> InsertOnce<'h> {
     /// database has no index of that name, `idem`'s constraint catalog
     /// (`IdemBuilder::constraints`) decides; without a handle (or a catalog)
     /// the violation is taken as this one.
-    pub fn handle(mut self, idem: &'h crate::Idem) -> Self {
+    pub fn handle(mut self, idem: &'h crate::handle::Idem) -> Self {
         self.idem = Some(idem);
         self.observer = idem.observer();
         self

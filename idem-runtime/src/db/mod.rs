@@ -48,6 +48,7 @@
 
 pub mod any_conn;
 pub mod arg;
+pub(crate) mod caller_tx;
 pub mod classify;
 pub mod conn;
 pub mod dialect;

@@ -30,7 +30,7 @@
 //! `REPEATABLE READ`'s snapshot cannot hide the version that moved.
 
 use super::arg::placeholders;
-use super::classify::tx_error;
+use super::caller_tx::tx_error;
 use super::{Arg, Dialect, Ident, SqlConn as _, TxDb};
 use crate::error::Error;
 use crate::observe::instrument::Fenced;
@@ -155,7 +155,7 @@ impl<'h> Optimistic<'h> {
     }
 
     /// Counts calls under `idem`'s statistics (default: process-wide).
-    pub fn handle(mut self, idem: &'h crate::Idem) -> Self {
+    pub fn handle(mut self, idem: &'h crate::handle::Idem) -> Self {
         self.observer = idem.observer();
         self
     }

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use super::arg::placeholders;
-use super::classify::tx_error;
+use super::caller_tx::tx_error;
 use super::retry::{CONFLICT_RETRIES, is_retryable_conflict, pause};
 use super::{Arg, Dialect, Ident, SqlConn as _, TxBody, TxDb};
 use crate::error::Error;
@@ -61,7 +61,7 @@ impl<'h> RowLock<'h> {
     }
 
     /// Counts calls under `idem`'s statistics (default: process-wide).
-    pub fn handle(mut self, idem: &'h crate::Idem) -> Self {
+    pub fn handle(mut self, idem: &'h crate::handle::Idem) -> Self {
         self.observer = idem.observer();
         self
     }

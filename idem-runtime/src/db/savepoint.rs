@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::SqlConn;
-use super::classify::tx_error;
+use super::caller_tx::tx_error;
 use crate::error::Error;
 use crate::observe::CallOutcome;
 

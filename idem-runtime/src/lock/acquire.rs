@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use super::{LockGrant, LockPolicy};
+use super::LockGrant;
 use crate::error::Error;
 use crate::exec::{Acquired, Answer, ClaimSpec, Finish, Kind, Liveness};
 use crate::fence::Fence;
@@ -18,6 +18,7 @@ use crate::fingerprint::Fingerprint;
 use crate::handle::Idem;
 use crate::key::Key;
 use crate::observe::{self, CallOutcome, Op, Technique, instrument::Fenced};
+use crate::policy::LockPolicy;
 use crate::store::{Claim, ClaimRequest, Owner};
 
 /// One lock call's fixed inputs.

@@ -27,7 +27,6 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::handle::Idem;
 use crate::key::{Key, KeyPart};
-use crate::policy::MAX_DURATION;
 
 mod acquire;
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
@@ -39,67 +38,7 @@ pub(crate) use acquire::Acquire;
 pub use fenced::{FencedUpdate, FencedWrite};
 pub use grant::LockGrant;
 
-/// Default lease of a lock: its life without renewal.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
-
-/// How long one lock may be held at most, as settings (also what the macro's
-/// static description turns into).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LockPolicy {
-    /// Life of the lock without renewal (default 30 s).
-    pub lease: Duration,
-    /// How long a caller waits for a busy lock before `Error::LockBusy`
-    /// (default: [`DEFAULT_WAIT`](crate::policy::DEFAULT_WAIT), 5 s, or the
-    /// lease if shorter; zero tries once).
-    pub wait: Option<Duration>,
-    /// Upper bound on renewal for a hung body (default 20 × lease); not
-    /// shorter than the lease (equal: never renewed), the rule of every
-    /// technique (`idem_duration::check_hold`).
-    pub max_hold: Option<Duration>,
-}
-
-impl Default for LockPolicy {
-    fn default() -> Self {
-        LockPolicy {
-            lease: DEFAULT_LEASE,
-            wait: None,
-            max_hold: None,
-        }
-    }
-}
-
-impl LockPolicy {
-    pub(crate) fn wait_budget(&self) -> Duration {
-        self.wait
-            .unwrap_or(self.lease.min(crate::policy::DEFAULT_WAIT))
-    }
-
-    pub(crate) fn max_hold(&self) -> Duration {
-        self.max_hold
-            .unwrap_or(self.lease.saturating_mul(20))
-            .min(MAX_DURATION)
-    }
-
-    /// Checks the settings make sense together.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.lease.is_zero() {
-            return Err("the lock's lease must be greater than zero".into());
-        }
-        for (name, d) in [
-            ("lease", Some(self.lease)),
-            ("wait", self.wait),
-            ("max_hold", self.max_hold),
-        ] {
-            if let Some(d) = d {
-                crate::policy::within_bounds(name, d)?;
-            }
-        }
-        if let Some(m) = self.max_hold {
-            idem_duration::check_hold(self.lease, m).map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    }
-}
+use crate::policy::LockPolicy;
 
 /// A lock being configured: `idem.lock(scene, parts)...run(body)`.
 ///

@@ -2,7 +2,7 @@
 //! business transaction.
 
 use super::MessageId;
-use crate::db::classify::tx_error;
+use crate::db::caller_tx::tx_error;
 use crate::db::{Arg, Dialect, SqlConn, SqlDialect as _};
 use crate::error::Error;
 use crate::store::sql::outbox_sql;

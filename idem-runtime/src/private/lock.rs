@@ -10,7 +10,8 @@ use super::spec::config;
 use super::{FenceCell, KeyBuf};
 use crate::error::Error;
 use crate::handle::{Idem, global};
-use crate::lock::{Acquire, LockPolicy};
+use crate::lock::Acquire;
+use crate::policy::LockPolicy;
 use crate::scene::Owner;
 use crate::settings::Settings;
 

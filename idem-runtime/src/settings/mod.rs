@@ -30,17 +30,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use crate::lock::LockPolicy;
+use crate::policy::LockPolicy;
 use crate::policy::Policy;
 
-mod builder;
 /// Durations as text (`"30s"`, `"1h 30m"`): the grammar the macros' literals
 /// use too, from the `idem-duration` crate.
 pub mod text {
     pub use idem_duration::parse;
 }
-
-pub(crate) use builder::{DISABLED_WARNING, warn_disabled};
 
 /// Durations of guarded calls and locks, each optional: what is left `None`
 /// falls through to the next level (see the [module docs](self)).

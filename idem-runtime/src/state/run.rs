@@ -16,7 +16,7 @@ use sqlx::{Encode, Type};
 use super::machine::StateMachine;
 use super::outcome::Transition;
 use super::statements::Statements;
-use crate::db::classify::tx_error;
+use crate::db::caller_tx::tx_error;
 use crate::db::savepoint::Savepoint as Held;
 use crate::db::{Arg, SqlConn as StateConn, SqlDb as _};
 use crate::error::Error;

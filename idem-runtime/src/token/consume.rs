@@ -89,7 +89,7 @@ impl Consumption<'_> {
         if let Err(e) = self.idem.scenes().register_key(key, self.idem.namespace()) {
             return fail(CallOutcome::Failed, e);
         }
-        let policy = crate::lock::LockPolicy {
+        let policy = crate::policy::LockPolicy {
             lease: self.lease,
             wait: self.wait,
             max_hold: self.max_hold,

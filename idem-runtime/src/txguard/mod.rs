@@ -39,10 +39,8 @@
 
 mod front;
 mod run;
-mod tables;
 
 pub use crate::db::{InTx, TxBody, TxDb};
-pub(crate) use tables::TxTables;
 
 use crate::guard::Guard;
 

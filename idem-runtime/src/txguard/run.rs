@@ -5,7 +5,7 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{TxDb, TxGuard, front};
-use crate::db::classify::tx_error;
+use crate::db::caller_tx::tx_error;
 use crate::db::savepoint::Savepoint;
 use crate::db::{InTx, SqlConn as _, TxBody};
 use crate::error::Error;

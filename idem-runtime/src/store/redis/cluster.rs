@@ -13,9 +13,10 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 
 use super::codec::KeyLayout;
-use super::conn::{Conns, PoolSize};
+use super::conn::Conns;
 use super::native::NativeClaim;
-use super::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, native, scripts};
+use super::shared::Shared;
+use super::{native, scripts};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
@@ -42,34 +43,12 @@ impl std::fmt::Debug for RedisClusterStore {
 #[must_use]
 pub struct RedisClusterStoreBuilder {
     nodes: Vec<String>,
-    prefix: String,
-    connect_timeout: Duration,
-    response_timeout: Duration,
+    shared: Shared,
     retries: u32,
-    pool: PoolSize,
 }
 
 impl RedisClusterStoreBuilder {
-    /// Text in front of every record key (before the hash tag). No braces.
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// Time allowed to open a connection to a node (default 1 s).
-    pub fn connect_timeout(mut self, t: Duration) -> Self {
-        // Saturated (issue 24 l), as in `RedisStoreBuilder`.
-        self.connect_timeout = t.min(crate::policy::MAX_DURATION);
-        self
-    }
-
-    /// Time allowed for one request, redirections and retries included (default
-    /// 10 s). Keep it at least as long as the longest operation budget your calls
-    /// get (see [Timeouts](super#timeouts)).
-    pub fn response_timeout(mut self, t: Duration) -> Self {
-        self.response_timeout = t.min(crate::policy::MAX_DURATION);
-        self
-    }
+    super::shared::shared_setters!();
 
     /// Retries of a request on `MOVED`, `TRYAGAIN`, `CLUSTERDOWN` and connection
     /// errors, within the response timeout (default 3).
@@ -78,34 +57,18 @@ impl RedisClusterStoreBuilder {
         self
     }
 
-    /// Cluster connections the store spreads its commands over (default
-    /// [`DEFAULT_CONNECTIONS`](super::DEFAULT_CONNECTIONS), 1); each reaches every
-    /// master over one multiplexed connection per node.
-    pub fn connections(mut self, n: usize) -> Self {
-        self.pool.connections = n;
-        self
-    }
-
-    /// Commands in flight on one cluster connection before further operations
-    /// wait for a turn (default [`DEFAULT_IN_FLIGHT`](super::DEFAULT_IN_FLIGHT),
-    /// 128); see [Bursts](super#bursts).
-    pub fn max_in_flight(mut self, n: usize) -> Self {
-        self.pool.in_flight = n;
-        self
-    }
-
     /// Connects to the cluster (any reachable seed node) and loads the scripts on
     /// every node. `StoreError::Config` for malformed URLs, `Unavailable` when no
     /// node answers.
     pub async fn connect(self) -> Result<RedisClusterStore, StoreError> {
-        let layout = KeyLayout::new(&self.prefix)?;
-        self.pool.check()?;
+        let layout = KeyLayout::new(&self.shared.prefix)?;
+        self.shared.pool.check()?;
         if self.nodes.is_empty() {
             return Err(StoreError::Config("no redis cluster nodes given".into()));
         }
         let client = ClusterClient::builder(self.nodes.iter().map(String::as_str))
-            .connection_timeout(self.connect_timeout)
-            .response_timeout(self.response_timeout)
+            .connection_timeout(self.shared.connect_timeout)
+            .response_timeout(self.shared.response_timeout)
             .retries(self.retries)
             .min_retry_wait(10)
             .max_retry_wait(200)
@@ -114,11 +77,12 @@ impl RedisClusterStoreBuilder {
         // Opening connections to the seed and the nodes, then loading the scripts
         // on every node; not derived from the (deliberately long) response timeout.
         let budget = self
+            .shared
             .connect_timeout
             .saturating_mul(super::CONNECT_BUDGET_FACTOR + 1);
         let connect = async {
-            let mut all = Vec::with_capacity(self.pool.connections);
-            for _ in 0..self.pool.connections {
+            let mut all = Vec::with_capacity(self.shared.pool.connections);
+            for _ in 0..self.shared.pool.connections {
                 let mut con = client
                     .get_async_connection()
                     .await
@@ -136,11 +100,11 @@ impl RedisClusterStoreBuilder {
         let native = NativeClaim::default();
         let mut first = all[0].clone();
         let info = first.route_command(info_server(), all_masters());
-        if let Ok(Ok(reply)) = tokio::time::timeout(self.connect_timeout, info).await {
+        if let Ok(Ok(reply)) = tokio::time::timeout(self.shared.connect_timeout, info).await {
             native.follow(&reply);
         }
         Ok(RedisClusterStore {
-            conns: Conns::new(all, self.pool.in_flight),
+            conns: Conns::new(all, self.shared.pool.in_flight),
             layout,
             native,
         })
@@ -154,11 +118,8 @@ impl RedisClusterStore {
     ) -> RedisClusterStoreBuilder {
         RedisClusterStoreBuilder {
             nodes: nodes.into_iter().map(Into::into).collect(),
-            prefix: String::new(),
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            shared: Shared::default(),
             retries: 3,
-            pool: PoolSize::default(),
         }
     }
 

@@ -121,6 +121,7 @@ mod from;
 mod native;
 mod ops;
 mod scripts;
+mod shared;
 mod state_scripts;
 mod token_scripts;
 
@@ -129,7 +130,7 @@ use std::time::Duration;
 use redis::aio::ConnectionManager;
 
 use self::codec::KeyLayout;
-use self::conn::{Conns, PoolSize};
+use self::conn::Conns;
 use self::native::NativeClaim;
 use super::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
@@ -207,11 +208,8 @@ impl RedisStore {
     pub fn builder(url: impl Into<String>) -> RedisStoreBuilder {
         RedisStoreBuilder {
             url: url.into(),
-            prefix: String::new(),
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            shared: shared::Shared::default(),
             reconnect_retries: 2,
-            pool: PoolSize::default(),
         }
     }
 

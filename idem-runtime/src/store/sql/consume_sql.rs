@@ -20,6 +20,26 @@
 
 use super::ddl::Stmt;
 use super::{Dialect, PURGE_BATCH, TableNames};
+use crate::db::check_ident;
+
+/// The consume log table when none is named: what `migrate()` creates.
+pub const DEFAULT_LOG_TABLE: &str = "idem_consume_log";
+
+/// Longest log table name: its index names (`<name>_expires_idx`) must stay
+/// within the 63-byte identifier limit.
+const MAX_LOG_TABLE: usize = 51;
+
+/// Checks a consume log table name: a plain identifier (the SQL kernel's
+/// check), short enough for the index names derived from it.
+pub fn check_log_table(name: &str) -> Result<(), String> {
+    check_ident(name).map_err(|e| e.to_string())?;
+    if name.len() > MAX_LOG_TABLE {
+        return Err(format!(
+            "consume log table `{name}` is longer than {MAX_LOG_TABLE} bytes (its index names add up to 12)"
+        ));
+    }
+    Ok(())
+}
 
 /// The consume log's DDL statements for table `t` (qualified), its indexes
 /// named after `name` (unqualified).

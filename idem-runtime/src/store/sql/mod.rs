@@ -149,6 +149,7 @@ mod store;
 mod token;
 mod token_sql;
 pub(crate) mod tx_marks;
+mod tx_tables;
 
 pub use crate::db::Dialect;
 pub use builder::SqlStoreBuilder;
@@ -160,6 +161,7 @@ pub use key::MAX_KEY_BYTES;
 pub use names::TableNames;
 pub use outbox_sql::{DEFAULT_OUTBOX_TABLE, check_outbox_table};
 pub use store::SqlStore;
+pub(crate) use tx_tables::TxTables;
 
 /// Rows deleted per `purge_expired` statement.
 const PURGE_BATCH: i64 = 1_000;

@@ -26,7 +26,7 @@ impl Default for TableNames {
             records: "idem_records".into(),
             fences: "idem_fences".into(),
             tokens: "idem_tokens".into(),
-            consume_log: crate::consume::DEFAULT_LOG_TABLE.into(),
+            consume_log: super::consume_sql::DEFAULT_LOG_TABLE.into(),
             outbox: super::outbox_sql::DEFAULT_OUTBOX_TABLE.into(),
         }
     }
@@ -48,7 +48,7 @@ impl TableNames {
         let tokens = format!("{records}_tokens");
         ident(&tokens)?;
         let consume_log = format!("{records}_consume_log");
-        crate::consume::check_log_table(&consume_log).map_err(StoreError::config)?;
+        super::consume_sql::check_log_table(&consume_log).map_err(StoreError::config)?;
         let outbox = format!("{records}_outbox");
         super::outbox_sql::check_outbox_table(&outbox).map_err(StoreError::config)?;
         Ok(TableNames {
@@ -79,7 +79,7 @@ impl TableNames {
     /// must name the same table). Its indexes are named after it
     /// (`<name>_biz_uk`, `<name>_expires_idx`), so it is at most 50 bytes.
     pub fn consume_log(mut self, table: &str) -> Result<Self, StoreError> {
-        crate::consume::check_log_table(table).map_err(StoreError::config)?;
+        super::consume_sql::check_log_table(table).map_err(StoreError::config)?;
         self.consume_log = table.to_owned();
         Ok(self)
     }

@@ -2,9 +2,8 @@
 //! says about itself (a log line at `build()`, a `verify()` warning, and every
 //! call counted under `outcome="unguarded"`).
 
-use crate::handle::{Idem, IdemBuilder};
-
-use super::{Config, Settings};
+use super::{Idem, IdemBuilder};
+use crate::settings::{Config, Settings};
 
 /// What `verify()` returns, and `build()` logs, for a disabled handle.
 pub(crate) const DISABLED_WARNING: &str = "idem is disabled (IdemBuilder::disabled): \
@@ -95,7 +94,7 @@ impl Idem {
     }
 
     /// The resolved settings (what a call in a scene starts from).
-    pub(crate) fn settings(&self) -> &super::Resolved {
+    pub(crate) fn settings(&self) -> &crate::settings::Resolved {
         &self.inner.settings
     }
 }

@@ -1,5 +1,8 @@
 //! The runtime handle: a store plus the settings every guarded call shares.
 
+mod backstops;
+mod settings;
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -152,7 +155,7 @@ impl IdemBuilder {
             .map_err(Error::Config)?;
         let settings = crate::settings::Resolved::new(self.config).map_err(Error::Config)?;
         if settings.disabled {
-            crate::settings::warn_disabled(&self.namespace);
+            settings::warn_disabled(&self.namespace);
         }
         let breaker = Breaker::new(self.breaker_threshold, self.breaker_cooldown);
         crate::observe::describe();
@@ -167,7 +170,7 @@ impl IdemBuilder {
                 backstops: Backstops::declared(self.catalog, self.detection, self.backstop_decls),
                 settings,
                 #[cfg(feature = "sql")]
-                tx: crate::txguard::TxTables::new(self.tx_tables),
+                tx: crate::store::sql::TxTables::new(self.tx_tables),
             }),
         })
     }
@@ -186,7 +189,7 @@ pub(crate) struct Inner {
     pub(crate) settings: crate::settings::Resolved,
     /// The transactional guard's record table in the caller's database.
     #[cfg(feature = "sql")]
-    pub(crate) tx: crate::txguard::TxTables,
+    pub(crate) tx: crate::store::sql::TxTables,
 }
 
 /// The runtime handle: cheap to clone, shared by every guarded call.
@@ -323,7 +326,7 @@ impl Idem {
             .map_err(|e| Error::Verify(format!("store `{}`: {e}", self.store_name())))?;
         self.inner.backstops.verify(extra_backstops).await?;
         if self.is_disabled() {
-            warnings.push(Warning(crate::settings::DISABLED_WARNING.into()));
+            warnings.push(Warning(settings::DISABLED_WARNING.into()));
         }
         Ok(warnings)
     }

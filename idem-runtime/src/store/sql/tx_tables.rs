@@ -1,11 +1,13 @@
 //! Where the transactional guard keeps its records: the handle's record table
 //! names ([`IdemBuilder::tx_tables`](crate::IdemBuilder::tx_tables), default
 //! `idem_records`), with the statements of each dialect built once, on first use.
+//! It sits with the SQL kernel, below the handle, so the handle owns these tables
+//! without knowing the transactional guard (an arrow up would close a circle).
 
 use std::sync::OnceLock;
 
+use super::{TableNames, TxStatements};
 use crate::db::Dialect;
-use crate::store::sql::{TableNames, TxStatements};
 
 /// The record table of in-transaction claims, and its statements per dialect.
 #[derive(Debug, Default)]
