@@ -33,7 +33,13 @@ pub(crate) struct Global {
     #[arg(long, global = true, value_name = "URL")]
     pub(crate) store: Option<String>,
     /// The handle's namespace (`IdemBuilder::namespace`): keys start with it.
-    #[arg(long, short = 'n', global = true, default_value = "", env = "IDEM_NAMESPACE")]
+    #[arg(
+        long,
+        short = 'n',
+        global = true,
+        default_value = "",
+        env = "IDEM_NAMESPACE"
+    )]
     pub(crate) namespace: String,
     /// Redis: the store's key prefix (`RedisStoreBuilder::prefix`).
     #[arg(long, global = true, default_value = "")]

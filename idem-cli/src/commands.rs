@@ -51,12 +51,17 @@ pub(crate) async fn run(cli: &Cli) -> Result<u8, Fail> {
             Command::Ddl { .. } => unreachable!("answered above"),
         }
     };
-    tokio::time::timeout(budget, work).await.unwrap_or_else(|_| {
-        Err(Fail::new(
-            UNREACHABLE,
-            format!("the store did not answer within {}s (--timeout)", budget.as_secs()),
-        ))
-    })
+    tokio::time::timeout(budget, work)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Fail::new(
+                UNREACHABLE,
+                format!(
+                    "the store did not answer within {}s (--timeout)",
+                    budget.as_secs()
+                ),
+            ))
+        })
 }
 
 /// The key of `KEY`, or of `--scene` and `--part`s under `--namespace`.
@@ -67,7 +72,9 @@ fn key(g: &Global, k: &KeyArgs) -> String {
             let parts: Vec<&(dyn KeyPart + Sync)> =
                 k.parts.iter().map(|p| p as &(dyn KeyPart + Sync)).collect();
             let scene = scene.as_deref().unwrap_or_default();
-            Key::from_parts(&g.namespace, scene, &parts).as_str().to_owned()
+            Key::from_parts(&g.namespace, scene, &parts)
+                .as_str()
+                .to_owned()
         }
     }
 }
@@ -166,7 +173,11 @@ async fn verify(
         if matches!(e, idem::store::StoreError::Unavailable(_)) {
             return Err(Fail::store("verify", e));
         }
-        out.verified(store.name(), Err(&format!("store `{}`: {e}", store.name())), strict);
+        out.verified(
+            store.name(),
+            Err(&format!("store `{}`: {e}", store.name())),
+            strict,
+        );
         return Ok(NO);
     }
     let mut b = Idem::builder()

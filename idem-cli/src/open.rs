@@ -28,9 +28,15 @@ fn is_redis(url: &str) -> bool {
 }
 
 fn is_sql(url: &str) -> bool {
-    ["postgres://", "postgresql://", "mysql://", "mariadb://", "sqlite:"]
-        .iter()
-        .any(|s| url.starts_with(s))
+    [
+        "postgres://",
+        "postgresql://",
+        "mysql://",
+        "mariadb://",
+        "sqlite:",
+    ]
+    .iter()
+    .any(|s| url.starts_with(s))
 }
 
 /// The store of `--store` (or `$REDIS_URL`, `$DATABASE_URL`), connected.

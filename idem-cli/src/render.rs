@@ -86,7 +86,11 @@ fn record_text(key: &str, state: Option<&RecordState>) -> String {
     field(&mut s, "hash", idem::observe::key_hash(key).to_string());
     let state = v["state"].as_str().unwrap_or_default().replace('_', " ");
     field(&mut s, "state", state);
-    for (name, k) in [("owner", "owner"), ("fence", "fence"), ("fingerprint", "fingerprint")] {
+    for (name, k) in [
+        ("owner", "owner"),
+        ("fence", "fence"),
+        ("fingerprint", "fingerprint"),
+    ] {
         if let Some(x) = v.get(k) {
             field(&mut s, name, x.to_string().trim_matches('"').to_owned());
         }
@@ -98,7 +102,11 @@ fn record_text(key: &str, state: Option<&RecordState>) -> String {
         field(&mut s, "size", format!("{n} bytes"));
     }
     if let Some(r) = v.get("result") {
-        let kind = if v["is_err"] == json!(true) { "terminal error" } else { "ok" };
+        let kind = if v["is_err"] == json!(true) {
+            "terminal error"
+        } else {
+            "ok"
+        };
         field(&mut s, "version", v["version"].to_string());
         field(&mut s, "result", format!("{kind}: {r}"));
     }
@@ -180,8 +188,17 @@ impl Out {
             }));
             return;
         }
-        let width = c.scenes.iter().map(|s| s.scene.len()).max().unwrap_or(0).max(5);
-        println!("{:<width$}  {:>11}  {:>8}  {:>8}", "scene", "in progress", "done", "expired");
+        let width = c
+            .scenes
+            .iter()
+            .map(|s| s.scene.len())
+            .max()
+            .unwrap_or(0)
+            .max(5);
+        println!(
+            "{:<width$}  {:>11}  {:>8}  {:>8}",
+            "scene", "in progress", "done", "expired"
+        );
         for s in &c.scenes {
             let (a, b, x) = (s.in_progress, s.done, s.expired);
             println!("{:<width$}  {a:>11}  {b:>8}  {x:>8}", s.scene);
@@ -201,7 +218,9 @@ impl Out {
     pub(crate) fn verified(&self, store: &str, r: Result<&[String], &String>, strict: bool) {
         if self.json {
             let v = match r {
-                Ok(w) => json!({ "store": store, "ok": !(strict && !w.is_empty()), "warnings": w, "error": null }),
+                Ok(w) => {
+                    json!({ "store": store, "ok": !(strict && !w.is_empty()), "warnings": w, "error": null })
+                }
                 Err(e) => json!({ "store": store, "ok": false, "warnings": [], "error": e }),
             };
             self.print(&v);
@@ -213,7 +232,11 @@ impl Out {
                     println!("warning: {x}");
                 }
                 let failed = strict && !w.is_empty();
-                let verdict = if failed { "FAILED (warnings, --strict)" } else { "ok" };
+                let verdict = if failed {
+                    "FAILED (warnings, --strict)"
+                } else {
+                    "ok"
+                };
                 println!("verify {store}: {verdict}");
             }
             Err(e) => println!("verify {store}: FAILED: {e}"),

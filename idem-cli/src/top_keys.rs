@@ -23,7 +23,11 @@ pub(crate) async fn fetch(url: &str, top: usize) -> Result<Vec<TopKey>, Fail> {
         .ok_or_else(|| Fail::new(USAGE, "--metrics takes an http:// URL"))?;
     let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let path = if path.is_empty() { "/metrics" } else { path };
-    let addr = if host.contains(':') { host.to_owned() } else { format!("{host}:80") };
+    let addr = if host.contains(':') {
+        host.to_owned()
+    } else {
+        format!("{host}:80")
+    };
     let down = |e: std::io::Error| Fail::new(UNREACHABLE, format!("metrics at {url}: {e}"));
     let mut s = tokio::net::TcpStream::connect(&addr).await.map_err(down)?;
     let req = format!("GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: text/plain\r\n\r\n");
@@ -95,7 +99,10 @@ mod tests {
                     idem_calls_total{technique=\"guard\"} 9\n";
         let keys = parse(page);
         assert_eq!(keys.len(), 2);
-        assert_eq!((keys[0].scope.as_str(), keys[0].key.as_str()), ("shop:pay", "#00ff"));
+        assert_eq!(
+            (keys[0].scope.as_str(), keys[0].key.as_str()),
+            ("shop:pay", "#00ff")
+        );
         assert_eq!(keys[0].repeats, 7.0);
         assert_eq!(keys[1].scope, "a\"b");
     }

@@ -95,7 +95,9 @@ pub async fn census_counts_by_scene_and_state(store: Arc<dyn Store>) {
 pub async fn purge_report_counts_then_deletes(store: Arc<dyn Store>) {
     let ns = unique_ns("purge");
     let key = format!("{ns}:old:1");
-    let claim = store.claim(claim_req(&key, Owner::random(), Duration::from_secs(1))).await;
+    let claim = store
+        .claim(claim_req(&key, Owner::random(), Duration::from_secs(1)))
+        .await;
     assert!(matches!(claim, Ok(Claim::Claimed { .. })));
     tokio::time::sleep(Duration::from_millis(1_600)).await;
     let expired = |c: &idem::store::Census| c.totals().2;

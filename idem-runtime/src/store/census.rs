@@ -42,7 +42,10 @@ pub struct Census {
 impl Census {
     /// Counts `n` records of `scene` in state `state`.
     pub fn add(&mut self, scene: &str, state: Counted, n: u64) {
-        let i = match self.scenes.binary_search_by(|s| s.scene.as_str().cmp(scene)) {
+        let i = match self
+            .scenes
+            .binary_search_by(|s| s.scene.as_str().cmp(scene))
+        {
             Ok(i) => i,
             Err(i) => {
                 self.scenes.insert(

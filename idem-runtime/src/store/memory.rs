@@ -17,8 +17,8 @@ use tokio::time::Instant;
 
 use super::census::count_keys;
 use super::{
-    BoxFuture, Census, Claim, Counted, PurgeReport, ClaimRequest, DoneRecord, Owned, Owner, RecordState, Store, StoreError,
-    Warning, unix_micros,
+    BoxFuture, Census, Claim, ClaimRequest, Counted, DoneRecord, Owned, Owner, PurgeReport,
+    RecordState, Store, StoreError, Warning, unix_micros,
 };
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;

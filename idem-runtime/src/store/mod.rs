@@ -19,8 +19,8 @@ use std::time::Duration;
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
 
-pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use crate::record::StoredResult;
+pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use census::{Census, Counted, PurgeReport, SceneCount};
 pub use error::{BoxError, Reason, StoreError};
 pub use queue::SendQueue;
@@ -247,7 +247,10 @@ pub trait Store: Send + Sync + 'static {
     /// request path. The default, for stores written elsewhere, refuses.
     fn census<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Census, StoreError>> {
         let _ = namespace;
-        let e = StoreError::config(format!("the {} store cannot count its records", self.name()));
+        let e = StoreError::config(format!(
+            "the {} store cannot count its records",
+            self.name()
+        ));
         Box::pin(std::future::ready(Err(e)))
     }
 
@@ -263,7 +266,10 @@ pub trait Store: Send + Sync + 'static {
                 )));
             }
             let records = self.purge_expired().await?;
-            Ok(PurgeReport { records, ..PurgeReport::default() })
+            Ok(PurgeReport {
+                records,
+                ..PurgeReport::default()
+            })
         })
     }
 

@@ -334,10 +334,7 @@ impl<S: Store> Store for FaultyStore<S> {
         Box::pin(self.run(Op::Read, None, move || self.inner.census(namespace)))
     }
 
-    fn purge_report(
-        &self,
-        dry_run: bool,
-    ) -> BoxFuture<'_, Result<super::PurgeReport, StoreError>> {
+    fn purge_report(&self, dry_run: bool) -> BoxFuture<'_, Result<super::PurgeReport, StoreError>> {
         Box::pin(self.run(Op::Mutate, None, move || self.inner.purge_report(dry_run)))
     }
 

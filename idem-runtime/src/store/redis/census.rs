@@ -22,7 +22,10 @@ const SCAN_COUNT: usize = 1_000;
 /// the prefix and namespace escaped.
 pub(super) fn pattern(layout: &KeyLayout, namespace: &str) -> String {
     let mut p = String::new();
-    for c in layout.record_key_str(&crate::key::namespace_prefix(namespace)).chars() {
+    for c in layout
+        .record_key_str(&crate::key::namespace_prefix(namespace))
+        .chars()
+    {
         if matches!(c, '*' | '?' | '[' | ']' | '\\') {
             p.push('\\');
         }

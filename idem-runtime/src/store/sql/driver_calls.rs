@@ -90,12 +90,11 @@ macro_rules! driver_calls {
         }
 
         /// The one number of a `SELECT COUNT(*)`.
-        pub(super) async fn count(
-            $p: &$Pool,
-            sent: &Sent,
-            stmt: &Stmt,
-        ) -> Result<i64, StoreError> {
-            let row = bind(sent, stmt, &[]).fetch_one($pool).await.map_err(map_err)?;
+        pub(super) async fn count($p: &$Pool, sent: &Sent, stmt: &Stmt) -> Result<i64, StoreError> {
+            let row = bind(sent, stmt, &[])
+                .fetch_one($pool)
+                .await
+                .map_err(map_err)?;
             row.try_get::<i64, _>(0).map_err(map_err)
         }
 

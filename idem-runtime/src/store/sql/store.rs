@@ -21,8 +21,8 @@ use super::{PURGE_BUDGET, purge_loop};
 use crate::db::{Dialect, micros, retry_conflicts};
 use crate::policy::MAX_DURATION;
 use crate::store::{
-    BoxFuture, Census, Claim, ClaimRequest, Counted, Owned, Owner, PurgeReport, RecordState,
-    Store, StoreError, Warning,
+    BoxFuture, Census, Claim, ClaimRequest, Counted, Owned, Owner, PurgeReport, RecordState, Store,
+    StoreError, Warning,
 };
 
 /// Runs `$body` with `$p` bound to the dialect's pool and `$m` to its module.
@@ -325,7 +325,12 @@ impl Store for SqlStore {
                     *n = u64::try_from(c).unwrap_or(0);
                 }
                 let [records, tokens, consume_log, outbox] = n;
-                return Ok(PurgeReport { records, tokens, consume_log, outbox });
+                return Ok(PurgeReport {
+                    records,
+                    tokens,
+                    consume_log,
+                    outbox,
+                });
             }
             let deadline = std::time::Instant::now() + PURGE_BUDGET;
             let purge = async |stmt| purge_loop(deadline, || self.execute(stmt, &[])).await;
@@ -351,7 +356,8 @@ impl Store for SqlStore {
                 _ => vec![Arg::Text(&prefix), Arg::Int(len)],
             };
             let stmt = &self.census.census;
-            let rows = dispatch!(&self.pool, |p, m| m::census(p, &self.sent, stmt, &args).await)?;
+            let rows = dispatch!(&self.pool, |p, m| m::census(p, &self.sent, stmt, &args)
+                .await)?;
             let mut census = Census::default();
             for (scene, state, expired, n) in rows {
                 let counted = match (expired, state) {
