@@ -219,7 +219,7 @@ impl Out {
         if self.json {
             let v = match r {
                 Ok(w) => {
-                    json!({ "store": store, "ok": !(strict && !w.is_empty()), "warnings": w, "error": null })
+                    json!({ "store": store, "ok": !strict || w.is_empty(), "warnings": w, "error": null })
                 }
                 Err(e) => json!({ "store": store, "ok": false, "warnings": [], "error": e }),
             };

@@ -37,7 +37,7 @@ pub(crate) async fn fetch(url: &str, top: usize) -> Result<Vec<TopKey>, Fail> {
     let text = String::from_utf8_lossy(&body);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head.lines().next().unwrap_or_default();
-    if !status.split_whitespace().nth(1).is_some_and(|c| c == "200") {
+    if status.split_whitespace().nth(1) != Some("200") {
         return Err(Fail::new(OTHER, format!("metrics at {url}: `{status}`")));
     }
     let mut keys = parse(body);
