@@ -111,7 +111,7 @@ pub(crate) enum Command {
         #[arg(long)]
         strict: bool,
     },
-    /// Prints the schema (`idem::sql::ddl`), as in migrations/<dialect>/.
+    /// Prints the schema (`idem::sql::ddl`), as in `migrations/<dialect>/`.
     Ddl {
         #[arg(long, value_enum)]
         dialect: DialectArg,
