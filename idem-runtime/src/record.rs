@@ -57,22 +57,54 @@ pub(crate) fn open<'a>(
     version: u32,
     bytes: &'a [u8],
 ) -> Result<(Kind, &'a [u8]), Error> {
-    if bytes.len() < HEADER || &bytes[..2] != MAGIC {
-        return Err(Error::codec(key, "not an idem record (unknown format)"));
-    }
-    let stored = u32::from_le_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]);
+    let (stored, kind, json) = header(bytes).map_err(|e| Error::codec(key, e))?;
     if stored != version {
         return Err(Error::codec(
             key,
             format_args!("stored with version {stored}, this code reads version {version}"),
         ));
     }
+    Ok((kind, json))
+}
+
+/// The stored version, the kind and the JSON body of any idem payload.
+fn header(bytes: &[u8]) -> Result<(u32, Kind, &[u8]), String> {
+    if bytes.len() < HEADER || &bytes[..2] != MAGIC {
+        return Err("not an idem record (unknown format)".into());
+    }
+    let stored = u32::from_le_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]);
     let kind = match bytes[6] {
         0 => Kind::Ok,
         1 => Kind::Err,
-        b => return Err(Error::codec(key, format_args!("unknown result kind {b}"))),
+        b => return Err(format!("unknown result kind {b}")),
     };
-    Ok((kind, &bytes[HEADER..]))
+    Ok((stored, kind, &bytes[HEADER..]))
+}
+
+/// A finished record's result as an operator reads it, without the
+/// function's types: see [`DoneRecord::result`](crate::store::DoneRecord::result).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct StoredResult {
+    /// The function's `version` the result was stored with.
+    pub version: u32,
+    /// A terminal business error (replayed as `Err`), not an `Ok` value.
+    pub is_err: bool,
+    /// The value, as the JSON it is stored as.
+    pub json: serde_json::Value,
+}
+
+impl crate::store::DoneRecord {
+    /// The stored result, decoded as JSON: what the `idem inspect` command
+    /// prints. A payload idem did not write is `Error::Codec` naming `key`.
+    pub fn result(&self, key: &str) -> Result<StoredResult, Error> {
+        let (version, kind, json) = header(&self.payload).map_err(|e| Error::codec(key, e))?;
+        Ok(StoredResult {
+            version,
+            is_err: kind == Kind::Err,
+            json: serde_json::from_slice(json).map_err(|e| Error::codec(key, e))?,
+        })
+    }
 }
 
 /// Decodes a JSON body into the caller's type.

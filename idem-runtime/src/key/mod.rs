@@ -138,6 +138,26 @@ impl fmt::Display for Key {
     }
 }
 
+/// The text every key of `namespace` starts with: the escaped namespace and
+/// `:` (empty without a namespace), as [`KeyWriter::finish`] writes it.
+pub(crate) fn namespace_prefix(namespace: &str) -> String {
+    if namespace.is_empty() {
+        return String::new();
+    }
+    let mut p = String::with_capacity(namespace.len() + 1);
+    escape::escape_into(&mut p, namespace);
+    p.push(':');
+    p
+}
+
+/// The scene of a rendered `key` that starts with `prefix` (from
+/// [`namespace_prefix`]): the text up to the next `:`, which escaping keeps
+/// out of a scene. `None` for a key of another namespace.
+pub(crate) fn scene_after<'k>(key: &'k str, prefix: &str) -> Option<&'k str> {
+    let rest = key.strip_prefix(prefix)?;
+    Some(rest.split(':').next().unwrap_or(rest))
+}
+
 pub(crate) fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {

@@ -15,9 +15,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::census::count_keys;
 use super::{
-    BoxFuture, Claim, ClaimRequest, DoneRecord, Owned, Owner, RecordState, Store, StoreError,
-    Warning, unix_micros,
+    BoxFuture, Census, Claim, ClaimRequest, Counted, DoneRecord, Owned, Owner, PurgeReport,
+    RecordState, Store, StoreError, Warning, unix_micros,
 };
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
@@ -321,6 +322,44 @@ impl Store for MemoryStore {
 
     fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(std::future::ready(Ok(self.purge_now())))
+    }
+
+    /// Expired records are kept until a purge (or a claim of their key) drops
+    /// them, so the census counts them like a SQL store's unpurged rows.
+    fn census<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Census, StoreError>> {
+        let now = Instant::now();
+        let mut keys = Vec::new();
+        for s in self.shards.iter() {
+            let map = s.lock().unwrap_or_else(|p| p.into_inner());
+            keys.extend(map.iter().map(|(k, e)| {
+                let state = match e {
+                    _ if e.expires() <= now => Counted::Expired,
+                    Entry::Pending { .. } => Counted::InProgress,
+                    Entry::Done { .. } => Counted::Done,
+                };
+                (k.clone(), state)
+            }));
+        }
+        let census = count_keys(namespace, keys.iter().map(|(k, s)| (k.as_str(), *s)));
+        Box::pin(std::future::ready(Ok(census)))
+    }
+
+    /// Records only: the memory tokens drop an expired token when it is next used.
+    fn purge_report(&self, dry_run: bool) -> BoxFuture<'_, Result<PurgeReport, StoreError>> {
+        let records = if dry_run {
+            let now = Instant::now();
+            let expired = |s: &Mutex<HashMap<String, Entry>>| {
+                let map = s.lock().unwrap_or_else(|p| p.into_inner());
+                map.values().filter(|e| e.expires() <= now).count() as u64
+            };
+            self.shards.iter().map(expired).sum()
+        } else {
+            self.purge_now()
+        };
+        Box::pin(std::future::ready(Ok(PurgeReport {
+            records,
+            ..PurgeReport::default()
+        })))
     }
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {

@@ -19,12 +19,15 @@ use std::time::Duration;
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
 
+pub use crate::record::StoredResult;
 pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
+pub use census::{Census, Counted, PurgeReport, SceneCount};
 pub use error::{BoxError, Reason, StoreError};
 pub use queue::SendQueue;
 pub use url::redact_url;
 
 pub mod catalog;
+mod census;
 mod error;
 pub mod faulty;
 pub mod memory;
@@ -239,6 +242,37 @@ pub trait Store: Send + Sync + 'static {
     /// Checks the store is usable and safe: tables exist, no eviction policy.
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>>;
 
+    /// Counts the records of `namespace` by scene and state, for operators
+    /// (`idem stats`): reads every key of the namespace, so keep it off the
+    /// request path. The default, for stores written elsewhere, refuses.
+    fn census<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Census, StoreError>> {
+        let _ = namespace;
+        let e = StoreError::config(format!(
+            "the {} store cannot count its records",
+            self.name()
+        ));
+        Box::pin(std::future::ready(Err(e)))
+    }
+
+    /// [`purge_expired`](Store::purge_expired) with its counts per table;
+    /// with `dry_run`, counts what it would delete and deletes nothing. The
+    /// default purges and reports the total as records; it refuses a dry run.
+    fn purge_report(&self, dry_run: bool) -> BoxFuture<'_, Result<PurgeReport, StoreError>> {
+        Box::pin(async move {
+            if dry_run {
+                return Err(StoreError::config(format!(
+                    "the {} store cannot count what a purge would delete",
+                    self.name()
+                )));
+            }
+            let records = self.purge_expired().await?;
+            Ok(PurgeReport {
+                records,
+                ..PurgeReport::default()
+            })
+        })
+    }
+
     /// The one-time token store kept beside the records, if this backend has one
     /// (memory, Redis, Redis Cluster, PostgreSQL, MySQL/MariaDB, SQLite). `None`
     /// (the default, for stores written elsewhere): `Idem::tokens()` fails with
@@ -314,6 +348,12 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     }
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         (**self).verify()
+    }
+    fn census<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Census, StoreError>> {
+        (**self).census(namespace)
+    }
+    fn purge_report(&self, dry_run: bool) -> BoxFuture<'_, Result<PurgeReport, StoreError>> {
+        (**self).purge_report(dry_run)
     }
     fn tokens(&self) -> Option<&dyn token::TokenStore> {
         (**self).tokens()

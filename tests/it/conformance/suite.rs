@@ -27,7 +27,8 @@ macro_rules! conformance_suite {
             backstop_without_lookup_is_duplicate, terminal_error_replayed, version_mismatch_is_codec,
             hostile_key_parts, breaker_stops_paying_timeouts, complete_failure_still_returns_ok,
             inspect_and_forget, max_hold_lets_hung_body_lapse, failed_claim_is_released,
-            hung_claim_is_released, huge_durations_are_capped
+            hung_claim_is_released, huge_durations_are_capped, census_counts_by_scene_and_state,
+            purge_report_counts_then_deletes
         );
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn many_keys_concurrent() {
@@ -43,7 +44,9 @@ macro_rules! conformance_suite {
 }
 pub(crate) use conformance_suite;
 
-pub use crate::conformance::limits::huge_durations_are_capped;
+pub use crate::conformance::limits::{
+    census_counts_by_scene_and_state, huge_durations_are_capped, purge_report_counts_then_deletes,
+};
 
 pub(crate) type Res<T> = Result<T, AppError>;
 

@@ -62,6 +62,18 @@ impl idem::Store for FixtureStore {
     fn purge_expired(&self) -> idem::store::BoxFuture<'_, Result<u64, idem::store::StoreError>> {
         self.0.store.purge_expired()
     }
+    fn purge_report(
+        &self,
+        dry_run: bool,
+    ) -> idem::store::BoxFuture<'_, Result<idem::store::PurgeReport, idem::store::StoreError>> {
+        self.0.store.purge_report(dry_run)
+    }
+    fn census<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> idem::store::BoxFuture<'a, Result<idem::store::Census, idem::store::StoreError>> {
+        self.0.store.census(namespace)
+    }
     fn verify(
         &self,
     ) -> idem::store::BoxFuture<'_, Result<Vec<idem::store::Warning>, idem::store::StoreError>>

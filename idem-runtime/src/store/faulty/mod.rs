@@ -327,6 +327,17 @@ impl<S: Store> Store for FaultyStore<S> {
         Box::pin(self.run(Op::Read, None, move || self.inner.verify()))
     }
 
+    fn census<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, Result<super::Census, StoreError>> {
+        Box::pin(self.run(Op::Read, None, move || self.inner.census(namespace)))
+    }
+
+    fn purge_report(&self, dry_run: bool) -> BoxFuture<'_, Result<super::PurgeReport, StoreError>> {
+        Box::pin(self.run(Op::Mutate, None, move || self.inner.purge_report(dry_run)))
+    }
+
     /// The inner store's tokens, under the same faults as its records (see
     /// `techniques`).
     fn tokens(&self) -> Option<&dyn super::token::TokenStore> {

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
+use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo, SingleNodeRoutingInfo};
 
 use super::codec::KeyLayout;
 use super::conn::Conns;
 use super::native::NativeClaim;
 use super::shared::Shared;
-use super::{native, scripts};
+use super::{census, native, scripts};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
@@ -164,6 +164,47 @@ impl Store for RedisClusterStore {
         Some(self.conns.queue())
     }
 
+    /// `SCAN`s every master (from `CLUSTER NODES`; see `census.rs`).
+    fn census<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, Result<crate::store::Census, StoreError>> {
+        let mut con = self.conns.get();
+        Box::pin(async move {
+            let mut cmd = redis::cmd("CLUSTER");
+            cmd.arg("NODES");
+            let random = RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random);
+            let reply = con
+                .route_command(cmd, random)
+                .await
+                .map_err(scripts::map_err)?;
+            let nodes: String = redis::FromRedisValue::from_redis_value(reply.clone())
+                .map_err(|_| census::unexpected("CLUSTER NODES", &reply))?;
+            let pattern = census::pattern(&self.layout, namespace);
+            let mut found = Vec::new();
+            for (host, port) in masters(&nodes) {
+                let mut cursor = 0;
+                loop {
+                    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                        host: host.clone(),
+                        port,
+                    });
+                    let reply = con
+                        .route_command(census::scan_cmd(cursor, &pattern), route)
+                        .await
+                        .map_err(scripts::map_err)?;
+                    let (next, keys) = census::scan_reply(reply)?;
+                    census::classify(&mut con, &self.layout, keys, false, &mut found).await?;
+                    if next == 0 {
+                        break;
+                    }
+                    cursor = next;
+                }
+            }
+            Ok(census::census(namespace, &found))
+        })
+    }
+
     /// Reads the version and `maxmemory-policy` of every master.
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         let mut con = self.conns.get();
@@ -195,6 +236,24 @@ impl Store for RedisClusterStore {
             Ok(warnings)
         })
     }
+}
+
+/// The masters' addresses in a `CLUSTER NODES` reply (`<id> <ip:port@cport> <flags> …`),
+/// failed ones left out.
+fn masters(nodes: &str) -> Vec<(String, u16)> {
+    nodes
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.split_whitespace();
+            let (addr, flags) = (f.nth(1)?, f.next()?);
+            if !flags.split(',').any(|x| x == "master") || flags.contains("fail") {
+                return None;
+            }
+            let addr = addr.split(['@', ',']).next()?;
+            let (host, port) = addr.rsplit_once(':')?;
+            Some((host.to_owned(), port.parse().ok()?))
+        })
+        .collect()
 }
 
 fn info_server() -> redis::Cmd {

@@ -118,12 +118,21 @@ impl KeyLayout {
 
     /// The Redis key of an idem key.
     pub(crate) fn record_key(&self, key: &str) -> Vec<u8> {
-        let mut k = Vec::with_capacity(self.prefix.len() + key.len() + 2);
-        k.extend_from_slice(self.prefix.as_bytes());
-        k.push(b'{');
-        k.extend_from_slice(key.as_bytes());
-        k.push(b'}');
-        k
+        self.record_key_str(key).into_bytes()
+    }
+
+    /// [`record_key`](Self::record_key) as text (`key` is text, and so is the prefix).
+    pub(crate) fn record_key_str(&self, key: &str) -> String {
+        format!("{}{{{key}}}", self.prefix)
+    }
+
+    /// The idem key of a Redis record key (`<prefix>{<idem key>}`), if it is one.
+    pub(crate) fn idem_key<'k>(&self, redis_key: &'k [u8]) -> Option<&'k str> {
+        let inner = redis_key
+            .strip_prefix(self.prefix.as_bytes())?
+            .strip_prefix(b"{")?
+            .strip_suffix(b"}")?;
+        std::str::from_utf8(inner).ok()
     }
 }
 

@@ -113,6 +113,7 @@
 //! timeouts.
 
 mod builder;
+mod census;
 mod cluster;
 mod codec;
 mod conn;
@@ -245,6 +246,20 @@ impl Store for RedisStore {
 
     fn send_queue(&self) -> Option<&crate::store::SendQueue> {
         Some(self.conns.queue())
+    }
+
+    /// `SCAN`s the server (see `census.rs`).
+    fn census<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, Result<crate::store::Census, StoreError>> {
+        let mut con = self.conns.get();
+        Box::pin(async move {
+            let pattern = census::pattern(&self.layout, namespace);
+            let mut found = Vec::new();
+            census::scan_node(&mut con, &self.layout, &pattern, &mut found).await?;
+            Ok(census::census(namespace, &found))
+        })
     }
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {

@@ -71,6 +71,15 @@ macro_rules! record_ops {
         fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
             Box::pin(std::future::ready(Ok(0)))
         }
+
+        /// Redis expires records and tokens natively: nothing to purge or to
+        /// count, dry run or not.
+        fn purge_report(
+            &self,
+            _dry_run: bool,
+        ) -> BoxFuture<'_, Result<crate::store::PurgeReport, StoreError>> {
+            Box::pin(std::future::ready(Ok(crate::store::PurgeReport::default())))
+        }
     };
 }
 pub(crate) use record_ops;

@@ -3,7 +3,7 @@
 //! need a bound per call site; a macro keeps each dialect module short).
 
 /// The driver calls of one dialect module, which differ only in the pool and
-/// row types: `execute`, `exists`, `fetch` and `raw` (a row as [`RawRow`]).
+/// row types: `execute`, `exists`, `fetch`, `census`, `count` and `raw` (a row as [`RawRow`]).
 /// `$pool` reaches the sqlx pool from the dialect's pool value `$p`; `$turn`
 /// (from `$w`, the same value) is held while a write runs: SQLite's writer turn.
 /// The expanding module imports `Row`, `Arg`, `Sent`, `bind`, `Stmt`, `RawRow`,
@@ -67,6 +67,35 @@ macro_rules! driver_calls {
                 .map(raw)
                 .transpose()
                 .map_err(|e| sqlx::Error::Decode(Box::new(e)))
+        }
+
+        /// The census rows: scene, state, expired, count (`census_sql.rs`).
+        pub(super) async fn census(
+            $p: &$Pool,
+            sent: &Sent,
+            stmt: &Stmt,
+            args: &[Arg<'_>],
+        ) -> Result<Vec<(String, i64, i64, i64)>, StoreError> {
+            let rows = bind(sent, stmt, args)
+                .fetch_all($pool)
+                .await
+                .map_err(map_err)?;
+            let get = |r: &$Row, i: usize| r.try_get::<i64, _>(i).map_err(map_err);
+            rows.iter()
+                .map(|r| {
+                    let scene = r.try_get::<String, _>(0).map_err(map_err)?;
+                    Ok((scene, get(r, 1)?, get(r, 2)?, get(r, 3)?))
+                })
+                .collect()
+        }
+
+        /// The one number of a `SELECT COUNT(*)`.
+        pub(super) async fn count($p: &$Pool, sent: &Sent, stmt: &Stmt) -> Result<i64, StoreError> {
+            let row = bind(sent, stmt, &[])
+                .fetch_one($pool)
+                .await
+                .map_err(map_err)?;
+            row.try_get::<i64, _>(0).map_err(map_err)
         }
 
         pub(super) fn raw(row: &$Row) -> Result<RawRow, StoreError> {

@@ -125,6 +125,7 @@ mod driver_calls;
 mod bind;
 mod builder;
 mod catalog;
+mod census_sql;
 mod connect;
 pub(crate) mod consume_sql;
 mod ddl;

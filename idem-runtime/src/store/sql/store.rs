@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use super::bind::{Arg, Sent, complete_args};
+use super::census_sql::CensusStatements;
 use super::consume_sql::ConsumeStatements;
 use super::ddl::{Statements, Stmt, statements};
 use super::errors::{map_err, missing};
@@ -20,7 +21,8 @@ use super::{PURGE_BUDGET, purge_loop};
 use crate::db::{Dialect, micros, retry_conflicts};
 use crate::policy::MAX_DURATION;
 use crate::store::{
-    BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
+    BoxFuture, Census, Claim, ClaimRequest, Counted, Owned, Owner, PurgeReport, RecordState, Store,
+    StoreError, Warning,
 };
 
 /// Runs `$body` with `$p` bound to the dialect's pool and `$m` to its module.
@@ -73,6 +75,8 @@ pub struct SqlStore {
     pub(crate) log: ConsumeStatements,
     /// The outbox's purge and probe (`outbox_sql.rs`).
     pub(crate) outbox: OutboxStatements,
+    /// The operators' counts (`census_sql.rs`).
+    census: CensusStatements,
     pub(crate) dialect: Dialect,
     locks: std::sync::Arc<KeyLocks>,
     local: std::sync::Arc<LocalClaims>,
@@ -91,6 +95,7 @@ impl SqlStore {
             tok: TokenStatements::new(dialect, &names),
             log: ConsumeStatements::new(dialect, &names),
             outbox: OutboxStatements::new(dialect, &names),
+            census: CensusStatements::new(dialect, &names),
             pool,
             names,
             dialect,
@@ -305,16 +310,64 @@ impl Store for SqlStore {
         })
     }
 
+    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move { Ok(self.purge_report(false).await?.total()) })
+    }
+
     /// Expired records, then expired one-time tokens, then expired consume log
     /// rows, then sent outbox messages past their retention, in one time budget.
-    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn purge_report(&self, dry_run: bool) -> BoxFuture<'_, Result<PurgeReport, StoreError>> {
         Box::pin(async move {
+            if dry_run {
+                let mut n = [0u64; 4];
+                for (n, stmt) in n.iter_mut().zip(&self.census.expired) {
+                    let c = dispatch!(&self.pool, |p, m| m::count(p, &self.sent, stmt).await)?;
+                    *n = u64::try_from(c).unwrap_or(0);
+                }
+                let [records, tokens, consume_log, outbox] = n;
+                return Ok(PurgeReport {
+                    records,
+                    tokens,
+                    consume_log,
+                    outbox,
+                });
+            }
             let deadline = std::time::Instant::now() + PURGE_BUDGET;
-            let records = purge_loop(deadline, || self.execute(&self.sql.purge, &[])).await?;
-            let tokens = purge_loop(deadline, || self.execute(&self.tok.purge, &[])).await?;
-            let log = purge_loop(deadline, || self.execute(&self.log.purge, &[])).await?;
-            let outbox = purge_loop(deadline, || self.execute(&self.outbox.purge, &[])).await?;
-            Ok(records + tokens + log + outbox)
+            let purge = async |stmt| purge_loop(deadline, || self.execute(stmt, &[])).await;
+            Ok(PurgeReport {
+                records: purge(&self.sql.purge).await?,
+                tokens: purge(&self.tok.purge).await?,
+                consume_log: purge(&self.log.purge).await?,
+                outbox: purge(&self.outbox.purge).await?,
+            })
+        })
+    }
+
+    /// One `GROUP BY` on the database (`census_sql.rs`).
+    fn census<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Census, StoreError>> {
+        Box::pin(async move {
+            let prefix = crate::key::namespace_prefix(namespace);
+            let len = match self.dialect {
+                Dialect::MySql => prefix.len(),
+                _ => prefix.chars().count(),
+            } as i64;
+            let args: Vec<Arg<'_>> = match self.dialect {
+                Dialect::MySql => vec![Arg::Int(len), Arg::Int(len), Arg::Text(&prefix)],
+                _ => vec![Arg::Text(&prefix), Arg::Int(len)],
+            };
+            let stmt = &self.census.census;
+            let rows = dispatch!(&self.pool, |p, m| m::census(p, &self.sent, stmt, &args)
+                .await)?;
+            let mut census = Census::default();
+            for (scene, state, expired, n) in rows {
+                let counted = match (expired, state) {
+                    (1, _) => Counted::Expired,
+                    (_, 0) => Counted::InProgress,
+                    _ => Counted::Done,
+                };
+                census.add(&scene, counted, u64::try_from(n).unwrap_or(0));
+            }
+            Ok(census)
         })
     }
 

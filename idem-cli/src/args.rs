@@ -1,0 +1,140 @@
+//! The command line, as clap derives it.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+The store: --store URL, else $REDIS_URL, else $DATABASE_URL (as the examples read them):
+  redis://[user:pass@]host:port[/db]      (with --cluster: a comma-separated list of nodes)
+  postgres://user@host/db   mysql://root@host/db   mariadb://…   sqlite:path/to/file.db
+Passwords in URLs are shown as *** in every message.
+
+Exit codes:
+  0  success (verify: every check passed)
+  1  the answer is no: verify found a problem (or a warning, with --strict), forget refused a
+     live claim or found no record, inspect found no record
+  2  usage: bad arguments, no store given, an unknown URL scheme
+  3  the store is unreachable (connecting, I/O, timeout)
+  4  any other error (a stored value idem cannot read, a command the store refused)";
+
+/// Operate idem's record stores: inspect and forget keys, purge, count, verify, print the DDL.
+#[derive(Debug, Parser)]
+#[command(name = "idem", version, after_help = AFTER_HELP)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: Global,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Settings every subcommand shares.
+#[derive(Debug, Args)]
+pub(crate) struct Global {
+    /// The store's URL (default: $REDIS_URL, else $DATABASE_URL).
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) store: Option<String>,
+    /// The handle's namespace (`IdemBuilder::namespace`): keys start with it.
+    #[arg(
+        long,
+        short = 'n',
+        global = true,
+        default_value = "",
+        env = "IDEM_NAMESPACE"
+    )]
+    pub(crate) namespace: String,
+    /// Redis: the store's key prefix (`RedisStoreBuilder::prefix`).
+    #[arg(long, global = true, default_value = "")]
+    pub(crate) prefix: String,
+    /// Redis: the URL lists the nodes of a Redis Cluster, comma-separated.
+    #[arg(long, global = true)]
+    pub(crate) cluster: bool,
+    /// SQL: the records table (`TableNames::new`; fences, tokens, log and outbox keep their defaults).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) table: Option<String>,
+    /// PostgreSQL: the schema of idem's tables (`TableNames::schema`).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) schema: Option<String>,
+    /// Give up on the store after this many seconds.
+    #[arg(long, global = true, default_value_t = 30)]
+    pub(crate) timeout: u64,
+    /// Print JSON (one object) instead of text, for scripts.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+}
+
+impl Global {
+    /// The store URL: the flag, else the examples' variables.
+    pub(crate) fn url(&self) -> Option<String> {
+        let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
+        self.store
+            .clone()
+            .or_else(|| var("REDIS_URL"))
+            .or_else(|| var("DATABASE_URL"))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// A key's record: state, owner, fence, expiry, size, and the stored result as JSON.
+    Inspect(KeyArgs),
+    /// Deletes a key's record; refuses a live in-progress claim unless --force.
+    Forget {
+        #[command(flatten)]
+        key: KeyArgs,
+        /// Also remove a live in-progress claim (owner-checked: only the claim inspected).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Deletes expired records, tokens, consume-log rows and sent outbox messages, with counts.
+    Purge {
+        /// Count what would be deleted; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Record counts by scene and state; the most repeated keys from a /metrics URL.
+    Stats {
+        /// A Prometheus endpoint exporting `idem_top_key_repeats` (http:// only).
+        #[arg(long, value_name = "URL")]
+        metrics: Option<String>,
+        /// How many of the most repeated keys to show.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
+    /// The checks of `Idem::verify`: tables, sequences, eviction policy, backstops.
+    Verify {
+        /// A backstop constraint that must exist (repeatable).
+        #[arg(long = "backstop", value_name = "NAME")]
+        backstops: Vec<String>,
+        /// The application's database holding the backstops (default: the store, if SQL).
+        #[arg(long, value_name = "URL")]
+        constraints: Option<String>,
+        /// Fail (exit 1) on warnings too.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Prints the schema (`idem::sql::ddl`), as in `migrations/<dialect>/`.
+    Ddl {
+        #[arg(long, value_enum)]
+        dialect: DialectArg,
+    },
+}
+
+/// A key: as rendered, or as scene and parts rendered by the library's key writer.
+#[derive(Debug, Args)]
+pub(crate) struct KeyArgs {
+    /// The rendered key (`namespace:scene:parts`), as logged with `log_raw_keys`.
+    #[arg(required_unless_present = "scene", conflicts_with = "scene")]
+    pub(crate) key: Option<String>,
+    /// The scene of `Idem::guard(scene, parts)` (rendered under --namespace).
+    #[arg(long)]
+    pub(crate) scene: Option<String>,
+    /// A key part, in order (repeatable); escaped as the library escapes it.
+    #[arg(long = "part", short = 'p', requires = "scene")]
+    pub(crate) parts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum DialectArg {
+    Postgres,
+    Mysql,
+    Sqlite,
+}

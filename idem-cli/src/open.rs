@@ -1,0 +1,130 @@
+//! Opening the store a URL names, with the table names and prefix given.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem::Store;
+use idem::store::redis::{RedisClusterStore, RedisStore};
+use idem::store::sql::{SqlConstraints, SqlStore, TableNames};
+
+use crate::args::Global;
+use crate::fail::{Fail, USAGE};
+
+/// The table names of `--table` and `--schema` (the defaults otherwise).
+pub(crate) fn tables(g: &Global) -> Result<TableNames, Fail> {
+    let usage = |e: idem::store::StoreError| Fail::new(USAGE, e.to_string());
+    let mut names = match &g.table {
+        Some(t) => TableNames::new(t).map_err(usage)?,
+        None => TableNames::default(),
+    };
+    if let Some(s) = &g.schema {
+        names = names.schema(s).map_err(usage)?;
+    }
+    Ok(names)
+}
+
+fn is_redis(url: &str) -> bool {
+    url.starts_with("redis://") || url.starts_with("rediss://")
+}
+
+fn is_sql(url: &str) -> bool {
+    [
+        "postgres://",
+        "postgresql://",
+        "mysql://",
+        "mariadb://",
+        "sqlite:",
+    ]
+    .iter()
+    .any(|s| url.starts_with(s))
+}
+
+/// The store of `--store` (or `$REDIS_URL`, `$DATABASE_URL`), connected.
+pub(crate) async fn store(g: &Global) -> Result<Arc<dyn Store>, Fail> {
+    let Some(url) = g.url() else {
+        return Err(Fail::new(
+            USAGE,
+            "no store: give --store URL, or set REDIS_URL or DATABASE_URL",
+        ));
+    };
+    let connect = |e| Fail::store("cannot open the store", e);
+    if g.cluster {
+        let nodes: Vec<&str> = url.split(',').filter(|n| !n.is_empty()).collect();
+        let store = RedisClusterStore::builder(nodes)
+            .prefix(g.prefix.clone())
+            .connect()
+            .await
+            .map_err(connect)?;
+        return Ok(Arc::new(store));
+    }
+    if is_redis(&url) {
+        let store = RedisStore::builder(url)
+            .prefix(g.prefix.clone())
+            .connect()
+            .await
+            .map_err(connect)?;
+        return Ok(Arc::new(store));
+    }
+    if is_sql(&url) {
+        let store = SqlStore::builder(url)
+            .tables(tables(g)?)
+            .max_connections(2)
+            .acquire_timeout(Duration::from_secs(g.timeout.clamp(1, 10)))
+            .connect()
+            .await
+            .map_err(connect)?;
+        return Ok(Arc::new(store));
+    }
+    Err(Fail::new(
+        USAGE,
+        format!(
+            "`{}` is not a store URL: expected redis://, postgres://, mysql://, mariadb:// or sqlite:",
+            idem::store::redact_url(&url)
+        ),
+    ))
+}
+
+/// The constraint catalog of `verify --backstop`: the database of
+/// `--constraints URL`, else the store's own when it is SQL.
+pub(crate) async fn catalog(
+    g: &Global,
+    constraints: Option<&str>,
+) -> Result<Option<SqlConstraints>, Fail> {
+    let Some(url) = constraints.map(str::to_owned).or_else(|| g.url()) else {
+        return Ok(None);
+    };
+    let unreachable = |e: idem::sqlx::Error| {
+        Fail::new(
+            crate::fail::UNREACHABLE,
+            format!("cannot open the constraints database: {e}"),
+        )
+    };
+    let catalog = if url.starts_with("postgres") {
+        SqlConstraints::postgres(
+            idem::sqlx::PgPool::connect(&url)
+                .await
+                .map_err(unreachable)?,
+        )
+    } else if url.starts_with("mysql") || url.starts_with("mariadb") {
+        let url = url.replacen("mariadb://", "mysql://", 1);
+        SqlConstraints::mysql(
+            idem::sqlx::MySqlPool::connect(&url)
+                .await
+                .map_err(unreachable)?,
+        )
+    } else if url.starts_with("sqlite:") {
+        SqlConstraints::sqlite(
+            idem::sqlx::SqlitePool::connect(&url)
+                .await
+                .map_err(unreachable)?,
+        )
+    } else if constraints.is_some() {
+        return Err(Fail::new(
+            USAGE,
+            "--constraints takes a postgres://, mysql:// or sqlite: URL",
+        ));
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(catalog))
+}
