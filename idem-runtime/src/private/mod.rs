@@ -15,8 +15,9 @@
 //! - `bounds`: the traits checked once at the user's return type;
 //! - `detect`: backstop detection by autoref specialisation;
 //! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`;
-//! - `tx`: [`run_in_tx`], `#[idempotent(tx = …)]` (the transactional guard).
-//! - `consume`: `#[consume_once]`.
+//! - `tx`: [`run_in_tx`], `#[idempotent(tx = …)]` (the transactional guard);
+//! - `consume`: `#[consume_once]`;
+//! - `site`: the preamble of every store-backed entry (handle, scene, policy).
 
 mod bounds;
 /// `#[consume_once]`.
@@ -28,6 +29,7 @@ mod idempotent;
 mod key;
 mod lock;
 mod reply;
+mod site;
 mod spec;
 /// `#[state_transition]` and `#[derive(StateMachine)]`.
 #[cfg(feature = "sql")]
