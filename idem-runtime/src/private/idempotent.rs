@@ -6,9 +6,9 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use super::bounds::{IsResult, Returns, TerminalError};
+use super::site::Site;
 use super::{FenceCell, KeyBuf, Spec};
 use crate::fingerprint::{Fingerprint, FingerprintBuilder};
-use super::site::Site;
 use crate::guard::Guard;
 use crate::handle::Idem;
 use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};

@@ -6,8 +6,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::Guarded;
-use super::site::Site;
 use super::bounds::Returns;
+use super::site::Site;
 use crate::db::{InTx, TxBody, TxDb};
 use crate::guard::Guard;
 use crate::outcome::Fence;
