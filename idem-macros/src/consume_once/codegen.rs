@@ -1,7 +1,7 @@
 //! Turns a validated [`Plan`] into the expanded function: the only place
 //! `#[consume_once]` calls `quote!`. The insert, the savepoint and the
-//! outcome live in `idem::__private::consume`; the expansion describes the
-//! call.
+//! outcome live behind `idem::__private::consume::run`, one call; the
+//! expansion describes it.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -13,10 +13,9 @@ use crate::common::item::ItemFn;
 use crate::common::wrapped_body::pin;
 
 /// `#[consume_once(..)] async fn f(.., tx, msg) -> R { body }` →
-/// `async fn f(..) -> R { static SPEC; let keys = keys(&SPEC, handle, &msg.id,
-/// Some(&msg.order_no)); observed::<R>(handle, &keys, async { begin::<R, _>(..)
-/// or return; let out = async { fake return; { body } }.await;
-/// finish::<R, _>(entry, &mut *tx, out).await }).await }`.
+/// `async fn f(..) -> R { static SPEC; run::<R, _, _>(&SPEC, handle, &msg.id,
+/// Some(&msg.order_no), &mut *tx, |__idem_tx| Box::pin(async {
+/// let tx = __idem_tx.conn(); fake return; { body } })).await }`.
 pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     let ItemFn {
         outer_attrs,
@@ -56,27 +55,20 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
             #(#inner_attrs)*
             static __IDEM_CONSUME: #p::ConsumeSpec =
                 #p::ConsumeSpec::new(#consumer, #msg_type, #log, #retention);
-            // The handle is evaluated once, like the user wrote it once.
-            let __idem_handle = #handle;
-            let __idem_keys = #p::keys(&__IDEM_CONSUME, __idem_handle, #id, #biz);
-            // `begin::<ReturnType, _>` names the user's type: a wrong one is one
-            // error there. The body is a plain block between `begin` and
-            // `finish`, so it uses `tx` as written and the future stays `Send`.
-            #p::observed::<#ret>(__idem_handle, &__idem_keys, async {
-                let __idem_entry = match #p::begin::<#ret, _>(
-                    &__IDEM_CONSUME, &mut *#tx, &__idem_keys,
-                ).await {
-                    #p::Begun::Go(__idem_entry) => __idem_entry,
-                    #p::Begun::Done(__idem_done) => return __idem_done,
-                };
-                let __idem_out = async {
+            // `run::<ReturnType, ..>` names the user's type: a wrong one is one
+            // error there. The body gets `tx` back from the runtime, with the
+            // type written, between the insert and the savepoint's end.
+            #p::run::<#ret, _, _>(
+                &__IDEM_CONSUME, #handle, #id, #biz, &mut *#tx,
+                |__idem_tx| ::std::boxed::Box::pin(async {
+                    // A body that does not use it warns no more than before.
+                    #[allow(unused_variables)]
+                    let #tx = __idem_tx.conn();
                     #pin
                     // The body in its own block (tracing #3306).
                     { #body }
-                }
-                .await;
-                #p::finish::<#ret, _>(__idem_entry, &mut *#tx, __idem_out).await
-            })
+                }),
+            )
             .await
         }
     };

@@ -10,9 +10,6 @@ use super::graph::Graph;
 use super::parse::Machine;
 use crate::common::codegen::krate;
 
-/// Above this many states the edge check names no pair (n² match arms).
-const NAMED_PAIRS_UP_TO: usize = 32;
-
 /// `Machine` + `Graph` → the items listed in the module docs.
 pub(crate) fn expand(m: &Machine, g: &Graph) -> TokenStream {
     let krate = krate(m.krate.as_ref());
@@ -55,7 +52,8 @@ pub(crate) fn expand(m: &Machine, g: &Graph) -> TokenStream {
             }
         )
     });
-    let edge_check = edge_check(m, g, &listed);
+    let edge_check = edge_check(m, &listed, &p);
+    let names: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
     let unknown = format!(
         "`{name}` has no state with this stored value; its stored values are {}",
         values
@@ -79,6 +77,10 @@ pub(crate) fn expand(m: &Machine, g: &Graph) -> TokenStream {
             #is_past
             #[doc(hidden)]
             pub const fn __idem_edge(from: Self, to: Self) { #edge_check }
+            #[doc(hidden)]
+            pub const fn __idem_name(self) -> &'static str {
+                match self { #(Self::#vars => #names,)* }
+            }
             #[doc(hidden)]
             pub const fn __idem_stored(value: &str) -> Self {
                 match value.as_bytes() {
@@ -143,28 +145,23 @@ fn listed_edges(m: &Machine, g: &Graph) -> String {
     }
 }
 
-/// The body of `__idem_edge`: a const panic naming the undeclared edge and the
-/// declared ones (const panics take only literals, so one arm per pair).
-fn edge_check(m: &Machine, g: &Graph, listed: &str) -> TokenStream {
-    let name = &m.ident;
-    let n = m.variants.len();
-    if n > NAMED_PAIRS_UP_TO {
-        let msg = format!("`{name}` declares no such edge; its edges are {listed}");
-        return quote!(if !Self::can(from, to) {
-            ::core::panic!(#msg)
-        });
+/// The body of `__idem_edge`: `if !Self::can(from, to)`, a const panic naming
+/// the undeclared edge and the declared ones. The message is assembled by
+/// `EdgeMessage` from the machine's literal text and the two states' names
+/// (`__idem_name`, one arm per state), so the check is linear in the states,
+/// where one arm per pair of states was quadratic.
+fn edge_check(m: &Machine, listed: &str, p: &TokenStream) -> TokenStream {
+    let prefix = format!("`{}` declares no edge `", m.ident);
+    let suffix = format!("`; its edges are {listed}");
+    quote! {
+        if !Self::can(from, to) {
+            ::core::panic!("{}", #p::EdgeMessage::new()
+                .push(#prefix)
+                .push(Self::__idem_name(from))
+                .push(" -> ")
+                .push(Self::__idem_name(to))
+                .push(#suffix)
+                .as_str())
+        }
     }
-    let arms = (0..n)
-        .flat_map(|a| (0..n).map(move |b| (a, b)))
-        .map(|(a, b)| {
-            let (va, vb) = (&m.variants[a].ident, &m.variants[b].ident);
-            if g.edges.contains(&(a, b)) {
-                quote!((Self::#va, Self::#vb) => {},)
-            } else {
-                let msg =
-                    format!("`{name}` declares no edge `{va} -> {vb}`; its edges are {listed}");
-                quote!((Self::#va, Self::#vb) => ::core::panic!(#msg),)
-            }
-        });
-    quote!(match (from, to) { #(#arms)* })
 }

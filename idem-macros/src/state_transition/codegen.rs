@@ -1,7 +1,7 @@
 //! Turns a validated [`Plan`] into the expanded function: the only place
 //! `#[state_transition]` calls `quote!`. The statements, the savepoint and the
-//! outcome live in `idem::__private::state::run`; the expansion describes the
-//! call and makes rustc check the edge.
+//! outcome live behind `idem::__private::state::run`, one call; the expansion
+//! describes it and makes rustc check the edge.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -15,8 +15,8 @@ use crate::common::wrapped_body::pin;
 
 /// `#[state_transition(..)] async fn f(.., tx, ..) -> R { body }` →
 /// `async fn f(..) -> R { static SPEC; const FROM; const TO; const edge checks;
-/// observed::<R, _>(&SPEC, handle, &key, async { begin::<R, M, ..>(..).await or return;
-/// let out = async { fake return; { body } }.await; finish::<R, _>(sp, &mut *tx, out).await }).await }`.
+/// run::<R, ..>(&SPEC, FROM, TO, handle, &key, &mut *tx, |__idem_tx| Box::pin(async {
+/// let tx = __idem_tx.conn(); fake return; { body } })).await }`.
 pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     let ItemFn {
         outer_attrs,
@@ -63,26 +63,22 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
             const __IDEM_FROM: &[#machine] = &[#(#from),*];
             const __IDEM_TO: #machine = #to;
             #(#checks)*
-            // `begin::<ReturnType, ..>` names the user's type: a wrong one is
-            // one error there (cached 0043a). The body is a plain block between
-            // `begin` and `finish`, so it uses `tx` exactly as written and the
-            // future stays `Send` (an async closure taking `tx` back was not:
-            // rustc's "`Send` is not general enough").
-            #p::observed::<#ret, _>(&__IDEM_STATE, #handle, #key, async {
-                let __idem_savepoint = match #p::begin::<#ret, #machine, _, _>(
-                    &__IDEM_STATE, __IDEM_FROM, __IDEM_TO, &mut *#tx, #key,
-                ).await {
-                    #p::Begun::Go(__idem_savepoint) => __idem_savepoint,
-                    #p::Begun::Done(__idem_done) => return __idem_done,
-                };
-                let __idem_out = async {
+            // `run::<ReturnType, ..>` names the user's type: a wrong one is one
+            // error there (cached 0043a). The body gets `tx` back from the
+            // runtime, with the type written, between the update and the
+            // savepoint's end; its block borrows the other parameters as a
+            // plain block would, and the boxed future stays `Send`.
+            #p::run::<#ret, _, _, _, _>(
+                &__IDEM_STATE, __IDEM_FROM, __IDEM_TO, #handle, #key, &mut *#tx,
+                |__idem_tx| ::std::boxed::Box::pin(async {
+                    // A body that does not use it warns no more than before.
+                    #[allow(unused_variables)]
+                    let #tx = __idem_tx.conn();
                     #pin
                     // The body in its own block (tracing #3306).
                     { #body }
-                }
-                .await;
-                #p::finish::<#ret, _>(__idem_savepoint, &mut *#tx, __idem_out).await
-            })
+                }),
+            )
             .await
         }
     };

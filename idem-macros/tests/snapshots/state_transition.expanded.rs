@@ -49,75 +49,23 @@ impl OrderStatus {
     }
     #[doc(hidden)]
     pub const fn __idem_edge(from: Self, to: Self) {
-        match (from, to) {
-            (Self::WaitPay, Self::WaitPay) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `WaitPay -> WaitPay`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::WaitPay, Self::PaySuccess) => {}
-            (Self::WaitPay, Self::Shipped) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `WaitPay -> Shipped`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::WaitPay, Self::Refunding) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `WaitPay -> Refunding`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::PaySuccess, Self::WaitPay) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `PaySuccess -> WaitPay`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::PaySuccess, Self::PaySuccess) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `PaySuccess -> PaySuccess`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::PaySuccess, Self::Shipped) => {}
-            (Self::PaySuccess, Self::Refunding) => {}
-            (Self::Shipped, Self::WaitPay) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `Shipped -> WaitPay`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::Shipped, Self::PaySuccess) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `Shipped -> PaySuccess`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::Shipped, Self::Shipped) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `Shipped -> Shipped`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::Shipped, Self::Refunding) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `Shipped -> Refunding`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::Refunding, Self::WaitPay) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `Refunding -> WaitPay`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::Refunding, Self::PaySuccess) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `Refunding -> PaySuccess`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::Refunding, Self::Shipped) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `Refunding -> Shipped`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
-            (Self::Refunding, Self::Refunding) => {
-                ::core::panic!(
-                    "`OrderStatus` declares no edge `Refunding -> Refunding`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`"
-                )
-            }
+        if !Self::can(from, to) {
+            ::core::panic!(
+                "{}", ::idem::__private::state::EdgeMessage::new()
+                .push("`OrderStatus` declares no edge `").push(Self::__idem_name(from))
+                .push(" -> ").push(Self::__idem_name(to))
+                .push("`; its edges are `WaitPay -> PaySuccess`, `PaySuccess -> Shipped`, `PaySuccess -> Refunding`")
+                .as_str()
+            )
+        }
+    }
+    #[doc(hidden)]
+    pub const fn __idem_name(self) -> &'static str {
+        match self {
+            Self::WaitPay => "WaitPay",
+            Self::PaySuccess => "PaySuccess",
+            Self::Shipped => "Shipped",
+            Self::Refunding => "Refunding",
         }
     }
     #[doc(hidden)]
@@ -190,55 +138,40 @@ async fn on_paid(
     const __IDEM_FROM: &[OrderStatus] = &[OrderStatus::WaitPay];
     const __IDEM_TO: OrderStatus = OrderStatus::PaySuccess;
     const _: () = OrderStatus::__idem_edge(__IDEM_FROM[0usize], __IDEM_TO);
-    ::idem::__private::state::observed::<
+    ::idem::__private::state::run::<
         Result<idem::Transition<()>, AppError>,
+        _,
+        _,
+        _,
         _,
     >(
             &__IDEM_STATE,
+            __IDEM_FROM,
+            __IDEM_TO,
             ::core::option::Option::None,
             &order_no,
-            async {
-                let __idem_savepoint = match ::idem::__private::state::begin::<
-                    Result<idem::Transition<()>, AppError>,
-                    OrderStatus,
-                    _,
-                    _,
-                >(&__IDEM_STATE, __IDEM_FROM, __IDEM_TO, &mut *tx, &order_no)
-                    .await
-                {
-                    ::idem::__private::state::Begun::Go(__idem_savepoint) => {
-                        __idem_savepoint
-                    }
-                    ::idem::__private::state::Begun::Done(__idem_done) => {
-                        return __idem_done;
-                    }
-                };
-                let __idem_out = async {
-                    if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
-                        ::idem::__private::state::BodyOf<
-                            Result<idem::Transition<()>, AppError>,
-                        >,
-                    > {
-                        return __idem_ret;
-                    }
-                    {
-                        sqlx::query(
-                                "INSERT INTO t_ledger (pay_no, order_no) VALUES ($1, $2)",
-                            )
-                            .bind(pay_no)
-                            .bind(order_no)
-                            .execute(&mut **tx)
-                            .await?;
-                        Ok(())
-                    }
+            &mut *tx,
+            |__idem_tx| ::std::boxed::Box::pin(async {
+                #[allow(unused_variables)]
+                let tx = __idem_tx.conn();
+                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
+                    ::idem::__private::state::BodyOf<
+                        Result<idem::Transition<()>, AppError>,
+                    >,
+                > {
+                    return __idem_ret;
                 }
-                    .await;
-                ::idem::__private::state::finish::<
-                    Result<idem::Transition<()>, AppError>,
-                    _,
-                >(__idem_savepoint, &mut *tx, __idem_out)
-                    .await
-            },
+                {
+                    sqlx::query(
+                            "INSERT INTO t_ledger (pay_no, order_no) VALUES ($1, $2)",
+                        )
+                        .bind(pay_no)
+                        .bind(order_no)
+                        .execute(&mut **tx)
+                        .await?;
+                    Ok(())
+                }
+            }),
         )
         .await
 }
@@ -258,46 +191,31 @@ impl Orders {
         const __IDEM_FROM: &[OrderStatus] = &[OrderStatus::__idem_stored("WAIT_PAY")];
         const __IDEM_TO: OrderStatus = OrderStatus::__idem_stored("PAY_SUCCESS");
         const _: () = OrderStatus::__idem_edge(__IDEM_FROM[0usize], __IDEM_TO);
-        ::idem::__private::state::observed::<
+        ::idem::__private::state::run::<
             Result<idem::Transition<()>, AppError>,
+            _,
+            _,
+            _,
             _,
         >(
                 &__IDEM_STATE,
+                __IDEM_FROM,
+                __IDEM_TO,
                 ::core::option::Option::None,
                 &order_no,
-                async {
-                    let __idem_savepoint = match ::idem::__private::state::begin::<
-                        Result<idem::Transition<()>, AppError>,
-                        OrderStatus,
-                        _,
-                        _,
-                    >(&__IDEM_STATE, __IDEM_FROM, __IDEM_TO, &mut *tx, &order_no)
-                        .await
-                    {
-                        ::idem::__private::state::Begun::Go(__idem_savepoint) => {
-                            __idem_savepoint
-                        }
-                        ::idem::__private::state::Begun::Done(__idem_done) => {
-                            return __idem_done;
-                        }
-                    };
-                    let __idem_out = async {
-                        if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
-                            ::idem::__private::state::BodyOf<
-                                Result<idem::Transition<()>, AppError>,
-                            >,
-                        > {
-                            return __idem_ret;
-                        }
-                        { Ok(()) }
+                &mut *tx,
+                |__idem_tx| ::std::boxed::Box::pin(async {
+                    #[allow(unused_variables)]
+                    let tx = __idem_tx.conn();
+                    if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
+                        ::idem::__private::state::BodyOf<
+                            Result<idem::Transition<()>, AppError>,
+                        >,
+                    > {
+                        return __idem_ret;
                     }
-                        .await;
-                    ::idem::__private::state::finish::<
-                        Result<idem::Transition<()>, AppError>,
-                        _,
-                    >(__idem_savepoint, &mut *tx, __idem_out)
-                        .await
-                },
+                    { Ok(()) }
+                }),
             )
             .await
     }

@@ -22,7 +22,7 @@ use crate::handle::Idem;
 /// Limitation: the body is an async closure taking the connection back, and
 /// rustc (1.95) cannot prove such a future `Send` ("implementation of
 /// `AsyncFnOnce` is not general enough"), so await it where `Send` is not
-/// required, or use the attribute, whose expansion is a plain block and `Send`.
+/// required, or use the attribute, whose expansion boxes the body as `Send`.
 pub fn consume_once<'a, C>(conn: &'a mut C, message: Message<'a>) -> ConsumeCall<'a, C>
 where
     C: SqlConn + ?Sized,

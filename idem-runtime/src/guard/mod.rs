@@ -244,6 +244,25 @@ impl Guard<'_> {
         {
             return Err(e.into());
         }
+        self.run_registered(hooks, body).await
+    }
+
+    /// [`run_with`](Self::run_with) for a call whose scene is already
+    /// registered: a macro function's, under its own identity (so the key is
+    /// not claimed as a non-macro scene), as the transactional guard's
+    /// `run_registered`.
+    pub(crate) async fn run_registered<T, E, C, B, Fut>(
+        self,
+        hooks: Hooks<E, C>,
+        body: B,
+    ) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
         let call = Call {
             idem: self.idem,
             key: &self.key,

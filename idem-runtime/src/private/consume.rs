@@ -1,18 +1,19 @@
 //! What a `#[consume_once]` expansion calls: a static `ConsumeSpec`
-//! (consumer, message type, log table, retention), the message's keys, and
-//! `begin`/`finish` around the body: the same runner as the non-macro
-//! [`consume_once`](crate::consume::consume_once).
+//! (consumer, message type, log table, retention), and one [`run`] call
+//! handing the body to the same steps as the non-macro
+//! [`consume_once`](crate::consume::consume_once) (insert, body, savepoint).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
-use crate::consume::run::{self, Keys, Step};
-use crate::consume::{Consumed, LogEntry, LogTable, Message};
-use crate::db::SqlConn;
+use super::lent::Lent;
+use crate::consume::run::{self, Step};
+use crate::consume::{Consumed, LogTable, Message};
+use crate::db::{SqlConn, TxBody};
 use crate::error::Error;
 use crate::handle::Idem;
 use crate::key::KeyPart;
-use crate::observe::CallOutcome;
 
 /// The static description of one `#[consume_once]` function.
 #[derive(Debug)]
@@ -47,25 +48,6 @@ impl ConsumeSpec {
     }
 }
 
-/// The message's keys under the handle's namespace.
-pub fn keys(
-    spec: &'static ConsumeSpec,
-    handle: Option<&Idem>,
-    id: &(dyn KeyPart + Sync),
-    biz_id: Option<&(dyn KeyPart + Sync)>,
-) -> MessageKeys {
-    let message = Message {
-        consumer: spec.consumer,
-        id,
-        business: biz_id.map(|b| (spec.msg_type, b)),
-    };
-    MessageKeys(run::keys(handle, &message))
-}
-
-/// A message's rendered keys.
-#[derive(Debug)]
-pub struct MessageKeys(Keys);
-
 /// What a `#[consume_once]` function may return.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the result of a `#[consume_once]` function",
@@ -92,64 +74,44 @@ impl<T, E: From<Error>> ConsumeReturns for Result<Consumed<T>, E> {
 /// The body's type for a declared return type `R`: `Result<T, E>`.
 pub type BodyOf<R> = Result<<R as ConsumeReturns>::Ok, <R as ConsumeReturns>::Err>;
 
-/// How a consume ended, on its way out of the expansion's block.
-pub struct Done<R: ConsumeReturns> {
-    outcome: CallOutcome,
-    value: Result<Consumed<R::Ok>, R::Err>,
-}
-
-impl<R: ConsumeReturns> std::fmt::Debug for Done<R> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Done")
-            .field("outcome", &self.outcome)
-            .finish_non_exhaustive()
-    }
-}
-
-/// After the insert: the body's turn ([`Begun::Go`]), or already over.
-#[derive(Debug)]
-pub enum Begun<R: ConsumeReturns> {
-    /// A fresh row: run the body, then [`finish`].
-    Go(LogEntry),
-    /// A duplicate or an error.
-    Done(Done<R>),
-}
-
-/// Takes the savepoint and inserts the log row in `conn`.
-pub async fn begin<R, C>(spec: &'static ConsumeSpec, conn: &mut C, keys: &MessageKeys) -> Begun<R>
+/// Runs one consume: the message's keys rendered under the handle's
+/// namespace, the log row inserted in `conn`, then, on a fresh row, `body`
+/// with the connection lent back ([`Lent`]), then the savepoint's end, all in
+/// the `idem` span. The one call a `#[consume_once]` expansion makes, typed by
+/// the declared return type `R` in its turbofish (one error there on a wrong
+/// one) and boxed, as `run`. The keys are rendered before the future starts,
+/// so it does not borrow the message.
+pub fn run<'g, R, C, B>(
+    spec: &'static ConsumeSpec,
+    handle: Option<&'g Idem>,
+    id: &(dyn KeyPart + Sync),
+    biz_id: Option<&(dyn KeyPart + Sync)>,
+    conn: &'g mut C,
+    body: B,
+) -> Pin<Box<dyn Future<Output = R> + Send + 'g>>
 where
-    R: ConsumeReturns,
-    C: SqlConn + ?Sized,
+    R: ConsumeReturns<Ok: Send, Err: Send> + 'g,
+    C: SqlConn + Send + ?Sized,
+    B: for<'a> FnOnce(Lent<'a, 'g, C>) -> TxBody<'a, R::Ok, R::Err> + Send + 'g,
 {
-    match run::begin(&spec.log(), conn, &keys.0).await {
-        Step::Go(entry) => Begun::Go(entry),
-        Step::Done((outcome, value)) => Begun::Done(Done { outcome, value }),
-    }
-}
-
-/// The body ended: keep the row, or roll back to the savepoint.
-pub async fn finish<R, C>(entry: LogEntry, conn: &mut C, out: BodyOf<R>) -> Done<R>
-where
-    R: ConsumeReturns,
-    C: SqlConn + ?Sized,
-{
-    let (outcome, value) = entry.finish(conn, out).await;
-    Done { outcome, value }
-}
-
-/// Runs the expansion's block (`begin`, body, `finish`) in the `idem` span.
-pub async fn observed<R>(
-    handle: Option<&Idem>,
-    keys: &MessageKeys,
-    op: impl Future<Output = Done<R>>,
-) -> R
-where
-    R: ConsumeReturns,
-{
-    let r = run::observed(handle, &keys.0.msg, async {
-        let d = op.await;
-        (d.outcome, d.value)
+    let message = Message {
+        consumer: spec.consumer,
+        id,
+        business: biz_id.map(|b| (spec.msg_type, b)),
+    };
+    let keys = run::keys(handle, &message);
+    Box::pin(async move {
+        let r = run::observed(handle, &keys.msg, async {
+            let mut conn = conn;
+            match run::begin(&spec.log(), &mut *conn, &keys).await {
+                Step::Go(entry) => {
+                    let out = body(Lent::new(&mut conn)).await;
+                    entry.finish(&mut *conn, out).await
+                }
+                Step::Done(ended) => ended,
+            }
+        })
+        .await;
+        R::from_result(r)
     })
-    .await;
-    R::from_result(r)
 }

@@ -6,12 +6,12 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use super::bounds::{IsResult, Returns, TerminalError};
+use super::site::Site;
 use super::{FenceCell, KeyBuf, Spec};
 use crate::fingerprint::{Fingerprint, FingerprintBuilder};
-use crate::guard::Call;
-use crate::handle::{Idem, global};
+use crate::guard::Guard;
+use crate::handle::Idem;
 use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};
-use crate::scene::Owner;
 use crate::settings::Settings;
 
 /// One guarded call as generated code builds it, typed by the function's
@@ -174,27 +174,16 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
         C: OnConflict<R::Ok, R::Err>,
         Fut: Future<Output = R> + Send,
     {
-        let idem = match self.handle {
-            Some(h) => h,
-            None => match global() {
-                Ok(h) => h,
-                Err(e) => return R::from_result(Err(e.into())),
-            },
-        };
-        let owner = Owner::of(self.spec, self.spec.function);
-        if let Err(e) = idem.scenes().register(self.spec.scene, owner) {
-            return R::from_result(Err(e.into()));
-        }
-        let policy = match self.spec.policy(idem, &self.dynamic) {
-            Ok(p) => p,
+        let site = match Site::open(self.spec, self.handle, self.key, &self.dynamic) {
+            Ok(site) => site,
             Err(e) => return R::from_result(Err(e.into())),
         };
-        let key = self.key.into_key(idem.namespace());
-        let cell = self.fence;
-        let call = Call {
+        let (idem, cell, lease) = (site.idem, self.fence, site.policy.lease);
+        let guard = Guard {
             idem,
-            key: &key,
-            policy: &policy,
+            key: site.key,
+            policy: site.policy,
+            fingerprint: self.fingerprint,
             technique: crate::observe::Technique::Idempotent,
             // A function without an `idem::Fence` parameter never reads its fence.
             fenced: cell.is_some(),
@@ -204,9 +193,8 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
         let token = self
             .token
             .map(|t| (format!("token:{}", self.spec.scene), t));
-        let lease = policy.lease;
-        let result = call
-            .execute(self.fingerprint, self.hooks, move |fence| {
+        let result = guard
+            .run_registered(self.hooks, move |fence| {
                 if let Some(c) = cell {
                     c.set(fence);
                 }

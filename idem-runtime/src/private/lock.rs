@@ -6,13 +6,13 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use super::bounds::{IdemErrorInto, IsResult};
+use super::site::{Site, SiteSpec};
 use super::spec::config;
 use super::{FenceCell, KeyBuf};
 use crate::error::Error;
-use crate::handle::{Idem, global};
+use crate::handle::Idem;
 use crate::lock::Acquire;
 use crate::policy::LockPolicy;
-use crate::scene::Owner;
 use crate::settings::Settings;
 
 /// The compile-time description of one locked function.
@@ -44,6 +44,18 @@ impl LockSpec {
         wait: None,
         max_hold: None,
     };
+}
+
+impl SiteSpec for LockSpec {
+    type Policy = LockPolicy;
+
+    fn function(&self) -> &'static str {
+        self.function
+    }
+
+    fn scene(&self) -> &'static str {
+        self.scene
+    }
 
     /// The handle's settings for this scene, under the literals, under the
     /// expressions evaluated for this call; `Error::Config` naming the function.
@@ -146,27 +158,15 @@ impl<'h, R: IsResult> Locked<'h, R> {
         R: LockReturns,
         Fut: Future<Output = R> + Send,
     {
-        let idem = match self.handle {
-            Some(h) => h,
-            None => match global() {
-                Ok(h) => h,
-                Err(e) => return R::from_result(Err(e.into())),
-            },
-        };
-        let owner = Owner::of(self.spec, self.spec.function);
-        if let Err(e) = idem.scenes().register(self.spec.scene, owner) {
-            return R::from_result(Err(e.into()));
-        }
-        let policy = match self.spec.policy(idem, &self.dynamic) {
-            Ok(p) => p,
+        let site = match Site::open(self.spec, self.handle, self.key, &self.dynamic) {
+            Ok(site) => site,
             Err(e) => return R::from_result(Err(e.into())),
         };
-        let key = self.key.into_key(idem.namespace());
         let cell = self.fence;
         let acquire = Acquire {
-            idem,
-            key: &key,
-            policy: &policy,
+            idem: site.idem,
+            key: &site.key,
+            policy: &site.policy,
         };
         let result = acquire
             .execute(move |grant| {

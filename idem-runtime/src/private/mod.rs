@@ -15,8 +15,10 @@
 //! - `bounds`: the traits checked once at the user's return type;
 //! - `detect`: backstop detection by autoref specialisation;
 //! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`;
-//! - `tx`: [`run_in_tx`], `#[idempotent(tx = …)]` (the transactional guard).
-//! - `consume`: `#[consume_once]`.
+//! - `tx`: [`run_in_tx`], `#[idempotent(tx = …)]` (the transactional guard);
+//! - `consume`: `#[consume_once]`;
+//! - `lent`: [`Lent`], the connection a state or consume body gets back;
+//! - `site`: the preamble of every store-backed entry (handle, scene, policy).
 
 mod bounds;
 /// `#[consume_once]`.
@@ -26,8 +28,11 @@ mod detect;
 mod fence;
 mod idempotent;
 mod key;
+#[cfg(feature = "sql")]
+mod lent;
 mod lock;
 mod reply;
+mod site;
 mod spec;
 /// `#[state_transition]` and `#[derive(StateMachine)]`.
 #[cfg(feature = "sql")]
@@ -50,6 +55,8 @@ pub use detect::{ErrProbe, ViaAsRef, ViaNothing, ViaStdError, detect};
 pub use fence::FenceCell;
 pub use idempotent::{Guarded, run};
 pub use key::KeyBuf;
+#[cfg(feature = "sql")]
+pub use lent::Lent;
 pub use lock::{LockReturns, LockSpec, Locked, lock};
 pub use reply::{Http, Replied, Reply, Unkept, finish, finish_marked, reported, stored};
 pub use spec::Spec;

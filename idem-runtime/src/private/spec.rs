@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::site::SiteSpec;
 use crate::error::Error;
 use crate::handle::Idem;
 use crate::policy::{Concurrency, Policy};
@@ -72,11 +73,23 @@ impl Spec {
             max_hold: self.max_hold,
         }
     }
+}
 
-    /// The call's policy: the handle's settings for this scene, under the
-    /// literals written, under the expressions evaluated for this call
-    /// (`dynamic`). Contradictions are `Error::Config` naming the function.
-    pub(super) fn policy(&self, idem: &Idem, dynamic: &Settings) -> Result<Policy, Error> {
+impl SiteSpec for Spec {
+    type Policy = Policy;
+
+    fn function(&self) -> &'static str {
+        self.function
+    }
+
+    fn scene(&self) -> &'static str {
+        self.scene
+    }
+
+    /// The handle's settings for this scene, under the literals written, under
+    /// the expressions evaluated for this call (`dynamic`). Contradictions are
+    /// `Error::Config` naming the function.
+    fn policy(&self, idem: &Idem, dynamic: &Settings) -> Result<Policy, Error> {
         let mut p = idem.settings().policy(self.scene);
         self.written().apply(&mut p);
         p.concurrent = self.concurrent;

@@ -1,14 +1,17 @@
 //! What a `#[state_transition]` expansion and a `#[derive(StateMachine)]`
 //! expansion call: a static `StateSpec` (table and columns, statements built
-//! once), one [`run`] call handing the body to the same runner as the non-macro
-//! [`transition`](crate::state::transition), and the derive's `sqlx` impls.
+//! once), one [`run`] call handing the body to the same steps as the non-macro
+//! [`transition`](crate::state::transition) (update, body, savepoint), and the
+//! derive's `sqlx` impls and edge-check message.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::OnceLock;
 
 use sqlx::{Encode, Type};
 
-use crate::db::{Dialect, SqlDialect};
+use super::lent::Lent;
+use crate::db::{Dialect, SqlDialect, TxBody};
 use crate::error::Error;
 use crate::handle::Idem;
 use crate::key::KeyPart;
@@ -16,7 +19,7 @@ use crate::observe::CallOutcome;
 use crate::state::{self, Columns, Edge, StateConn, Statements, Step, error_key};
 
 pub use crate::__idem_state_sqlx as state_sqlx;
-pub use crate::state::{Savepoint, StateMachine, Transition, UnknownState};
+pub use crate::state::{StateMachine, Transition, UnknownState};
 pub use sqlx;
 
 /// The static description of one `#[state_transition]` function.
@@ -103,86 +106,48 @@ impl<T, E: From<Error>> StateReturns for Result<Transition<T>, E> {
 /// The body's type for a declared return type `R`: `Result<T, E>`.
 pub type BodyOf<R> = Result<<R as StateReturns>::Ok, <R as StateReturns>::Err>;
 
-/// How a transition ended, on its way out of the expansion's block.
-pub struct Done<R: StateReturns> {
-    outcome: CallOutcome,
-    value: Result<Transition<R::Ok>, R::Err>,
-}
-
-impl<R: StateReturns> std::fmt::Debug for Done<R> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Done")
-            .field("outcome", &self.outcome)
-            .finish_non_exhaustive()
-    }
-}
-
-/// After the update: the body's turn ([`Begun::Go`]), or already over.
-#[derive(Debug)]
-pub enum Begun<R: StateReturns> {
-    /// One row moved: run the body, then [`finish`].
-    Go(Savepoint),
-    /// Nothing to run.
-    Done(Done<R>),
-}
-
-/// Takes the savepoint and runs the update in `conn`.
-pub async fn begin<R, M, C, K>(
+/// Runs one transition: the conditional update in `conn`, then, on one moved
+/// row, `body` with the connection lent back ([`Lent`]), then the savepoint's
+/// end, all in the `idem` span. The one call a `#[state_transition]`
+/// expansion makes, typed by the declared return type `R` in its turbofish so
+/// a wrong one is one error there (cached 0043a); boxed, as `run`, so the
+/// bound is not checked a second time at the `.await`.
+#[allow(clippy::too_many_arguments)]
+pub fn run<'g, R, M, C, K, B>(
     spec: &'static StateSpec,
     from: &'static [M],
     to: M,
-    conn: &mut C,
-    key: &K,
-) -> Begun<R>
+    handle: Option<&'g Idem>,
+    key: &'g K,
+    conn: &'g mut C,
+    body: B,
+) -> Pin<Box<dyn Future<Output = R> + Send + 'g>>
 where
-    R: StateReturns,
+    R: StateReturns<Ok: Send, Err: Send> + 'g,
     M: StateMachine,
-    C: StateConn + ?Sized,
+    C: StateConn + Send + ?Sized,
     K: for<'q> Encode<'q, C::Db> + Type<C::Db> + KeyPart + Sync,
+    B: for<'a> FnOnce(Lent<'a, 'g, C>) -> TxBody<'a, R::Ok, R::Err> + Send + 'g,
 {
-    let stmts = match spec.statements(C::Db::DIALECT) {
-        Ok(s) => s,
-        Err(e) => {
-            return Begun::Done(Done {
-                outcome: CallOutcome::Failed,
-                value: Err(e.into()),
-            });
-        }
-    };
-    let name = error_key(spec.table, key);
-    match state::begin(&stmts, Edge { from, to }, conn, key, name).await {
-        Step::Go(sp) => Begun::Go(sp),
-        Step::Done((outcome, value)) => Begun::Done(Done { outcome, value }),
-    }
-}
-
-/// The body ended: release the savepoint, or roll back to it.
-pub async fn finish<R, C>(sp: Savepoint, conn: &mut C, out: BodyOf<R>) -> Done<R>
-where
-    R: StateReturns,
-    C: StateConn + ?Sized,
-{
-    let (outcome, value) = sp.finish(conn, out).await;
-    Done { outcome, value }
-}
-
-/// Runs the expansion's block (`begin`, body, `finish`) in the `idem` span.
-pub async fn observed<R, K>(
-    spec: &'static StateSpec,
-    handle: Option<&Idem>,
-    key: &K,
-    op: impl Future<Output = Done<R>>,
-) -> R
-where
-    R: StateReturns,
-    K: KeyPart + Sync,
-{
-    let r = state::observed(handle, spec.table, key, async {
-        let d = op.await;
-        (d.outcome, d.value)
+    Box::pin(async move {
+        let r = state::observed(handle, spec.table, key, async move {
+            let stmts = match spec.statements(C::Db::DIALECT) {
+                Ok(s) => s,
+                Err(e) => return (CallOutcome::Failed, Err(e.into())),
+            };
+            let name = error_key(spec.table, key);
+            let mut conn = conn;
+            match state::begin(&stmts, Edge { from, to }, &mut *conn, key, name).await {
+                Step::Go(sp) => {
+                    let out = body(Lent::new(&mut conn)).await;
+                    sp.finish(&mut *conn, out).await
+                }
+                Step::Done(ended) => ended,
+            }
+        })
+        .await;
+        R::from_result(r)
     })
-    .await;
-    R::from_result(r)
 }
 
 /// `Decode` of a derived machine: the stored text back to a state.
@@ -193,4 +158,81 @@ pub fn decode_state<M: StateMachine>(s: &str) -> Result<M, sqlx::error::BoxDynEr
             value: s.to_owned(),
         }) as sqlx::error::BoxDynError
     })
+}
+
+/// The message of an undeclared edge, built in a `const` (a const panic
+/// takes one `&str`, and only literals can be concatenated): the derive's
+/// `__idem_edge` pushes the machine's literal text around the two states'
+/// names, so it is one `if` over the declared edges, not a match arm per pair
+/// of states. Past its capacity the text ends in `…`.
+#[derive(Debug)]
+pub struct EdgeMessage {
+    buf: [u8; EdgeMessage::CAPACITY],
+    len: usize,
+    /// Cut: later pushes add nothing.
+    full: bool,
+}
+
+impl EdgeMessage {
+    const CAPACITY: usize = 2048;
+
+    /// Empty.
+    pub const fn new() -> EdgeMessage {
+        EdgeMessage {
+            buf: [0; EdgeMessage::CAPACITY],
+            len: 0,
+            full: false,
+        }
+    }
+
+    /// `self` + `text`, cut at a character boundary when full.
+    pub const fn push(mut self, text: &str) -> EdgeMessage {
+        let b = text.as_bytes();
+        let mut i = 0;
+        while i < b.len() && !self.full {
+            let width = match b[i] {
+                0..0xE0 => 1 + (b[i] >= 0xC0) as usize,
+                0xE0..0xF0 => 3,
+                _ => 4,
+            };
+            // Room for this character and the `…` (3 bytes) after it.
+            if self.len + width + 3 > EdgeMessage::CAPACITY {
+                return self.ellipsis();
+            }
+            let mut k = 0;
+            while k < width && i + k < b.len() {
+                self.buf[self.len] = b[i + k];
+                self.len += 1;
+                k += 1;
+            }
+            i += width;
+        }
+        self
+    }
+
+    const fn ellipsis(mut self) -> EdgeMessage {
+        let dots = "…".as_bytes();
+        let mut k = 0;
+        while k < dots.len() {
+            self.buf[self.len] = dots[k];
+            self.len += 1;
+            k += 1;
+        }
+        self.full = true;
+        self
+    }
+
+    /// The text so far.
+    pub const fn as_str(&self) -> &str {
+        match core::str::from_utf8(self.buf.split_at(self.len).0) {
+            Ok(s) => s,
+            Err(_) => "undeclared edge",
+        }
+    }
+}
+
+impl Default for EdgeMessage {
+    fn default() -> Self {
+        EdgeMessage::new()
+    }
 }

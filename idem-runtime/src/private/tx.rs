@@ -7,11 +7,10 @@ use std::pin::Pin;
 
 use super::Guarded;
 use super::bounds::Returns;
+use super::site::Site;
 use crate::db::{InTx, TxBody, TxDb};
 use crate::guard::Guard;
-use crate::handle::global;
 use crate::outcome::Fence;
-use crate::scene::Owner;
 
 /// Runs a guarded call whose record is written in the caller's transaction
 /// `tx`. Named with the declared return type in its turbofish, like
@@ -28,25 +27,14 @@ where
 {
     Box::pin(async move {
         let (spec, key, handle, fingerprint, dynamic) = guarded.into_parts();
-        let idem = match handle {
-            Some(h) => h,
-            None => match global() {
-                Ok(h) => h,
-                Err(e) => return R::from_result(Err(e.into())),
-            },
-        };
-        let owner = Owner::of(spec, spec.function);
-        if let Err(e) = idem.scenes().register(spec.scene, owner) {
-            return R::from_result(Err(e.into()));
-        }
-        let policy = match spec.policy(idem, &dynamic) {
-            Ok(p) => p,
+        let site = match Site::open(spec, handle, key, &dynamic) {
+            Ok(site) => site,
             Err(e) => return R::from_result(Err(e.into())),
         };
         let guard = Guard {
-            idem,
-            key: key.into_key(idem.namespace()),
-            policy,
+            idem: site.idem,
+            key: site.key,
+            policy: site.policy,
             fingerprint,
             technique: crate::observe::Technique::Idempotent,
             fenced: true,
