@@ -2,7 +2,7 @@ async fn create_order(
     State(app): State<App>,
     user: User,
     Json(req): Json<CreateOrder>,
-) -> Result<(StatusCode, Json<Order>), AppError> {
+) -> Result<::idem::http::Replied<(StatusCode, Json<Order>)>, AppError> {
     static __IDEM_SPEC: ::idem::__private::Spec = ::idem::__private::Spec {
         function: ::core::concat!(::core::module_path!(), "::create_order"),
         template: "order-create:<user.id>:<req.order_no>",
@@ -17,6 +17,9 @@ async fn create_order(
         .lit(":")
         .arg(&req.order_no)
         .finish();
+    let __idem_unkept = ::idem::__private::Unkept::<
+        Result<(StatusCode, Json<Order>), AppError>,
+    >::new();
     let __idem_call = ::idem::__private::Guarded::<
         ::idem::__private::Http<Result<(StatusCode, Json<Order>), AppError>>,
     >::new(&__IDEM_SPEC, __idem_key)
@@ -26,31 +29,39 @@ async fn create_order(
         })
         .detect(|__idem_e| ::idem::__private::detect!(__idem_e))
         .on_conflict(|| ::idem::__private::stored(find_order(&app, &user, &req)));
-    ::idem::__private::run::<
-        ::idem::__private::Http<Result<(StatusCode, Json<Order>), AppError>>,
-        _,
+    ::idem::__private::finish_marked::<
+        Result<(StatusCode, Json<Order>), AppError>,
         _,
     >(
-            __idem_call,
-            async {
-                ::idem::__private::Http::wrap(
+        &__idem_unkept,
+        ::idem::__private::reported(
+                ::idem::__private::run::<
+                    ::idem::__private::Http<Result<(StatusCode, Json<Order>), AppError>>,
+                    _,
+                    _,
+                >(
+                    __idem_call,
                     async {
-                        if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
-                            Result<(StatusCode, Json<Order>), AppError>,
-                        > {
-                            return __idem_ret;
-                        }
-                        {
-                            Ok((
-                                StatusCode::CREATED,
-                                Json(insert(&app, &user, &req).await?),
-                            ))
-                        }
-                    }
-                        .await,
-                )
-            },
-        )
-        .await
-        .into_inner()
+                        ::idem::__private::Http::keep(
+                            &__idem_unkept,
+                            async {
+                                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
+                                    Result<(StatusCode, Json<Order>), AppError>,
+                                > {
+                                    return __idem_ret;
+                                }
+                                {
+                                    Ok((
+                                        StatusCode::CREATED,
+                                        Json(insert(&app, &user, &req).await?),
+                                    ))
+                                }
+                            }
+                                .await,
+                        )
+                    },
+                ),
+            )
+            .await,
+    )
 }
