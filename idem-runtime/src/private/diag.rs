@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn a_long_list_is_cut_between_values() {
-        let long = ["X".repeat(60); 40];
+        let long: Vec<String> = (0..40).map(|_| "X".repeat(60)).collect();
         let values: Vec<&str> = long.iter().map(String::as_str).collect();
         let m = unknown_stored("M", "Y", &values).unwrap();
         assert!(
