@@ -152,6 +152,8 @@ pub use idem_runtime::{Consumed, DuplicateOf, consume};
 )]
 pub use idem_runtime::outbox;
 // Errors.
+/// What the macros require of your types; compile errors name these traits.
+pub use idem_runtime::bounds;
 pub use idem_runtime::{Error, Result, std_error};
 // Stores and monitoring figures.
 pub use idem_runtime::{FaultPlan, FaultyStore, MemoryStore, Stats, Store, TopKey};

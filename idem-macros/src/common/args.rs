@@ -16,7 +16,7 @@ use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, LitStr, Path};
 
-use crate::common::errors::{Errors, one_of, suggestion};
+use crate::common::errors::{Errors, one_of, suggestion, unknown_option};
 
 /// What one macro accepts.
 #[derive(Debug)]
@@ -144,15 +144,9 @@ pub(crate) fn parse(
 }
 
 fn unknown(table: &Table, name: &Ident, errors: &mut Errors) {
-    let text = name.to_string();
     errors.at(
         name.span(),
-        format!(
-            "unknown option `{text}` in {}; expected one of {}{}",
-            table.attr(),
-            one_of(table.options),
-            suggestion(&text, table.options.iter().copied())
-        ),
+        unknown_option(&name.to_string(), &table.attr(), table.options),
     );
 }
 
@@ -244,6 +238,9 @@ mod tests {
 
     #[test]
     fn messages_name_the_macro_and_its_options() {
+        let (_, e) = demo(quote!(kye = "a:<b>", laese = "1s"));
+        assert!(e.contains("unknown option `kye` in `#[demo]`; expected one of `key`, `lease` or `hook`; did you mean `key`?"), "{e}");
+        assert!(e.contains("did you mean `lease`?"), "{e}");
         let (d, e) = demo(quote!(key = "a:<b>", kee = "x", key = "y", lease, a::b = 1));
         assert_eq!(d.key.unwrap().value.value(), "a:<b>");
         assert!(

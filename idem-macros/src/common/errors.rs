@@ -61,19 +61,44 @@ pub(crate) fn one_of(names: &[&str]) -> String {
     }
 }
 
-/// Levenshtein distance over chars.
+/// `unknown option `tll` in `#[idempotent]`; expected one of `key`, `ttl` or
+/// …; did you mean `ttl`?`: the one wording of an unknown option name, for
+/// every attribute (the macros' option tables and the derive's
+/// `#[state_machine(..)]`).
+pub(crate) fn unknown_option(name: &str, attr: &str, options: &[&str]) -> String {
+    format!(
+        "unknown option `{name}` in {attr}; expected one of {}{}",
+        one_of(options),
+        suggestion(name, options.iter().copied())
+    )
+}
+
+/// Edit distance over chars (optimal string alignment: an insertion, a
+/// deletion, a substitution or a swap of two neighbours costs 1), so the
+/// commonest typo, two letters swapped (`kye`), is as close as one wrong letter.
 pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    // d[i][j]: distance between a[..i] and b[..j].
+    let mut d = vec![vec![0; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
     }
-    prev[b.len()]
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -85,6 +110,8 @@ mod tests {
         assert_eq!(edit_distance("ttl", "tll"), 1);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("kye", "key"), 1);
+        assert_eq!(edit_distance("PAY_SUCESS", "PAY_SUCCESS"), 1);
     }
 
     #[test]
@@ -94,6 +121,8 @@ mod tests {
             Some("user_id")
         );
         assert_eq!(did_you_mean("zzz", ["user_id", "req_id"]), None);
+        assert_eq!(did_you_mean("kye", ["key", "ttl"]), Some("key"));
+        assert_eq!(did_you_mean("tll", ["key", "ttl"]), Some("ttl"));
         assert_eq!(one_of(&["a", "b", "c"]), "`a`, `b` or `c`");
         assert_eq!(one_of(&["a"]), "`a`");
     }

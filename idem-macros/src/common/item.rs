@@ -42,6 +42,28 @@ impl Parse for ItemFn {
     }
 }
 
+impl ItemFn {
+    /// The function for the fallback beside the `compile_error!`s: `item` as
+    /// written, but made `async` when it was not (as `#[tokio::main]` does), so
+    /// callers that `.await` it, and axum's `Handler` bound, add no error of
+    /// their own to the one at the `fn` token.
+    pub(crate) fn fallback_tokens(&self, item: TokenStream) -> TokenStream {
+        if self.sig.asyncness.is_some() {
+            return item;
+        }
+        let mut sig = self.sig.clone();
+        sig.asyncness = Some(syn::Token![async](self.sig.fn_token.span));
+        let (outer, vis, inner, body) =
+            (&self.outer_attrs, &self.vis, &self.inner_attrs, &self.body);
+        let mut block = proc_macro2::Group::new(
+            proc_macro2::Delimiter::Brace,
+            quote::quote!(#(#inner)* #body),
+        );
+        block.set_span(self.brace_span);
+        quote::quote!(#(#outer)* #vis #sig #block)
+    }
+}
+
 /// Parses the annotated item; `None` (recorded) when it is not a function.
 pub(crate) fn parse(table: &Table, item: TokenStream, errors: &mut Errors) -> Option<ItemFn> {
     syn::parse2(item)
@@ -106,6 +128,116 @@ pub(crate) fn result_type<'a>(
                 );
                 None
             }
+        }
+    }
+}
+
+/// For attributes whose signature wraps the body's value (`#[state_transition]`:
+/// `Transition`, `#[consume_once]`: `Consumed`): the declared return type when
+/// it can be `Result<wrapper<T>, E>`. A `Result<X, E>` written with another `X`
+/// is one error at `X` showing the signature to write (otherwise rustc reports
+/// the runtime's bounds at three places of the expansion); aliases are left to
+/// rustc.
+pub(crate) fn wrapped_result_type<'a>(
+    table: &Table,
+    sig: &'a Signature,
+    wrapper: &str,
+    errors: &mut Errors,
+) -> Option<&'a Type> {
+    let hint = format!(
+        "{} functions return `Result<idem::{wrapper}<T>, E>`",
+        table.attr()
+    );
+    let ret = result_type(sig, &hint, errors)?;
+    let Type::Path(p) = ret else { return Some(ret) };
+    let Some(last) = p.path.segments.last() else {
+        return Some(ret);
+    };
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return Some(ret);
+    };
+    let mut types = args.args.iter().filter_map(|a| match a {
+        syn::GenericArgument::Type(t) => Some(t),
+        _ => None,
+    });
+    let (Some(ok), err) = (types.next(), types.next()) else {
+        return Some(ret);
+    };
+    if last.ident != "Result" || is_wrapper(ok, wrapper) {
+        return Some(ret);
+    }
+    let ok_shown = ok.to_token_stream().to_string();
+    let write = match err {
+        Some(e) => format!(
+            "Result<idem::{wrapper}<{ok_shown}>, {}>",
+            e.to_token_stream()
+        ),
+        None => format!("Result<idem::{wrapper}<{ok_shown}>>"),
+    };
+    errors.at(
+        ok.span(),
+        format!(
+            "{hint}, not `{}`; the body returns `Result<T, E>` and the macro wraps its value: write `{write}`",
+            ret.to_token_stream()
+        ),
+    );
+    None
+}
+
+/// `idem::Transition<..>`, `Transition<..>`: the last segment names `wrapper`.
+fn is_wrapper(ty: &Type, wrapper: &str) -> bool {
+    match ty {
+        Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == wrapper),
+        Type::Group(g) => is_wrapper(&g.elem, wrapper),
+        Type::Paren(p) => is_wrapper(&p.elem, wrapper),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::args::Table;
+
+    const T: Table = Table {
+        name: "demo",
+        options: &[],
+    };
+
+    fn item(src: &str) -> ItemFn {
+        syn::parse_str(src).unwrap()
+    }
+
+    #[test]
+    fn the_fallback_is_async() {
+        let f = item("#[doc = \"d\"] pub fn f(a: u8) -> Result<u8, E> { #![allow(x)] Ok(a) }");
+        let out = f.fallback_tokens(TokenStream::new()).to_string();
+        assert!(out.contains("pub async fn f (a : u8)"), "{out}");
+        assert!(out.contains("# ! [allow (x)] Ok (a)"), "{out}");
+        let raw: TokenStream = "async fn g() {}".parse().unwrap();
+        let g = item("async fn g() {}");
+        assert_eq!(g.fallback_tokens(raw.clone()).to_string(), raw.to_string());
+    }
+
+    #[test]
+    fn a_wrapped_result_names_the_signature_to_write() {
+        let mut errors = Errors::default();
+        let f = item("async fn f() -> Result<u32, AppError> { Ok(1) }");
+        assert!(wrapped_result_type(&T, &f.sig, "Transition", &mut errors).is_none());
+        let e = errors.into_compile_errors().to_string();
+        assert!(
+            e.contains("write `Result<idem::Transition<u32>, AppError>`"),
+            "{e}"
+        );
+        for ok in [
+            "async fn f() -> Result<idem::Transition<u32>, AppError> { todo!() }",
+            "async fn f() -> Result<Transition<()>> { todo!() }",
+            "async fn f() -> Res<u32> { todo!() }",
+        ] {
+            let mut errors = Errors::default();
+            let f = item(ok);
+            assert!(wrapped_result_type(&T, &f.sig, "Transition", &mut errors).is_some());
+            assert!(errors.is_empty(), "{ok}");
         }
     }
 }

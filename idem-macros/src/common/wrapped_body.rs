@@ -9,6 +9,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::{Ident, Path};
 
+use crate::common::args::Table;
 use crate::common::codegen::krate;
 use crate::common::errors::Errors;
 use crate::common::item::{self, ItemFn};
@@ -27,28 +28,32 @@ pub(crate) fn pin(span: Span, p: &TokenStream, ret: &impl ToTokens) -> TokenStre
 }
 
 /// `compile_error!`s + the function with its body pinned to
-/// `<krate>::__private::<module>::BodyOf<R>`. `attr` names the attribute in
-/// the body's panic (`consume_once`).
+/// `<krate>::__private::<module>::BodyOf<R>`. `table` names the attribute in
+/// the body's panic; `wrapper` is the signature's wrapper (`Consumed`).
 pub(crate) fn body_fallback(
     errors: Errors,
     item: &ItemFn,
     path: Option<&Path>,
     module: &str,
-    attr: &str,
+    (table, wrapper): (&Table, &str),
 ) -> TokenStream {
+    // No pin when the declared type is not `Result<wrapper<T>, E>`: that is
+    // already one error, and `BodyOf<R>` would add the runtime's bound errors.
     let mut probe = Errors::default();
-    let ret = item::result_type(&item.sig, "", &mut probe);
+    let ret = item::wrapped_result_type(table, &item.sig, wrapper, &mut probe);
     let krate = krate(path);
     let module = Ident::new(module, Span::call_site());
     let p = quote!(#krate::__private::#module);
-    let (outer_attrs, vis, sig) = (&item.outer_attrs, &item.vis, &item.sig);
+    let (outer_attrs, vis) = (&item.outer_attrs, &item.vis);
     let (inner_attrs, body) = (&item.inner_attrs, &item.body);
+    // A function written without `async` is emitted `async` (as `#[tokio::main]`
+    // does): its callers' `.await`s then add no error to the one at `fn`.
+    let mut sig = item.sig.clone();
+    sig.asyncness
+        .get_or_insert_with(|| syn::Token![async](item.sig.fn_token.span));
     let pin = ret.map(|ret| pin(Span::call_site(), &p, ret));
-    let keep = match sig.asyncness {
-        Some(_) => quote!(let _ = async { #pin { #body } };),
-        None => quote!(let _ = || { #pin { #body } };),
-    };
-    let msg = format!("`#[{attr}]` did not expand: see the compile errors");
+    let keep = quote!(let _ = async { #pin { #body } };);
+    let msg = format!("{} did not expand: see the compile errors", table.attr());
     let mut out = errors.into_compile_errors();
     out.extend(quote! {
         #(#outer_attrs)*

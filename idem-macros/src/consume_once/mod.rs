@@ -26,7 +26,13 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         .and_then(|k| k.value.parse::<syn::Path>().ok());
     match validate::validate(parsed_args, &parsed, &mut errors) {
         Some(plan) if errors.is_empty() => codegen::expand(&plan),
-        _ => body_fallback(errors, &parsed, krate.as_ref(), "consume", "consume_once"),
+        _ => body_fallback(
+            errors,
+            &parsed,
+            krate.as_ref(),
+            "consume",
+            (&args::TABLE, "Consumed"),
+        ),
     }
 }
 

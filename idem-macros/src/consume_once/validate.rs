@@ -32,8 +32,6 @@ pub(crate) struct Plan<'a> {
     pub(crate) handle: Option<Expr>,
 }
 
-const HINT: &str = "a `#[consume_once]` function returns `Result<idem::Consumed<T>, E>`";
-
 /// Longest log table name (the runtime's `check_log_table` bound: its index
 /// names add 12 bytes to it).
 const MAX_LOG_TABLE: usize = 51;
@@ -41,7 +39,7 @@ const MAX_LOG_TABLE: usize = 51;
 /// Checks `args` against `item`; `None` when something is missing or wrong.
 pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) -> Option<Plan<'a>> {
     item::require_async(&TABLE, &item.sig, errors);
-    let ret = item::result_type(&item.sig, HINT, errors);
+    let ret = item::wrapped_result_type(&TABLE, &item.sig, "Consumed", errors);
     let params = Params::of(item, errors);
     let at = item.sig.ident.span();
     let msg_id = match &args.msg_id {

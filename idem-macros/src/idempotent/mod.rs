@@ -25,6 +25,6 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     match validate::validate(args, &parsed, &mut errors) {
         Some(plan) if errors.is_empty() => codegen::expand(&plan),
-        _ => fallback(errors, item),
+        _ => fallback(errors, parsed.fallback_tokens(item)),
     }
 }

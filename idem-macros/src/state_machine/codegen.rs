@@ -54,14 +54,6 @@ pub(crate) fn expand(m: &Machine, g: &Graph) -> TokenStream {
     });
     let edge_check = edge_check(m, &listed, &p);
     let names: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
-    let unknown = format!(
-        "`{name}` has no state with this stored value; its stored values are {}",
-        values
-            .iter()
-            .map(|v| format!("`{v}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
     quote! {
         impl #ident {
             /// Every state, in declaration order; the first is the initial state.
@@ -85,7 +77,11 @@ pub(crate) fn expand(m: &Machine, g: &Graph) -> TokenStream {
             pub const fn __idem_stored(value: &str) -> Self {
                 match value.as_bytes() {
                     #(#bytes => Self::#vars,)*
-                    _ => ::core::panic!(#unknown),
+                    // Names the typo and the closest stored value (`__private::diag`).
+                    _ => match #krate::__private::unknown_stored(#name, value, &[#(#values),*]) {
+                        ::core::option::Option::Some(__idem_msg) => ::core::panic!("{}", __idem_msg.as_str()),
+                        ::core::option::Option::None => ::core::unreachable!(),
+                    },
                 }
             }
         }

@@ -9,7 +9,7 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, Ident, LitStr, Token};
 
-use crate::common::errors::{Errors, one_of, suggestion};
+use crate::common::errors::{Errors, unknown_option};
 
 /// The options of the enum's attribute.
 const OPTIONS: &[&str] = &["edges", "acyclic", "crate"];
@@ -105,11 +105,7 @@ pub(crate) fn parse(input: &DeriveInput, errors: &mut Errors) -> Option<Machine>
                 }
                 _ => errors.at(
                     meta.path.span(),
-                    format!(
-                        "unknown option `{name}` in `#[state_machine]`; expected one of {}{}",
-                        one_of(OPTIONS),
-                        suggestion(&name, OPTIONS.iter().copied())
-                    ),
+                    unknown_option(&name, "`#[state_machine]`", OPTIONS),
                 ),
             }
             Ok(())
@@ -165,10 +161,14 @@ fn variant(v: &syn::Variant, errors: &mut Errors) -> Variant {
                 out.value = lit.value();
                 out.value_span = lit.span();
             } else {
+                let name = quote::ToTokens::to_token_stream(&meta.path).to_string();
                 errors.at(
                     meta.path.span(),
-                    "unknown option in a state's `#[state_machine]`; expected `value = \"STORED_VALUE\"`",
+                    unknown_option(&name, "a state's `#[state_machine]`", &["value"]),
                 );
+                if meta.input.peek(syn::Token![=]) {
+                    meta.value()?.parse::<syn::Expr>()?;
+                }
             }
             Ok(())
         });

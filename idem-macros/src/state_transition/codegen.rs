@@ -93,7 +93,11 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
 fn state(machine: &syn::Path, s: &StateRef) -> TokenStream {
     match s {
         StateRef::Variant(v) => quote_spanned!(v.span()=> #machine::#v),
-        StateRef::Stored(lit) => quote_spanned!(lit.span()=> #machine::__idem_stored(#lit)),
+        StateRef::Stored(lit) => {
+            // The machine respanned too, so rustc underlines the literal alone.
+            let machine = respanned(machine, lit.span());
+            quote_spanned!(lit.span()=> #machine::__idem_stored(#lit))
+        }
     }
 }
 

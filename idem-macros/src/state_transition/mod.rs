@@ -39,7 +39,13 @@ fn expand_with(args: TokenStream, shared: Option<&args::Args>, item: TokenStream
         .and_then(|k| k.value.parse::<syn::Path>().ok());
     match validate::validate(parsed_args, &parsed, &mut errors) {
         Some(plan) if errors.is_empty() => codegen::expand(&plan),
-        _ => body_fallback(errors, &parsed, krate.as_ref(), "state", "state_transition"),
+        _ => body_fallback(
+            errors,
+            &parsed,
+            krate.as_ref(),
+            "state",
+            (&args::TABLE, "Transition"),
+        ),
     }
 }
 

@@ -30,12 +30,10 @@ pub(crate) struct Plan<'a> {
     pub(crate) handle: Option<Expr>,
 }
 
-const HINT: &str = "a `#[state_transition]` function returns `Result<idem::Transition<T>, E>`";
-
 /// Checks `args` against `item`; `None` when something is missing or wrong.
 pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) -> Option<Plan<'a>> {
     item::require_async(&TABLE, &item.sig, errors);
-    let ret = item::result_type(&item.sig, HINT, errors);
+    let ret = item::wrapped_result_type(&TABLE, &item.sig, "Transition", errors);
     let params = Params::of(item, errors);
     let at = item.sig.ident.span();
     let need = |name: &str, errors: &mut Errors| {

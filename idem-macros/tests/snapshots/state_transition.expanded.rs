@@ -76,9 +76,16 @@ impl OrderStatus {
             b"SHIPPED" => Self::Shipped,
             b"REFUND_PENDING" => Self::Refunding,
             _ => {
-                ::core::panic!(
-                    "`OrderStatus` has no state with this stored value; its stored values are `WAIT_PAY`, `PAY_SUCCESS`, `SHIPPED`, `REFUND_PENDING`"
-                )
+                match ::idem::__private::unknown_stored(
+                    "OrderStatus",
+                    value,
+                    &["WAIT_PAY", "PAY_SUCCESS", "SHIPPED", "REFUND_PENDING"],
+                ) {
+                    ::core::option::Option::Some(__idem_msg) => {
+                        ::core::panic!("{}", __idem_msg.as_str())
+                    }
+                    ::core::option::Option::None => ::core::unreachable!(),
+                }
             }
         }
     }

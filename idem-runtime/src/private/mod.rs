@@ -12,19 +12,24 @@
 //! - `idempotent`: [`Guarded`] and [`run`];
 //! - `lock`: [`LockSpec`], [`Locked`] and `lock` (`#[distributed_lock]`);
 //! - `reply`: [`Http`] and [`Reply`], axum responses as an `#[idempotent]` result;
-//! - `bounds`: the traits checked once at the user's return type;
+//! - `crate::bounds` (public, re-exported here): the traits checked once at
+//!   the user's return type;
 //! - `detect`: backstop detection by autoref specialisation;
+//! - `diag`: messages of compile-time (`const`) checks, e.g. an unknown stored state;
 //! - `state`: `#[state_transition]` and `#[derive(StateMachine)]`;
 //! - `tx`: [`run_in_tx`], `#[idempotent(tx = …)]` (the transactional guard);
 //! - `consume`: `#[consume_once]`;
 //! - `lent`: [`Lent`], the connection a state or consume body gets back;
 //! - `site`: the preamble of every store-backed entry (handle, scene, policy).
 
-mod bounds;
+// The bounds are public (`idem::bounds`), so messages name them by that path;
+// `super::bounds::..` in the files below still resolves through this import.
+use crate::bounds;
 /// `#[consume_once]`.
 #[cfg(feature = "sql")]
 pub mod consume;
 mod detect;
+mod diag;
 mod fence;
 mod idempotent;
 mod key;
@@ -50,8 +55,11 @@ pub use crate::fingerprint::FingerprintBuilder;
 pub use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};
 pub use crate::policy::Concurrency;
 
-pub use bounds::{IdemErrorInto, IsResult, Returns, Storable, TerminalError};
+pub use crate::bounds::{
+    IdemErrorInto, IdempotentResult, IsResult, Returns, Storable, TerminalError,
+};
 pub use detect::{ErrProbe, ViaAsRef, ViaNothing, ViaStdError, detect};
+pub use diag::{ConstMsg, unknown_stored};
 pub use fence::FenceCell;
 pub use idempotent::{Guarded, run};
 pub use key::KeyBuf;

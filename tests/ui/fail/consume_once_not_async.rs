@@ -18,4 +18,9 @@ struct Msg {
 fn f(tx: &mut sqlx::SqliteConnection, msg: &Msg) -> Result<Consumed<()>, AppError> {
     Ok(())
 }
+
+// The caller's `.await` adds no error: the fallback emits `f` as `async`.
+async fn caller(tx: &mut sqlx::SqliteConnection, msg: &Msg) -> Result<Consumed<()>, AppError> {
+    f(tx, msg).await
+}
 fn main() {}

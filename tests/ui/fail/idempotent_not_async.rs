@@ -13,4 +13,9 @@ impl From<idem::Error> for AppError {
 fn create(idem: &Idem, user_id: u64) -> Result<u64, AppError> {
     Ok(user_id)
 }
+
+// The caller's `.await` adds no error: the fallback emits `create` as `async`.
+async fn caller(idem: &Idem) -> Result<u64, AppError> {
+    create(idem, 7).await
+}
 fn main() {}

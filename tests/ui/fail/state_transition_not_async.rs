@@ -22,4 +22,9 @@ impl From<idem::Error> for AppError {
 fn paid(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, order_no: &str) -> Result<Transition<()>, AppError> {
     Ok(())
 }
+
+// The caller's `.await` adds no error: the fallback emits `paid` as `async`.
+async fn caller(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>) -> Result<Transition<()>, AppError> {
+    paid(tx, "o-1").await
+}
 fn main() {}

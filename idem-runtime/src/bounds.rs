@@ -1,4 +1,11 @@
-//! The trait bounds an expansion checks, each once and at the user's own type,
+//! What the attribute macros require of your types, as traits that compile
+//! errors name: `the trait `Storable` is not implemented for `Order``.
+//!
+//! You never implement these: each is implemented for every type that
+//! qualifies (`Storable` for every `Serialize + DeserializeOwned + Send` type,
+//! `IdemErrorInto` for every `From<idem::Error> + Send` error). They are public
+//! so that a message names them by a path you can look up here rather than by
+//! the macros' internal module; each check is made once, at your return type,
 //! with a message that says how to fix it (`#[diagnostic::on_unimplemented]`).
 
 use serde::{Serialize, de::DeserializeOwned};
@@ -68,6 +75,9 @@ pub trait IsResult: Sized {
     /// Back from a plain `Result`.
     fn from_result(r: Result<Self::Ok, Self::Err>) -> Self;
 }
+// Not recommended: a type that is not a `Result` gets the message above, not
+// a pointer at this impl in idem's sources.
+#[diagnostic::do_not_recommend]
 impl<T, E> IsResult for Result<T, E> {
     type Ok = T;
     type Err = E;
@@ -77,4 +87,17 @@ impl<T, E> IsResult for Result<T, E> {
     fn from_result(r: Self) -> Self {
         r
     }
+}
+
+/// The check an `#[idempotent]` expansion makes first, at your return type:
+/// [`Returns`], as a projection (`<R as IdempotentResult>::Out`) so that a type
+/// that fails is reported there with the failing part's message ([`Storable`],
+/// [`IdemErrorInto`], [`IsResult`]), before any runtime function is named.
+pub trait IdempotentResult {
+    /// Always `()`.
+    type Out;
+}
+
+impl<R: IsResult<Ok: Storable, Err: IdemErrorInto>> IdempotentResult for R {
+    type Out = ();
 }

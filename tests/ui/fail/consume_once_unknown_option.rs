@@ -1,0 +1,21 @@
+#![allow(unused_variables)]
+use idem::Consumed;
+
+#[derive(Debug)]
+pub struct AppError;
+impl From<idem::Error> for AppError {
+    fn from(_: idem::Error) -> Self {
+        AppError
+    }
+}
+
+struct Msg {
+    id: String,
+    order_no: String,
+}
+
+#[idem::consume_once(msg_id = "<msg.id>", retension = "7d")]
+async fn f(tx: &mut sqlx::SqliteConnection, msg: &Msg) -> Result<Consumed<()>, AppError> {
+    Ok(())
+}
+fn main() {}

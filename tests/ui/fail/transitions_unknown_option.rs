@@ -1,0 +1,29 @@
+#![allow(unused_variables, dead_code)]
+use idem::Transition;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, idem::StateMachine)]
+#[state_machine(edges(WaitPay -> PaySuccess, PaySuccess -> Shipped))]
+enum OrderStatus {
+    WaitPay,
+    PaySuccess,
+    Shipped,
+}
+
+#[derive(Debug)]
+pub struct AppError;
+impl From<idem::Error> for AppError {
+    fn from(_: idem::Error) -> Self {
+        AppError
+    }
+}
+
+struct Orders;
+
+#[idem::transitions(machine = OrderStatus, table = "t_order", key = order_no, key_colum = "order_no")]
+impl Orders {
+    #[state_transition(from = "WAIT_PAY", to = "PAY_SUCCESS")]
+    async fn paid(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, order_no: &str) -> Result<Transition<()>, AppError> {
+        Ok(())
+    }
+}
+fn main() {}
