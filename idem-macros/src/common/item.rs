@@ -166,22 +166,39 @@ pub(crate) fn wrapped_result_type<'a>(
     if last.ident != "Result" || is_wrapper(ok, wrapper) {
         return Some(ret);
     }
-    let ok_shown = ok.to_token_stream().to_string();
+    let ok_shown = shown(ok);
     let write = match err {
-        Some(e) => format!(
-            "Result<idem::{wrapper}<{ok_shown}>, {}>",
-            e.to_token_stream()
-        ),
+        Some(e) => format!("Result<idem::{wrapper}<{ok_shown}>, {}>", shown(e)),
         None => format!("Result<idem::{wrapper}<{ok_shown}>>"),
     };
     errors.at(
         ok.span(),
         format!(
             "{hint}, not `{}`; the body returns `Result<T, E>` and the macro wraps its value: write `{write}`",
-            ret.to_token_stream()
+            shown(ret)
         ),
     );
     None
+}
+
+/// A type as the user wrote it (`Result<(), AppError>`), not as tokens print
+/// (`Result < () , AppError >`).
+fn shown(ty: &Type) -> String {
+    let mut s = ty.to_token_stream().to_string();
+    for (from, to) in [
+        (" <", "<"),
+        ("< ", "<"),
+        (" >", ">"),
+        (" ,", ","),
+        ("( ", "("),
+        (" )", ")"),
+        ("& ", "&"),
+        (" ::", "::"),
+        (":: ", "::"),
+    ] {
+        s = s.replace(from, to);
+    }
+    s
 }
 
 /// `idem::Transition<..>`, `Transition<..>`: the last segment names `wrapper`.

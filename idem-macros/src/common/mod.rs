@@ -10,7 +10,6 @@
 //! - [`duration`], [`defaults`]: durations, and the runtime defaults options
 //!   are judged against;
 //! - [`errors`]: collected, spanned errors, and the did-you-mean;
-//! - [`checks`]: the user's types checked first in an expansion;
 //! - [`codegen`]: the `KeyBuf` chain, the fake return, the fence binding, the
 //!   fallback that keeps the function beside its errors;
 //! - [`wrapped_body`]: the body's type line, and that fallback, for
@@ -18,7 +17,6 @@
 //!   (`#[state_transition]`, `#[consume_once]`).
 
 pub(crate) mod args;
-pub(crate) mod checks;
 pub(crate) mod codegen;
 pub(crate) mod defaults;
 pub(crate) mod duration;

@@ -51,7 +51,19 @@ pub(crate) fn body_fallback(
     let mut sig = item.sig.clone();
     sig.asyncness
         .get_or_insert_with(|| syn::Token![async](item.sig.fn_token.span));
-    let pin = ret.map(|ret| pin(Span::call_site(), &p, ret));
+    // Without the wrapper, the body is typed by the declared return type, as a
+    // plain function's would be (else `Ok(())` adds "type annotations needed").
+    let pin = match (ret, &item.sig.output) {
+        (Some(ret), _) => Some(pin(Span::call_site(), &p, ret)),
+        (None, syn::ReturnType::Type(_, declared)) => Some(quote! {
+            if let ::core::option::Option::Some(__idem_ret) =
+                ::core::option::Option::None::<#declared>
+            {
+                return __idem_ret;
+            }
+        }),
+        (None, syn::ReturnType::Default) => None,
+    };
     let keep = quote!(let _ = async { #pin { #body } };);
     let msg = format!("{} did not expand: see the compile errors", table.attr());
     let mut out = errors.into_compile_errors();

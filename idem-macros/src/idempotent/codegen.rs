@@ -201,10 +201,8 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
     if plan.reply {
         return reply_call(plan, krate, cell, hooks, body);
     }
-    let check = crate::common::checks::idempotent_result(krate, ret);
     quote! {
         #cell
-        #check
         // `Guarded::<ReturnType>` and `run::<ReturnType, ..>` name the user's type,
         // so a result that cannot be stored is one error there (cached 0043a).
         let __idem_call = #krate::__private::Guarded::<#ret>::new(&__IDEM_SPEC, __idem_key) #hooks;

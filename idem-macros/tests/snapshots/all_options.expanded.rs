@@ -18,9 +18,6 @@ async fn refund(tenant: &str, refund_id: Uuid) -> Result<Refund, RefundError> {
         .arg(&refund_id)
         .lit(":v2")
         .finish();
-    let _: ::core::marker::PhantomData<
-        <Result<Refund, RefundError> as ::my_idem::__private::IdempotentResult>::Out,
-    >;
     let __idem_call = ::my_idem::__private::Guarded::<
         Result<Refund, RefundError>,
     >::new(&__IDEM_SPEC, __idem_key)

@@ -79,9 +79,6 @@ async fn submit(req_id: u64, form: &Form) -> Result<u64, AppError> {
         .lit("order-create:")
         .arg(&req_id)
         .finish();
-    let _: ::core::marker::PhantomData<
-        <Result<u64, AppError> as ::idem::__private::IdempotentResult>::Out,
-    >;
     let __idem_call = ::idem::__private::Guarded::<
         Result<u64, AppError>,
     >::new(&__IDEM_SPEC, __idem_key)

@@ -20,9 +20,6 @@ impl Payments {
             .arg(&cmd.order_no)
             .finish();
         let __idem_fence = ::idem::__private::FenceCell::new();
-        let _: ::core::marker::PhantomData<
-            <Result<Receipt, PayError> as ::idem::__private::IdempotentResult>::Out,
-        >;
         let __idem_call = ::idem::__private::Guarded::<
             Result<Receipt, PayError>,
         >::new(&__IDEM_SPEC, __idem_key)

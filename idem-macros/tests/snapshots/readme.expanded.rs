@@ -19,9 +19,6 @@ pub async fn create_order(
         .lit(":")
         .arg(&req_id)
         .finish();
-    let _: ::core::marker::PhantomData<
-        <Result<Order, AppError> as ::idem::__private::IdempotentResult>::Out,
-    >;
     let __idem_call = ::idem::__private::Guarded::<
         Result<Order, AppError>,
     >::new(&__IDEM_SPEC, __idem_key)
