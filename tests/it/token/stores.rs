@@ -149,7 +149,7 @@ pub async fn crashed_holder_returns_it(store: Arc<dyn Store>) {
         .issue(FORM, Duration::from_secs(60))
         .await
         .unwrap();
-    let lease = Duration::from_secs(3);
+    let lease = Duration::from_secs(6);
     let (tx, rx) = tokio::sync::oneshot::channel();
     let crashed = {
         let (idem, token) = (idem.clone(), token.to_string());
@@ -182,7 +182,8 @@ pub async fn crashed_holder_returns_it(store: Arc<dyn Store>) {
         .consume(FORM, token.as_str())
         .lease(lease)
         // The token lives 60 s: a return within 30 s can only be the lapsed
-        // lease (a bound of lease + 1 s failed on MariaDB on a loaded machine).
+        // lease. (A 1 s lease gave each store op 333 ms, and a bound of lease +
+        // 1 s; both failed on MariaDB on a loaded machine.)
         .wait(Duration::from_secs(30))
         .run(move |_| async move {
             r.hit();
