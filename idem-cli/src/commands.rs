@@ -54,10 +54,16 @@ pub(crate) async fn run(cli: &Cli) -> Result<u8, Fail> {
     tokio::time::timeout(budget, work)
         .await
         .unwrap_or_else(|_| {
+            // Named as the other store errors are: the URL, password masked.
+            let at = g
+                .url()
+                .map(|u| crate::fail::redact_in(&u, &u))
+                .unwrap_or_default();
             Err(Fail::new(
                 UNREACHABLE,
                 format!(
-                    "the store did not answer within {}s (--timeout)",
+                    "the store at `{at}` did not answer within {}s (--timeout); check that \
+                     the server is running and reachable from this host",
                     budget.as_secs()
                 ),
             ))
