@@ -247,9 +247,9 @@ mod tests {
             "{e}"
         );
         for ok in [
-            "async fn f() -> Result<idem::Transition<u32>, AppError> { todo!() }",
-            "async fn f() -> Result<Transition<()>> { todo!() }",
-            "async fn f() -> Res<u32> { todo!() }",
+            "async fn f() -> Result<idem::Transition<u32>, AppError> { Ok(1) }",
+            "async fn f() -> Result<Transition<()>> { Ok(()) }",
+            "async fn f() -> Res<u32> { Ok(1) }",
         ] {
             let mut errors = Errors::default();
             let f = item(ok);
