@@ -46,7 +46,7 @@ impl LogDb {
                     .options([("search_path", name.as_str())]);
                 let pool = sqlx::postgres::PgPoolOptions::new()
                     .max_connections(max)
-                    .acquire_timeout(Duration::from_secs(10))
+                    .acquire_timeout(Duration::from_secs(60))
                     .test_before_acquire(false)
                     .connect_with(opts)
                     .await
@@ -59,7 +59,7 @@ impl LogDb {
                 let url = format!("{}/{name}", base.rsplit_once('/').unwrap().0);
                 let pool = sqlx::mysql::MySqlPoolOptions::new()
                     .max_connections(max)
-                    .acquire_timeout(Duration::from_secs(10))
+                    .acquire_timeout(Duration::from_secs(60))
                     .test_before_acquire(false)
                     .connect(&url)
                     .await

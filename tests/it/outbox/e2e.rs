@@ -32,8 +32,14 @@ async fn end_to_end(dialect: Dialect, broker: Broker, n: usize) {
     let relay = Arc::new(
         target
             .relay(producer.store.clone(), {
+                // Sized for a loaded machine: a `sent` mark that missed a
+                // 5 s op timeout would leave its rows claimed, and they would
+                // be published again after the lease (at least once, as
+                // documented), which "each published once" below would count.
                 let mut o = relay_opts("e2e");
                 o.lease = Duration::from_secs(30);
+                o.op_timeout = Duration::from_secs(60);
+                o.publish_timeout = Duration::from_secs(60);
                 o
             })
             .await,
@@ -74,6 +80,11 @@ async fn end_to_end(dialect: Dialect, broker: Broker, n: usize) {
         R::get(&c.published),
         committed.len() as u64,
         "each published once"
+    );
+    assert_eq!(
+        R::get(&c.marked),
+        committed.len() as u64,
+        "each marked sent once"
     );
     assert_eq!(R::get(&c.parked), 0);
     let idem = consumer_handle(&consumer, &unique_ns("obx"));

@@ -15,7 +15,7 @@ use idem::Store;
 use idem::store::{BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, StoreError, Warning};
 
 use super::history::{StoreOp, World};
-use super::schedule::Rng;
+use super::rng::Rng;
 
 /// Logs every mutating operation with its owner and result into the [`World`].
 pub(crate) struct RecordingStore {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use idem::Transition;
 
-use crate::state::machine::{AppError, OrderStatus};
+use crate::state::order::{AppError, OrderStatus};
 
 type Moved = Result<Transition<()>, AppError>;
 

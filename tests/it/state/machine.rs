@@ -6,65 +6,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::state::order::{AppError, OrderStatus};
+use crate::state::support::{assert_send, futures_join_all};
 use idem::Transition;
-
-/// The seed's order machine (§3.4): acyclic, so a callback finding the order
-/// shipped is a repeat.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, idem::StateMachine)]
-#[state_machine(edges(
-    WaitPay -> PaySuccess,
-    PaySuccess -> Shipped,
-    Shipped -> Received,
-    PaySuccess -> Refunding,
-    Refunding -> Refunded,
-    WaitPay -> Cancelled,
-    PaySuccess -> Cancelled,
-))]
-pub enum OrderStatus {
-    WaitPay,
-    PaySuccess,
-    Shipped,
-    Received,
-    Refunding,
-    #[state_machine(value = "REFUNDED")]
-    Refunded,
-    #[state_machine(value = "CANCELLED_BY_USER")]
-    Cancelled,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    #[error(transparent)]
-    Idem(#[from] idem::Error),
-    #[error(transparent)]
-    Db(#[from] sqlx::Error),
-    #[error("the body failed")]
-    Body,
-}
-
-#[test]
-fn derive_generates_the_table_and_the_text() {
-    use OrderStatus::*;
-    assert_eq!(OrderStatus::STATES.len(), 7);
-    assert_eq!(Cancelled.as_str(), "CANCELLED_BY_USER");
-    assert_eq!(OrderStatus::EDGES[0], (WaitPay, PaySuccess));
-    assert_eq!(WaitPay.as_str(), "WAIT_PAY");
-    assert_eq!(PaySuccess.to_string(), "PAY_SUCCESS");
-    assert_eq!("REFUNDING".parse::<OrderStatus>().unwrap(), Refunding);
-    let e = "PAID".parse::<OrderStatus>().unwrap_err();
-    assert_eq!((e.machine, e.value.as_str()), ("OrderStatus", "PAID"));
-    const CAN: bool = OrderStatus::can(OrderStatus::PaySuccess, OrderStatus::Shipped);
-    assert!(CAN && !OrderStatus::can(Shipped, PaySuccess));
-    assert!(OrderStatus::is_past(Received, PaySuccess));
-    assert!(OrderStatus::is_past(Refunded, PaySuccess));
-    assert!(!OrderStatus::is_past(Refunding, Shipped), "another branch");
-    assert!(!OrderStatus::is_past(PaySuccess, PaySuccess));
-    const { assert!(<OrderStatus as idem::StateMachine>::ACYCLIC) };
-    assert_eq!(
-        <OrderStatus as idem::StateMachine>::from_stored("SHIPPED"),
-        Some(Shipped)
-    );
-}
 
 macro_rules! suite {
     ($name:ident, $db:ty, $fixture:path, $pg:expr) => {
@@ -418,39 +362,6 @@ macro_rules! suite {
             }
         }
     };
-}
-
-fn assert_send<T: Send>(_: &T) {}
-
-/// `join_all` without the `futures` crate: every future on its own task would
-/// need `'static`; these borrow the test's locals, so poll them together.
-async fn futures_join_all<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
-    let fs: Vec<_> = fs.map(Box::pin).collect();
-    let mut outs: Vec<Option<F::Output>> = fs.iter().map(|_| None).collect();
-    let mut fs: Vec<Option<_>> = fs.into_iter().map(Some).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, out) in fs.iter_mut().zip(outs.iter_mut()) {
-            if let Some(fut) = f {
-                match fut.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => {
-                        *out = Some(v);
-                        *f = None;
-                    }
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    outs.into_iter()
-        .map(|o| o.expect("polled to completion"))
-        .collect()
 }
 
 suite!(postgres, sqlx::Postgres, crate::state::support::pg, true);

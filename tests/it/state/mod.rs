@@ -8,4 +8,6 @@ pub mod engine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod machine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod order;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod support;

@@ -164,3 +164,39 @@ pub(crate) async fn sqlite_with(tables: &[&str], size: u32) -> (sqlx::SqlitePool
     create(&pool, tables).await;
     (pool, Place::Lite(dir))
 }
+
+/// Compiles only if the value is `Send`.
+pub(crate) fn assert_send<T: Send>(_: &T) {}
+
+/// `join_all` without the `futures` crate: every future on its own task would
+/// need `'static`; these borrow the test's locals, so poll them together.
+pub(crate) async fn futures_join_all<F: std::future::Future>(
+    fs: impl Iterator<Item = F>,
+) -> Vec<F::Output> {
+    let fs: Vec<_> = fs.map(Box::pin).collect();
+    let mut outs: Vec<Option<F::Output>> = fs.iter().map(|_| None).collect();
+    let mut fs: Vec<Option<_>> = fs.into_iter().map(Some).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, out) in fs.iter_mut().zip(outs.iter_mut()) {
+            if let Some(fut) = f {
+                match fut.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        *out = Some(v);
+                        *f = None;
+                    }
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    outs.into_iter()
+        .map(|o| o.expect("polled to completion"))
+        .collect()
+}

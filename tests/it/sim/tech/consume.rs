@@ -18,7 +18,7 @@ use idem::consume::{Consumed, DuplicateOf, Message, consume_once};
 
 use super::SeedRun;
 use super::sqlite::{cut_after, int, with_db};
-use crate::sim::schedule::Rng;
+use crate::sim::rng::Rng;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum End {

@@ -22,7 +22,7 @@ use idem::store::token::memory::MemoryTokens;
 use idem::store::{Owned, Owner, StoreError};
 use tokio::time::Instant;
 
-use crate::sim::schedule::Rng;
+use crate::sim::rng::Rng;
 
 tokio::task_local! {
     /// The simulated call the current task works for.

@@ -27,7 +27,7 @@ use tower_service::Service;
 
 use crate::sim::history::World;
 use crate::sim::recording::{ProcStore, RecordingStore};
-use crate::sim::schedule::Rng;
+use crate::sim::rng::Rng;
 
 #[derive(Debug, Clone)]
 pub(crate) struct HttpCall {

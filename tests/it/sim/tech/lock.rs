@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 use super::fenced_row::Rows;
 use crate::sim::history::{StoreOp, World};
 use crate::sim::recording::{ProcStore, RecordingStore};
-use crate::sim::schedule::Rng;
+use crate::sim::rng::Rng;
 use idem::store::Claim;
 
 #[derive(Debug, Clone)]

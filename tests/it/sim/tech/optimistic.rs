@@ -17,7 +17,7 @@ use idem::db::optimistic::{Optimistic, Versioned};
 
 use super::SeedRun;
 use super::sqlite::{cut_after, int, with_db};
-use crate::sim::schedule::Rng;
+use crate::sim::rng::Rng;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum End {

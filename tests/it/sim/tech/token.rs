@@ -20,7 +20,7 @@ use idem::Idem;
 use tokio::task::JoinSet;
 
 use super::faults::{Applied, CALL, Mix, ProcTech, Shared};
-use crate::sim::schedule::Rng;
+use crate::sim::rng::Rng;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TBody {

@@ -23,7 +23,7 @@ use idem::store::{RecordState, Store};
 use idem::{FaultPlan, FaultyStore, How, Idem};
 
 use super::sqlite::{cut_after, int, with_db};
-use crate::sim::schedule::Rng;
+use crate::sim::rng::Rng;
 
 #[derive(Debug, Clone)]
 pub(crate) struct TxCall {
