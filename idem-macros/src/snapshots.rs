@@ -173,6 +173,37 @@ fn errors_keep_the_function_and_report_everything() {
 }
 
 #[test]
+fn a_misspelt_required_option_is_one_error_not_two() {
+    // `kye` is reported with its "did you mean `key`?", and not also as a
+    // missing `key`; a required option missing without a typo still is.
+    for (src, typo, missing) in [
+        (
+            r#"#[idempotent(kye = "a:<x>")] async fn f(x: u32) -> Result<u32, E> { Ok(x) }"#,
+            "did you mean `key`?",
+            "missing `key`",
+        ),
+        (
+            r#"#[distributed_lock(kye = "a:<x>")] async fn f(x: u32) -> Result<u32, E> { Ok(x) }"#,
+            "did you mean `key`?",
+            "missing `key`",
+        ),
+        (
+            r#"#[consume_once(msgid = "<m.id>")] async fn f(tx: &mut T, m: &M) -> Result<Consumed<()>, E> { Ok(()) }"#,
+            "did you mean `msg_id`?",
+            "missing `msg_id`",
+        ),
+    ] {
+        let out = expand_file(src);
+        assert!(out.contains(typo), "{src}:\n{out}");
+        assert!(!out.contains(missing), "{src} reported twice:\n{out}");
+    }
+    let out = expand_file(
+        r#"#[idempotent(ttl = "1h")] async fn f(x: u32) -> Result<u32, E> { Ok(x) }"#,
+    );
+    assert!(out.contains("missing `key`"), "{out}");
+}
+
+#[test]
 fn no_input_panics() {
     // Fragments that are not functions, or not valid arguments, give errors, not panics.
     let cases = [

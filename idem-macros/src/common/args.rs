@@ -16,7 +16,7 @@ use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, LitStr, Path};
 
-use crate::common::errors::{Errors, one_of, suggestion, unknown_option};
+use crate::common::errors::{Errors, one_of, suggestion};
 
 /// What one macro accepts.
 #[derive(Debug)]
@@ -144,10 +144,7 @@ pub(crate) fn parse(
 }
 
 fn unknown(table: &Table, name: &Ident, errors: &mut Errors) {
-    errors.at(
-        name.span(),
-        unknown_option(&name.to_string(), &table.attr(), table.options),
-    );
+    errors.unknown_option(name.span(), &name.to_string(), &table.attr(), table.options);
 }
 
 /// Consumes whatever follows an option we will not use.

@@ -6,26 +6,57 @@ use proc_macro2::{Span, TokenStream};
 
 /// The errors found so far.
 #[derive(Default)]
-pub(crate) struct Errors(Vec<syn::Error>);
+pub(crate) struct Errors {
+    errors: Vec<syn::Error>,
+    /// Options an unknown option's "did you mean" named: `kye = ".."` stands
+    /// for `key`, so a missing `key` is not reported a second time.
+    suggested: Vec<&'static str>,
+}
 
 impl Errors {
     /// Records an error at `span`.
     pub(crate) fn at(&mut self, span: Span, msg: impl std::fmt::Display) {
-        self.0.push(syn::Error::new(span, msg));
+        self.errors.push(syn::Error::new(span, msg));
     }
 
     /// Records an error from a parser.
     pub(crate) fn push(&mut self, e: syn::Error) {
-        self.0.push(e);
+        self.errors.push(e);
+    }
+
+    /// Records the unknown option `name` at `span`, with the option it most
+    /// likely meant among `options`.
+    pub(crate) fn unknown_option(
+        &mut self,
+        span: Span,
+        name: &str,
+        attr: &str,
+        options: &[&'static str],
+    ) {
+        if let Some(meant) = did_you_mean(name, options.iter().copied()) {
+            self.suggested.push(meant);
+        }
+        self.at(span, unknown_option(name, attr, options));
+    }
+
+    /// Records that the required `option` is missing, unless a misspelt
+    /// option already reported stands for it (one error per mistake).
+    pub(crate) fn missing(&mut self, option: &str, span: Span, msg: impl std::fmt::Display) {
+        if !self.suggested.iter().any(|s| *s == option) {
+            self.at(span, msg);
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.errors.is_empty()
     }
 
     /// One `compile_error!` per error.
     pub(crate) fn into_compile_errors(self) -> TokenStream {
-        self.0.into_iter().map(|e| e.to_compile_error()).collect()
+        self.errors
+            .into_iter()
+            .map(|e| e.to_compile_error())
+            .collect()
     }
 }
 

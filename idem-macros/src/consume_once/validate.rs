@@ -45,7 +45,8 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     let msg_id = match &args.msg_id {
         Some(o) => key::resolve_value(&o.value, &params, "msg_id", errors),
         None => {
-            errors.at(
+            errors.missing(
+                "msg_id",
                 Span::call_site(),
                 "missing `msg_id` in `#[consume_once]`; e.g. `#[consume_once(msg_id = \"<msg.id>\", biz_id = \"<msg.order_no>\")]`",
             );

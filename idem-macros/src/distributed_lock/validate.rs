@@ -39,7 +39,8 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     let params = Params::of(item, errors);
     let key = match &args.key {
         None => {
-            errors.at(
+            errors.missing(
+                "key",
                 Span::call_site(),
                 "missing `key` in `#[distributed_lock]`; e.g. `#[distributed_lock(key = \"lock:deduct:order:<order_no>\")]`",
             );

@@ -67,7 +67,8 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     let params = Params::of(item, errors);
     let key = match &args.key {
         None => {
-            errors.at(
+            errors.missing(
+                "key",
                 Span::call_site(),
                 "missing `key` in `#[idempotent]`; e.g. `#[idempotent(key = \"order-create:<order_id>\")]`",
             );

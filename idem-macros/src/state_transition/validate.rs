@@ -37,7 +37,8 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     let params = Params::of(item, errors);
     let at = item.sig.ident.span();
     let need = |name: &str, errors: &mut Errors| {
-        errors.at(
+        errors.missing(
+            name,
             at,
             format!("`#[state_transition]` needs `{name} = ...`; set it here or in the `#[idem::transitions(..)]` of the enclosing `impl`"),
         );
