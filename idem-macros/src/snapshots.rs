@@ -197,9 +197,8 @@ fn a_misspelt_required_option_is_one_error_not_two() {
         assert!(out.contains(typo), "{src}:\n{out}");
         assert!(!out.contains(missing), "{src} reported twice:\n{out}");
     }
-    let out = expand_file(
-        r#"#[idempotent(ttl = "1h")] async fn f(x: u32) -> Result<u32, E> { Ok(x) }"#,
-    );
+    let out =
+        expand_file(r#"#[idempotent(ttl = "1h")] async fn f(x: u32) -> Result<u32, E> { Ok(x) }"#);
     assert!(out.contains("missing `key`"), "{out}");
 }
 

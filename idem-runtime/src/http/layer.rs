@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use http::{HeaderName, StatusCode, request};
 
+use super::backstop::{ConflictFn, conflict_fn};
 use super::keep::Keeping;
 use super::key_header::DEFAULT_MAX_KEY_LEN;
 use super::problem::DEFAULT_RETRY_AFTER;
@@ -59,6 +60,10 @@ pub(super) struct Settings {
     pub(super) max_request_body: usize,
     /// Problem details may show the internal key and fingerprints.
     pub(super) raw_keys: bool,
+    /// The business unique constraint backing the route (`backstop`).
+    pub(super) backstop: Option<std::borrow::Cow<'static, str>>,
+    /// The existing result's lookup after a backstop hit (`on_conflict`).
+    pub(super) on_conflict: Option<Arc<ConflictFn>>,
 }
 
 impl Settings {
@@ -119,6 +124,8 @@ impl IdempotencyLayer {
                 max_key_len: DEFAULT_MAX_KEY_LEN,
                 max_request_body: 1024 * 1024,
                 raw_keys: false,
+                backstop: None,
+                on_conflict: None,
             }),
         }
     }
@@ -229,6 +236,35 @@ impl IdempotencyLayer {
     /// problem details naming the first status, never a second handler run.
     pub fn max_stored_body(self, n: usize) -> Self {
         self.with(|s| s.keep = s.keep.clone().body_limit(n))
+    }
+}
+
+impl IdempotencyLayer {
+    /// The business unique constraint behind the route's first effect, as
+    /// `#[idempotent(backstop = ..)]`: when the handler's insert violates it
+    /// (the store lost the first request's record), the handler's response
+    /// carrying an [`ErrorCause`](super::ErrorCause) is not returned; the
+    /// request gets [`on_conflict`](Self::on_conflict)'s response, stored for
+    /// later repeats, or without one a `409` problem (`Error::Duplicate`).
+    /// A response carrying another error releases the key, as an `Err` of an
+    /// `#[idempotent]` function does.
+    pub fn backstop(self, constraint: impl Into<std::borrow::Cow<'static, str>>) -> Self {
+        let constraint = constraint.into();
+        self.with(|s| s.backstop = Some(constraint))
+    }
+
+    /// The lookup of the existing result after a [`backstop`](Self::backstop)
+    /// hit: given the request (its body as bytes), the response that stands
+    /// for the first one (the existing order, say). It must use a fresh
+    /// connection: the handler's transaction may be aborted.
+    pub fn on_conflict<F, Fut, R>(self, lookup: F) -> Self
+    where
+        F: Fn(http::Request<bytes::Bytes>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = R> + Send + 'static,
+        R: axum::response::IntoResponse,
+    {
+        let lookup = conflict_fn(lookup);
+        self.with(|s| s.on_conflict = Some(lookup))
     }
 }
 

@@ -24,6 +24,7 @@
 //! | handler answered `5xx`, `408`, `425`, `429`, or `401`/`403` (unless [`IdempotencyLayer::keep_auth_failures`]) | returned, not kept: the key is released and a retry runs the handler again |
 //! | kept status, body over the store limit (256 KiB by default), failed while streaming, or with trailers | returned in full; the key ends as done with status and headers and the mark "body not kept": a repeat gets `409` problem details naming the first status, not a second run |
 //! | store unavailable | `503`, problem details (fail closed) |
+//! | with [`IdempotencyLayer::backstop`]: the handler's response carries an [`ErrorCause`] holding the constraint's unique violation (the store lost the first record) | [`IdempotencyLayer::on_conflict`]'s response (the existing result), stored for later repeats; without a lookup `409`, problem details; another cause: returned, the key released |
 //!
 //! Problem details never show the internal key (`namespace:scene:scope:key`)
 //! or the fingerprints: at most the client's own key
@@ -56,6 +57,7 @@
 //! header as an extractor, with the layer's checks and answers.
 //!
 //! - `layer`: [`IdempotencyLayer`] and its settings;
+//! - `backstop`: [`ErrorCause`] and the layer's `on_conflict` lookup;
 //! - `service`: [`Idempotency`], the service the layer wraps around yours;
 //! - `key_header`: reading and checking the `Idempotency-Key` header;
 //! - `extract`: [`IdempotencyKey`], the header as an axum extractor;
@@ -65,6 +67,7 @@
 //! - `problem`: problem-details answers, and `IntoResponse` for `idem::Error`;
 //! - `reply`: [`Reply`] and [`MarkReplaysLayer`], for annotated handlers.
 
+mod backstop;
 mod body;
 mod extract;
 mod keep;
@@ -75,6 +78,7 @@ mod reply;
 mod service;
 mod stored;
 
+pub use backstop::ErrorCause;
 pub use body::Unkept;
 pub use extract::{IdempotencyKey, KeyRejection};
 pub use keep::{DEFAULT_REPLAYED, Keeping, NEVER_REPLAYED, never_replayed};

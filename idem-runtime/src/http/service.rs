@@ -14,6 +14,7 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use serde::Serialize;
 
+use super::backstop::{ErrorCause, LayerConflict};
 use super::body::{self, BoxError, Collected, ReadError};
 use super::extract::{IdempotencyKey, rejection};
 use super::key_header::{self, BadKey};
@@ -22,6 +23,7 @@ use super::problem::{Named, from_error, problem};
 use super::stored::StoredResponse;
 use crate::error::Error;
 use crate::handle::Idem;
+use crate::hooks::Hooks;
 use crate::observe::Technique;
 
 /// The service [`IdempotencyLayer`](super::IdempotencyLayer) builds around `S`.
@@ -57,8 +59,20 @@ enum NotStored<E> {
     /// A response whose status is not kept (a `5xx`, a `429`, ...): returned
     /// as is, and the key released.
     Pass(Response),
+    /// A response carrying an [`ErrorCause`] on a route with a backstop: a
+    /// hit of the constraint if the engine finds its violation in the cause,
+    /// else returned as is, and the key released.
+    Caused(Response, ErrorCause),
     /// The inner service failed.
     Inner(E),
+}
+
+/// The engine's view of a failed body for backstop detection.
+fn cause_of<E>(e: &NotStored<E>) -> Option<&(dyn std::error::Error + 'static)> {
+    match e {
+        NotStored::Caused(_, cause) => Some(cause.error()),
+        _ => None,
+    }
 }
 
 impl<E> From<Error> for NotStored<E> {
@@ -191,6 +205,12 @@ where
         .fingerprint(&payload)
         .technique(Technique::Http);
     cfg.durations.apply(&mut guard.policy);
+    guard.policy.backstop.clone_from(&cfg.backstop);
+    let hooks = Hooks::new().detect(cause_of).on_conflict(LayerConflict {
+        lookup: cfg.on_conflict.clone(),
+        request: Request::from_parts(parts.clone(), bytes.clone()),
+        keep: cfg.keep.clone(),
+    });
     let req = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
     // The first response keeps all its headers and its whole body; only its
     // stored copy is trimmed (or marked "body not kept").
@@ -198,10 +218,16 @@ where
     let slot = &mut first;
     let body_cfg = cfg.clone();
     let out = guard
-        .run(move |_fence| async move {
+        .run_with(hooks, move |_fence| async move {
             let mut inner = inner;
             let response = inner.call(req).await.map_err(NotStored::Inner)?;
             let (parts, body) = response.into_parts();
+            if body_cfg.backstop.is_some()
+                && let Some(cause) = parts.extensions.get::<ErrorCause>().cloned()
+            {
+                let response = Response::from_parts(parts, Body::new(body));
+                return Err(NotStored::Caused(response, cause));
+            }
             if !body_cfg.keeps(parts.status) {
                 let response = Response::from_parts(parts, Body::new(body));
                 return Err(NotStored::Pass(response));
@@ -227,7 +253,7 @@ where
             None => Ok(outcome.into_inner().into_response()),
         },
         Ok(outcome) => Ok(outcome.into_inner().into_response()),
-        Err(NotStored::Pass(response)) => Ok(response),
+        Err(NotStored::Pass(response) | NotStored::Caused(response, _)) => Ok(response),
         Err(NotStored::Idem(e)) => {
             let named = match cfg.raw_keys {
                 true => Named::Raw,

@@ -1,5 +1,7 @@
 //! The `Idempotency-Key` HTTP layer over real loopback HTTP.
 
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod backstop;
 pub mod concurrency;
 pub mod headers;
 pub mod keep;
