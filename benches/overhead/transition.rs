@@ -49,7 +49,10 @@ async fn open(tx: &mut Tx<'_>, order_no: &str) -> Result<idem::Transition<()>, i
 
 /// Row `i % ROWS` of `side`, and whether call `i` closes it (else opens it).
 fn row(ns: &str, side: &str, i: u64) -> (String, bool) {
-    (format!("{ns}-{side}-{}", i % ROWS), (i / ROWS) % 2 == 0)
+    (
+        format!("{ns}-{side}-{}", i % ROWS),
+        (i / ROWS).is_multiple_of(2),
+    )
 }
 
 pub(crate) async fn transition(env: &Env) -> anyhow::Result<Vec<Side>> {
