@@ -266,15 +266,20 @@ pub(crate) async fn first(env: &Env, db: Db) -> anyhow::Result<Vec<Side>> {
     ])
 }
 
-/// Drops the record, token and fence tables (PostgreSQL: the fence sequence).
+/// Drops every table `migrate` created (records, tokens, consume log, outbox,
+/// fences; PostgreSQL: the fence sequence).
 pub(crate) async fn cleanup(env: &Env) -> anyhow::Result<()> {
     let n = names(env)?;
     for db in [Db::Postgres, Db::MySql] {
         let pool = Pool::connect(env, db, 1).await?;
-        pool.exec(&format!("DROP TABLE IF EXISTS {}", n.records_name()))
-            .await?;
-        pool.exec(&format!("DROP TABLE IF EXISTS {}", n.tokens_name()))
-            .await?;
+        for t in [
+            n.records_name(),
+            n.tokens_name(),
+            n.consume_log_name(),
+            n.outbox_name(),
+        ] {
+            pool.exec(&format!("DROP TABLE IF EXISTS {t}")).await?;
+        }
         match db {
             Db::Postgres => {
                 pool.exec(&format!("DROP SEQUENCE IF EXISTS {}", n.fences_name()))
