@@ -210,10 +210,67 @@ fn percentile(sorted: &[u64], q: f64) -> f64 {
 /// `a` is slower. Pairs are the k-th batch of each side, which ran next to each
 /// other.
 pub(crate) fn pair_ratios(a: &SideRun, b: &SideRun) -> Vec<f64> {
-    a.batches
-        .iter()
-        .zip(&b.batches)
+    batch_ratios(&a.batches, &b.batches)
+}
+
+fn batch_ratios(a: &[(u64, f64)], b: &[(u64, f64)]) -> Vec<f64> {
+    a.iter()
+        .zip(b)
         .map(|((na, sa), (nb, sb))| (sa / *na as f64) / (sb / *nb as f64))
+        .collect()
+}
+
+/// The rounds of a scenario are cut into this many consecutive repeats, each
+/// interleaved like the whole (every side ran in every round of each).
+pub(crate) const REPEATS: usize = 3;
+
+/// Smallest, median and largest of the repeats' values.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct Spread {
+    pub(crate) min: f64,
+    pub(crate) median: f64,
+    pub(crate) max: f64,
+}
+
+fn spread(mut v: Vec<f64>) -> Spread {
+    let median = median(&mut v);
+    Spread {
+        min: v.first().copied().unwrap_or(f64::NAN),
+        median,
+        max: v.last().copied().unwrap_or(f64::NAN),
+    }
+}
+
+/// The `r`-th of [`REPEATS`] consecutive parts of a side's batches.
+fn cut(v: &[(u64, f64)], r: usize) -> &[(u64, f64)] {
+    let n = v.len();
+    &v[r * n / REPEATS..(r + 1) * n / REPEATS]
+}
+
+/// Per side, over [`REPEATS`] repeats: calls/s (summed over the processes that
+/// ran at once), and A's cost ratio to the side (the median of the repeat's
+/// batch pairs; `None` for A). `per_proc` holds each process's runs.
+pub(crate) fn repeats(per_proc: &[Vec<SideRun>]) -> Vec<(Spread, Option<Spread>)> {
+    let sides = per_proc.first().map_or(0, Vec::len);
+    (0..sides)
+        .map(|s| {
+            let mut rates = vec![0.0; REPEATS];
+            let mut pairs: Vec<Vec<f64>> = vec![Vec::new(); REPEATS];
+            for runs in per_proc {
+                for r in 0..REPEATS {
+                    let part = cut(&runs[s].batches, r);
+                    let (calls, secs) = part
+                        .iter()
+                        .fold((0u64, 0f64), |(c, t), (n, x)| (c + n, t + x));
+                    rates[r] += calls as f64 / secs;
+                    if s > 0 {
+                        pairs[r].extend(batch_ratios(cut(&runs[0].batches, r), part));
+                    }
+                }
+            }
+            let ratio = (s > 0).then(|| spread(pairs.iter_mut().map(|p| median(p)).collect()));
+            (spread(rates), ratio)
+        })
         .collect()
 }
 

@@ -8,7 +8,8 @@
 //! `--burst` runs the flash-sale burst rows instead (see `burst.rs`).
 //! Services (override with the environment): `IDEM_BENCH_REDIS` (redis://127.0.0.1:6379),
 //! `IDEM_BENCH_PG` (postgres://postgres@127.0.0.1/test), `IDEM_BENCH_MYSQL`
-//! (mysql://root@127.0.0.1/test). A service that does not answer fails the run.
+//! (mysql://root@127.0.0.1/test), `IDEM_BENCH_AMQP` (amqp://guest:guest@127.0.0.1:5672/%2f),
+//! `IDEM_BENCH_NATS` (nats://127.0.0.1:4222). A service that does not answer fails the run.
 //!
 //! Each scenario has sides: A (through idem), B (the hand-written equivalent with
 //! the same round trips) and sometimes C (shown for comparison). Batches alternate
@@ -17,16 +18,25 @@
 
 mod burst;
 mod cluster;
+mod consume;
+mod consume_amqp;
+mod consume_nats;
 mod harness;
 mod http;
+mod lock;
 mod memory;
 mod peers;
 mod redis;
 mod redis_memory;
+mod run_facts;
 mod scenarios;
 mod sql;
 mod sqlstore;
+mod state_cas;
 mod table;
+mod token;
+mod transition;
+mod txguard;
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -69,6 +79,13 @@ async fn build_sides(env: &Env, s: &Scenario) -> anyhow::Result<Vec<Side>> {
         Kind::SqlFirst(db) => sqlstore::first(env, db).await,
         Kind::HttpDuplicate => http::duplicate(env).await,
         Kind::HttpFirst => http::first(env).await,
+        Kind::Lock => lock::acquire_release(env).await,
+        Kind::Token => token::issue_consume(env).await,
+        Kind::StateCas => state_cas::apply(env).await,
+        Kind::Transition => transition::transition(env).await,
+        Kind::TxGuard => txguard::first(env).await,
+        Kind::ConsumeAmqp => consume_amqp::sides(env).await,
+        Kind::ConsumeNats => consume_nats::sides(env).await,
     }
 }
 
@@ -83,6 +100,10 @@ pub(crate) struct ScenarioResult {
     pub(crate) ratios: Vec<f64>,
     /// (side, target, met).
     pub(crate) targets: Vec<(usize, Target, bool)>,
+    /// Per side over `harness::REPEATS` repeats: calls/s, A's cost ratio.
+    pub(crate) repeats: Vec<(harness::Spread, Option<harness::Spread>)>,
+    /// The 1-minute load average at the scenario's start and end.
+    pub(crate) load: [f64; 2],
 }
 
 struct Args {
@@ -207,6 +228,7 @@ async fn run(env: &Env, args: &Args, plan: Plan) -> anyhow::Result<()> {
         if args.quick { "quick" } else { "full" }
     );
     let load_before = loadavg();
+    let commit = run_facts::commit();
     // Clean up whatever happened: the services are shared.
     let measured = measure_all(env, args, plan).await;
     let cleaned = cleanup(env).await;
@@ -214,12 +236,15 @@ async fn run(env: &Env, args: &Args, plan: Plan) -> anyhow::Result<()> {
     cleaned?;
     let load_after = loadavg();
     table::print_table(&results, &memory);
-    println!("\nload average (1, 5, 15 min) before: {load_before}; after: {load_after}");
+    println!(
+        "\nload average (1, 5, 15 min) before: {load_before}; after: {load_after}; commit {commit}"
+    );
     let doc = serde_json::json!({
         "mode": if args.quick { "quick" } else { "full" },
         "seconds": started.elapsed().as_secs_f64(),
         "loadavg_before": load_before,
         "loadavg_after": load_after,
+        "commit": commit,
         "scenarios": results,
         "redis_memory": memory,
     });
@@ -250,7 +275,8 @@ async fn measure_all(
             continue;
         }
         eprint!("{:<28} ", s.id);
-        let (runs, pairs) = if s.procs > 1 {
+        let load0 = run_facts::load1();
+        let (runs, pairs, repeats) = if s.procs > 1 {
             let per_proc = spawn_workers(env, &s, args.quick).await?;
             let mut pairs: Vec<Vec<f64>> = vec![Vec::new(); per_proc[0].len()];
             for runs in &per_proc {
@@ -258,7 +284,8 @@ async fn measure_all(
                     pairs[i].extend(harness::pair_ratios(&runs[0], r));
                 }
             }
-            (harness::merge_procs(per_proc), pairs)
+            let repeats = harness::repeats(&per_proc);
+            (harness::merge_procs(per_proc), pairs, repeats)
         } else {
             let mut sides = build_sides(env, &s).await?;
             if let Some(keep) = args.side {
@@ -275,7 +302,8 @@ async fn measure_all(
                     }
                 })
                 .collect();
-            (runs, pairs)
+            let repeats = harness::repeats(std::slice::from_ref(&runs));
+            (runs, pairs, repeats)
         };
         let mut pairs = pairs;
         let ratios: Vec<f64> = pairs
@@ -297,6 +325,8 @@ async fn measure_all(
             sides: harness::summarize(&runs),
             ratios,
             targets,
+            repeats,
+            load: [load0, run_facts::load1()],
         };
         let shown: Vec<String> = r.ratios.iter().skip(1).map(|x| format!("{x:.3}")).collect();
         eprintln!("cost A/others {}", shown.join(" "));
@@ -309,6 +339,8 @@ async fn measure_all(
 async fn cleanup(env: &Env) -> anyhow::Result<()> {
     redis::cleanup(env).await?;
     sql::cleanup(env).await?;
+    transition::cleanup(env).await?;
+    consume::cleanup(env).await?;
     sqlstore::cleanup(env).await
 }
 

@@ -20,6 +20,14 @@ pub(crate) enum Kind {
     SqlFirst(sql::Db),
     HttpDuplicate,
     HttpFirst,
+    /// Issue 29: every other technique against its floor (and its peers).
+    Lock,
+    Token,
+    StateCas,
+    Transition,
+    TxGuard,
+    ConsumeAmqp,
+    ConsumeNats,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -193,6 +201,57 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             Vec::new(),
         );
     }
+    // Issue 29: Redis paths within 1.2× their floor, SQL paths within 1.15×,
+    // and ahead of every peer (cost ≤ 1.00× theirs).
+    let (redis_t, sql_t) = (vec![(1, Cost(1.20))], vec![(1, Cost(1.15))]);
+    for c in [1, 64] {
+        let lock = vec![(1, Cost(1.20)), (2, Cost(1.0))];
+        add(Lock, "lock acquire + release (Redis)", c, 1, lock);
+        add(
+            Token,
+            "token issue + consume (Redis)",
+            c,
+            1,
+            redis_t.clone(),
+        );
+        add(
+            StateCas,
+            "state check-and-set (Redis)",
+            c,
+            1,
+            redis_t.clone(),
+        );
+        add(
+            Transition,
+            "#[state_transition] (PostgreSQL)",
+            c,
+            1,
+            sql_t.clone(),
+        );
+        add(
+            TxGuard,
+            "transactional guard first call (PostgreSQL)",
+            c,
+            1,
+            sql_t.clone(),
+        );
+    }
+    for c in [1, 32] {
+        add(
+            ConsumeAmqp,
+            "consume-once (RabbitMQ → PostgreSQL)",
+            c,
+            1,
+            sql_t.clone(),
+        );
+        add(
+            ConsumeNats,
+            "consume-once (JetStream → PostgreSQL)",
+            c,
+            1,
+            sql_t.clone(),
+        );
+    }
     v
 }
 
@@ -209,5 +268,12 @@ pub(crate) fn kind_id(k: Kind) -> String {
         Kind::SqlFirst(db) => format!("{}-first", db.id()),
         Kind::HttpDuplicate => "http-dup".into(),
         Kind::HttpFirst => "http-first".into(),
+        Kind::Lock => "lock".into(),
+        Kind::Token => "token".into(),
+        Kind::StateCas => "state-cas".into(),
+        Kind::Transition => "pg-transition".into(),
+        Kind::TxGuard => "pg-txguard".into(),
+        Kind::ConsumeAmqp => "amqp-consume".into(),
+        Kind::ConsumeNats => "nats-consume".into(),
     }
 }

@@ -24,7 +24,7 @@ const DUP_KEYS: u64 = 200;
 const LEASE: Duration = Duration::from_secs(5);
 const TTL: Duration = Duration::from_secs(3_600);
 
-fn names(env: &Env) -> anyhow::Result<TableNames> {
+pub(crate) fn names(env: &Env) -> anyhow::Result<TableNames> {
     Ok(TableNames::new(&format!("idem_bench_rec_{}", env.ns))?
         .fences(&format!("idem_bench_fen_{}", env.ns))?)
 }
@@ -57,7 +57,7 @@ fn key(ns: &str, a: impl std::fmt::Display, b: impl std::fmt::Display) -> String
     format!("{ns}:order-create:{a}:{b}")
 }
 
-fn framed(value: &str) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn framed(value: &str) -> anyhow::Result<Vec<u8>> {
     let mut payload = Vec::with_capacity(64);
     payload.extend_from_slice(b"I1");
     payload.extend_from_slice(&0u32.to_le_bytes());
@@ -66,7 +66,7 @@ fn framed(value: &str) -> anyhow::Result<Vec<u8>> {
     Ok(payload)
 }
 
-fn owner() -> [u8; 16] {
+pub(crate) fn owner() -> [u8; 16] {
     idem::store::Owner::random().to_bytes()
 }
 
@@ -266,15 +266,20 @@ pub(crate) async fn first(env: &Env, db: Db) -> anyhow::Result<Vec<Side>> {
     ])
 }
 
-/// Drops the record, token and fence tables (PostgreSQL: the fence sequence).
+/// Drops every table `migrate` created (records, tokens, consume log, outbox,
+/// fences; PostgreSQL: the fence sequence).
 pub(crate) async fn cleanup(env: &Env) -> anyhow::Result<()> {
     let n = names(env)?;
     for db in [Db::Postgres, Db::MySql] {
         let pool = Pool::connect(env, db, 1).await?;
-        pool.exec(&format!("DROP TABLE IF EXISTS {}", n.records_name()))
-            .await?;
-        pool.exec(&format!("DROP TABLE IF EXISTS {}", n.tokens_name()))
-            .await?;
+        for t in [
+            n.records_name(),
+            n.tokens_name(),
+            n.consume_log_name(),
+            n.outbox_name(),
+        ] {
+            pool.exec(&format!("DROP TABLE IF EXISTS {t}")).await?;
+        }
         match db {
             Db::Postgres => {
                 pool.exec(&format!("DROP SEQUENCE IF EXISTS {}", n.fences_name()))

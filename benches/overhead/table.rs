@@ -6,16 +6,26 @@ use crate::redis_memory::MemoryReport;
 pub(crate) fn print_table(results: &[ScenarioResult], memory: &MemoryReport) {
     println!();
     println!(
-        "| scenario | conc | side | calls/s | p50 µs | p99 µs | A's cost ÷ side | A's calls/s ÷ side | target | met |"
+        "| scenario | conc | load | side | calls/s | calls/s min–median–max | p50 µs | p99 µs | A's cost ÷ side | its min–median–max | A's calls/s ÷ side | target | met |"
     );
-    println!("|---|---|---|---:|---:|---:|---:|---:|---|---|");
+    println!("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|");
     for r in results {
         let conc = if r.procs > 1 {
             format!("{}×{}", r.procs, r.concurrency)
         } else {
             r.concurrency.to_string()
         };
+        let load = format!("{:.1}→{:.1}", r.load[0], r.load[1]);
         for (i, s) in r.sides.iter().enumerate() {
+            let (rate, ratio) = match r.repeats.get(i) {
+                Some((rate, ratio)) => (
+                    format!("{:.0}–{:.0}–{:.0}", rate.min, rate.median, rate.max),
+                    ratio.map_or(String::new(), |x| {
+                        format!("{:.3}–{:.3}–{:.3}", x.min, x.median, x.max)
+                    }),
+                ),
+                None => (String::new(), String::new()),
+            };
             let (cost, thr) = match r.ratios.get(i) {
                 Some(x) if i > 0 => (format!("**{x:.3}**"), format!("{:.2}×", 1.0 / x)),
                 _ => (String::new(), String::new()),
@@ -25,14 +35,17 @@ pub(crate) fn print_table(results: &[ScenarioResult], memory: &MemoryReport) {
                 None => (String::new(), String::new()),
             };
             println!(
-                "| {} | {} | {} | {:.0} | {:.1} | {:.1} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {:.0} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} |",
                 if i == 0 { r.title.as_str() } else { "" },
                 if i == 0 { conc.as_str() } else { "" },
+                if i == 0 { load.as_str() } else { "" },
                 s.name,
                 s.calls_per_s,
+                rate,
                 s.p50_us,
                 s.p99_us,
                 cost,
+                ratio,
                 thr,
                 target,
                 met

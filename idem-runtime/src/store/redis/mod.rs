@@ -146,7 +146,7 @@ pub use builder::RedisStoreBuilder;
 pub use cluster::{RedisClusterStore, RedisClusterStoreBuilder};
 pub use conn::{DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT};
 
-/// The Lua sources of the claim and complete scripts, so the overhead benchmark
+/// The Lua sources of the claim, complete and state check-and-set scripts, so the overhead benchmark
 /// can send the very same scripts by hand. Not part of the API.
 #[doc(hidden)]
 #[cfg(feature = "bench")]
@@ -155,6 +155,9 @@ pub mod __bench {
     pub const CLAIM: &str = super::scripts::CLAIM;
     /// The complete script (`KEYS[1]` record; `ARGV` owner, payload, ttl ms).
     pub const COMPLETE: &str = super::scripts::COMPLETE;
+    /// The state check-and-set script (`KEYS[1]` state, `KEYS[2]` its `:by`
+    /// hash; `ARGV` mode, expected, new, ttl ms, owner).
+    pub const STATE_CAS: &str = super::state_scripts::CAS;
 }
 
 /// Default time allowed to open a connection.

@@ -19,7 +19,7 @@ use crate::store::{Owner, StoreError};
 /// already in the new state (set by another owner), `{0}` applied (now, or by
 /// this owner's earlier attempt whose reply was lost), `{2[, current]}` another
 /// state (or none).
-const CAS: &str = r#"
+pub(crate) const CAS: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if v and redis.call('HGET', KEYS[2], ARGV[3]) == ARGV[5] then return {0} end
 if v == ARGV[3] then return {1} end
