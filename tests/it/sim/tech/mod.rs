@@ -8,6 +8,7 @@
 //! | one-time tokens | `token.rs` | virtual | memory tokens behind [`faults`] |
 //! | distributed lock + fenced write | `lock.rs` | virtual | the guard's store chain (`FaultyStore`), a modelled row |
 //! | `Optimistic` | `optimistic.rs` | real (no timers) | SQLite in memory, the caller's database |
+//! | `RowLock` + `InsertOnce` | `row_once.rs` | real (no timers) | SQLite in memory, the caller's database |
 //! | transactional guard + front store | `txguard.rs` | real (no timers) | SQLite in memory, memory front behind `FaultyStore` |
 //! | consume log under redelivery | `consume.rs` | real (no timers) | SQLite in memory |
 //! | HTTP layer (`tower::Service`, no sockets) | `http.rs` | virtual | the guard's store chain (`FaultyStore`) |
@@ -19,7 +20,7 @@
 //! without a paused clock.
 //!
 //! Knobs: `IDEM_SIM_<TECH>_SEEDS=N` (`TECH` = `CAS`, `TOKEN`, `LOCK`,
-//! `OPTIMISTIC`, `TXGUARD`, `CONSUME`, `HTTP`), else `IDEM_SIM_TECH_SEEDS`, else 5 000;
+//! `OPTIMISTIC`, `ROW_ONCE`, `TXGUARD`, `CONSUME`, `HTTP`), else `IDEM_SIM_TECH_SEEDS`, else 5 000;
 //! `IDEM_SIM_<TECH>_BASE` / `IDEM_SIM_BASE` the first seed;
 //! `IDEM_SIM_<TECH>_SEED=S` reruns one seed and prints its history.
 
@@ -42,6 +43,8 @@ mod lock_check;
 #[cfg(feature = "sqlite")]
 pub(crate) mod optimistic;
 mod proc_store;
+#[cfg(feature = "sqlite")]
+mod row_once;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 pub(crate) mod state_cas;

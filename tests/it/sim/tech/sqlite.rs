@@ -19,9 +19,12 @@ use std::task::Poll;
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
-const TABLES: [&str; 2] = [
+const TABLES: [&str; 5] = [
     "CREATE TABLE t_sku (sku TEXT NOT NULL PRIMARY KEY, version INTEGER NOT NULL, stock INTEGER NOT NULL, last_req TEXT)",
     "CREATE TABLE t_biz (id INTEGER PRIMARY KEY AUTOINCREMENT, k TEXT NOT NULL, call INTEGER NOT NULL)",
+    "CREATE TABLE t_once (id INTEGER PRIMARY KEY AUTOINCREMENT, k TEXT NOT NULL)",
+    "CREATE UNIQUE INDEX uk_once_k ON t_once (k)",
+    "CREATE TABLE t_once_item (k TEXT NOT NULL)",
 ];
 
 thread_local! {
@@ -46,7 +49,7 @@ where
         }
         let (rt, pool) = slot.as_ref().expect("opened");
         rt.block_on(async {
-            for t in ["t_sku", "t_biz", "idem_records"] {
+            for t in ["t_sku", "t_biz", "t_once", "t_once_item", "idem_records"] {
                 sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM {t}")))
                     .execute(pool)
                     .await
