@@ -58,7 +58,7 @@
 //! version of `metrics` is a different global and sees nothing, and no check can
 //! tell from here. [`Idem::stats`](crate::Idem::stats) works without any recorder.
 //!
-//! - [`labels`]: the typed label values;
+//! - `labels`: the typed label values ([`Technique`], [`CallOutcome`], [`Op`]);
 //! - `describe`: metric descriptions, units, recommended buckets;
 //! - `redact`: [`key_hash`], the key as logs show it;
 //! - `instrument`: the span + counters wrapper;
@@ -78,7 +78,7 @@ mod describe;
 mod export;
 mod fallback;
 pub(crate) mod instrument;
-pub mod labels;
+pub(crate) mod labels;
 mod recorder;
 mod redact;
 mod report;
