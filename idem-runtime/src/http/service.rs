@@ -198,7 +198,7 @@ where
     let slot = &mut first;
     let body_cfg = cfg.clone();
     let out = guard
-        .run(move |_fence| async move {
+        .run_fenced(move |_fence| async move {
             let mut inner = inner;
             let response = inner.call(req).await.map_err(NotStored::Inner)?;
             let (parts, body) = response.into_parts();
