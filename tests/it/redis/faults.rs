@@ -91,7 +91,6 @@ impl Business {
             .lease(Duration::from_secs(3))
             .backstop("uk_order_no")
             .degrade_to_backstop()
-            // Fenced: the FLUSHALL test checks every claim's fence is new.
             .run_fenced_with(hooks, |_| async move {
                 let body = format!("order {no1}");
                 sqlx::query("INSERT INTO orders (order_no, body) VALUES (?, ?)")

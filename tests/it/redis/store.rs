@@ -298,10 +298,8 @@ async fn verify_warns_about_eviction_policies() {
     assert!(store.verify().await.unwrap().is_empty());
 }
 
-/// Round trips per path of a body that reads its fence (`run_fenced`: the
-/// claim script), counted on a test-owned server through `MONITOR` (commands
-/// run inside scripts are not round trips and are excluded). The default
-/// `run` is counted in `redis::native`.
+/// Round trips per path of a fenced body (`run_fenced`; `run` is `redis::native`'s),
+/// counted through `MONITOR` (commands run inside scripts are excluded).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_trips_per_path() {
     let server = RedisServer::start();
