@@ -189,7 +189,7 @@ async fn create_order(
             Hooks::new()
                 .detect(idem::std_error)
                 .on_conflict(move || async move { Ok(lookup.find(&no).await?) }),
-            |_fence| async move {
+            || async move {
                 bodies.fetch_add(1, Ordering::SeqCst);
                 let id = orders.insert(order_no).await?;
                 // Give concurrent duplicates time to arrive while we hold the key.

@@ -192,7 +192,7 @@ async fn burst(
                     .guard("sale", &[&k])
                     .lease(LEASE)
                     .ttl(TTL)
-                    .run(|_| async { Ok::<_, idem::Error>(body().await) })
+                    .run(|| async { Ok::<_, idem::Error>(body().await) })
                     .await
                     .map(|o| o.into_inner())
                     .map_err(|e| kind(&e)),

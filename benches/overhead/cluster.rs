@@ -158,7 +158,7 @@ pub(crate) async fn duplicate(env: &Env) -> anyhow::Result<Vec<Side>> {
         idem.guard("order-create", &[&"dup", &k])
             .lease(LEASE)
             .ttl(DUP_TTL)
-            .run(|_| async { Ok::<_, idem::Error>(result()) })
+            .run(|| async { Ok::<_, idem::Error>(result()) })
             .await?;
     }
     let dup: Arc<str> = "dup".into();

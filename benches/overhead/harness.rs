@@ -32,7 +32,7 @@ pub(crate) fn guarded_replay(idem: idem::Idem, keys: u64, ttl: Duration, lease: 
                 .guard("order-create", &[&"dup", &(i % keys)])
                 .lease(lease)
                 .ttl(ttl)
-                .run(|_| async { Ok::<_, idem::Error>(crate::redis::result()) })
+                .run(|| async { Ok::<_, idem::Error>(crate::redis::result()) })
                 .await?;
             anyhow::ensure!(out.is_replay(), "expected a replay");
             std::hint::black_box(out.into_inner());

@@ -44,7 +44,7 @@ pub(crate) async fn duplicate(env: &Env) -> anyhow::Result<Vec<Side>> {
     for k in 0..DUP_KEYS {
         idem.guard("order-create", &[&"dup", &k])
             .ttl(Duration::from_secs(3_600))
-            .run(|_| async { Ok::<_, idem::Error>(result()) })
+            .run(|| async { Ok::<_, idem::Error>(result()) })
             .await?;
         map.lock().unwrap().insert(
             format!("{}:order-create:dup:{k}", env.ns),
@@ -98,7 +98,7 @@ pub(crate) async fn first(env: &Env) -> anyhow::Result<Vec<Side>> {
                 .guard("order-create", &[&tag, &i])
                 .lease(LEASE)
                 .ttl(TTL)
-                .run(|_| async { Ok::<_, idem::Error>(result()) })
+                .run(|| async { Ok::<_, idem::Error>(result()) })
                 .await?;
             anyhow::ensure!(!out.is_replay());
             black_box(out.into_inner());

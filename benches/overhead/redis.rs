@@ -84,7 +84,7 @@ pub(crate) async fn prepare(env: &Env) -> anyhow::Result<()> {
             .guard("order-create", &[&"dup", &k])
             .lease(LEASE)
             .ttl(DUP_TTL)
-            .run(|_| async { Ok::<_, idem::Error>(result()) })
+            .run(|| async { Ok::<_, idem::Error>(result()) })
             .await?;
         anyhow::ensure!(!out.is_replay(), "duplicate key {k} existed before the run");
     }
@@ -110,13 +110,15 @@ pub(crate) fn guarded(
                 .guard("order-create", &[&&*part, &k])
                 .lease(LEASE)
                 .ttl(ttl);
-            let g = if fenced { g } else { g.without_fence() };
-            let out = g
-                .run(|fence| async move {
+            let out = if fenced {
+                g.run_fenced(|fence| async move {
                     black_box(fence);
                     Ok::<_, idem::Error>(result())
                 })
-                .await?;
+                .await?
+            } else {
+                g.run(|| async { Ok::<_, idem::Error>(result()) }).await?
+            };
             anyhow::ensure!(out.is_replay() == replay, "expected replay = {replay}");
             black_box(out.into_inner());
             Ok(())

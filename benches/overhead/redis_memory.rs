@@ -79,7 +79,7 @@ pub(crate) async fn memory_usage(env: &Env) -> anyhow::Result<MemoryReport> {
         .lease(LEASE);
     anyhow::ensure!(g.key().as_str().len() == 41, "{:?}", g.key());
     let rk = store.record_key(g.key().as_str());
-    g.run(|_| async { Ok::<_, idem::Error>(result()) }).await?;
+    g.run(|| async { Ok::<_, idem::Error>(result()) }).await?;
     let u = usage(rk).await?;
     rows.push(MemoryRow {
         what: "idem record (guard, 200-char String result)",

@@ -195,7 +195,7 @@ pub(crate) async fn backstop(env: &Env, db: Db) -> anyhow::Result<Vec<Side>> {
                 let out = idem
                     .guard("order-create", &[&tag, &i])
                     .backstop(uk)
-                    .run_with(hooks, |_| async {
+                    .run_with(hooks, || async {
                         let payload = result();
                         orders.insert(&order_no, &payload).await?;
                         Ok::<_, BizError>(payload)

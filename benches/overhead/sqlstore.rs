@@ -107,7 +107,7 @@ pub(crate) async fn duplicate(env: &Env, db: Db) -> anyhow::Result<Vec<Side>> {
         idem.guard("order-create", &[&"dup", &k])
             .lease(LEASE)
             .ttl(TTL)
-            .run(|_| async { Ok::<_, idem::Error>(result()) })
+            .run(|| async { Ok::<_, idem::Error>(result()) })
             .await?;
     }
     let a = guarded_replay(idem, DUP_KEYS, TTL, LEASE);
@@ -165,7 +165,7 @@ pub(crate) async fn first(env: &Env, db: Db) -> anyhow::Result<Vec<Side>> {
                 .guard("order-create", &[&tag, &i])
                 .lease(LEASE)
                 .ttl(TTL)
-                .run(|_| async { Ok::<_, idem::Error>(result()) })
+                .run(|| async { Ok::<_, idem::Error>(result()) })
                 .await?;
             anyhow::ensure!(!out.is_replay(), "expected a first call");
             black_box(out.into_inner());

@@ -41,7 +41,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         idem.guard(scene, &[&part])
             .ttl(ttl)
             .lease(ttl / 2)
-            .run(|fence| async move {
+            .run_fenced(|fence| async move {
                 Ok::<_, idem::Error>(serde_json::json!({ "id": part, "fence": fence.get() }))
             })
             .await?;
@@ -52,7 +52,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         crashed
             .guard("refund", &[&"r-9"])
             .lease(Duration::from_secs(300))
-            .run(|_| async move {
+            .run(|| async move {
                 let _ = started.send(()).await;
                 std::future::pending::<()>().await;
                 Ok::<_, idem::Error>(0)

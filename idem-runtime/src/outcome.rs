@@ -87,7 +87,7 @@ impl<T> Outcome<T> {
     /// The fence of the claim whose body produced the value. It may be
     /// [`Fence::NONE`] when that call's body did not read its fence (an
     /// `#[idempotent]` function without an `idem::Fence` parameter,
-    /// [`Guard::without_fence`](crate::Guard::without_fence)) and the store
+    /// [`Guard::run`](crate::Guard::run) rather than `run_fenced`) and the store
     /// claimed without one (Redis).
     pub fn fence(&self) -> Fence {
         self.fence

@@ -67,7 +67,7 @@ pub(crate) async fn crashed_claim(idem: &idem::Idem, scene: &str, part: &str) {
         idem2
             .guard(&scene, &[&part])
             .lease(Duration::from_secs(60))
-            .run(|_| async move {
+            .run(|| async move {
                 let _ = started.send(()).await;
                 tokio::time::sleep(Duration::from_secs(3_600)).await;
                 Ok::<_, idem::Error>(0u32)
@@ -91,7 +91,7 @@ pub(crate) async fn call(
         .guard(scene, &[&part])
         .ttl(ttl)
         .lease((ttl / 2).min(Duration::from_secs(30)))
-        .run(|_| async move { Ok::<_, idem::Error>(value) })
+        .run(|| async move { Ok::<_, idem::Error>(value) })
         .await
         .expect("guarded call");
     out.how() == idem::How::Executed

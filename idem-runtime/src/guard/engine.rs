@@ -39,7 +39,7 @@ pub(crate) struct Call<'a> {
     pub(crate) policy: &'a Policy,
     pub(crate) technique: Technique,
     /// Whether the body reads its fence. A body that does not (no `idem::Fence`
-    /// parameter, [`Guard::without_fence`](super::Guard::without_fence)) claims
+    /// parameter, [`Guard::run`](super::Guard::run)) claims
     /// through [`Store::claim_unfenced`](crate::store::Store::claim_unfenced): on
     /// Redis one native command instead of a script, and the body then
     /// receives [`Fence::NONE`].

@@ -1,5 +1,6 @@
-//! The non-macro API: `idem.guard(scene, parts)…run(body)`. It configures a call
-//! and hands it to the engine, which the `#[idempotent]` expansion also calls.
+//! The non-macro API: `idem.guard(scene, parts)…run(body)` (or `run_fenced` for
+//! a body that reads its fence). It configures a call and hands it to the
+//! engine, which the `#[idempotent]` expansion also calls.
 //!
 //! - `engine`: the protocol (claim, wait or reject, run under the lease watchdog);
 //! - `finish`: after the body (complete, terminal errors, backstop, release);
@@ -39,7 +40,7 @@ pub(crate) use engine::Call;
 /// for _ in 0..3 {
 ///     let out = idem
 ///         .guard("order-create", &[&7u64, &"req-1"])
-///         .run(|fence| async move { Ok::<_, idem::Error>(format!("order@{fence}")) })
+///         .run(|| async { Ok::<_, idem::Error>(String::from("order-7")) })
 ///         .await?;
 ///     println!("{} replay={}", out.value(), out.is_replay());
 /// }
@@ -54,8 +55,6 @@ pub struct Guard<'h> {
     pub(crate) fingerprint: Result<Fingerprint, String>,
     /// The `technique` label its outcome is counted under.
     pub(crate) technique: crate::observe::Technique,
-    /// The body reads its fence (see [`Guard::without_fence`]).
-    pub(crate) fenced: bool,
 }
 
 impl Idem {
@@ -84,7 +83,6 @@ impl Idem {
             key,
             fingerprint: Ok(Fingerprint::NONE),
             technique: crate::observe::Technique::Idempotent,
-            fenced: true,
         }
     }
 }
@@ -160,7 +158,7 @@ impl Guard<'_> {
     ///     idem.guard("order-create", &[&"o-1"])
     ///         .backstop("uk_order_no") // the body's insert is the first effect
     ///         .degrade_locally()
-    ///         .run_with(Hooks::new().detect(std_error), |_| async {
+    ///         .run_with(Hooks::new().detect(std_error), || async {
     ///             tokio::time::sleep(std::time::Duration::from_millis(50)).await; // the insert
     ///             Ok::<_, Error>(7)
     ///         })
@@ -183,30 +181,6 @@ impl Guard<'_> {
         self.technique = technique;
         self
     }
-    /// The body does not read its fence: the store may claim with a cheaper
-    /// command (Redis: one native `SET … NX PX … GET` instead of a script), in
-    /// which case the body receives [`Fence::NONE`] (stores without such a
-    /// command still hand out a fence). What `#[idempotent]`
-    /// does for a function without an `idem::Fence` parameter. Every other rule
-    /// holds as before: the claim is owner-checked, and fenced calls of the same
-    /// key still get fences larger than every earlier one.
-    ///
-    /// ```
-    /// # use idem::{Idem, store::memory::MemoryStore};
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem::Error> {
-    /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
-    /// let out = idem
-    ///     .guard("mail-send", &[&"req-1"])
-    ///     .without_fence()
-    ///     .run(|_| async { Ok::<_, idem::Error>(String::from("sent")) })
-    ///     .await?;
-    /// assert_eq!(out.value(), "sent");
-    /// # Ok(()) }
-    /// ```
-    pub fn without_fence(mut self) -> Self {
-        self.fenced = false;
-        self
-    }
     /// Replaces all settings at once.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
@@ -214,19 +188,93 @@ impl Guard<'_> {
     }
 
     /// Runs `body` at most once for this key (see the crate docs for the rules).
+    ///
+    /// The body gets no fence, so the store may claim with its cheapest command
+    /// (Redis: one native `SET … NX PX … GET` instead of a script that reads the
+    /// server clock), as `#[idempotent]` does for a function without an
+    /// `idem::Fence` parameter. Every other rule holds: the claim is
+    /// owner-checked, and [`run_fenced`](Self::run_fenced) calls of the same key
+    /// still get fences larger than every earlier one.
     pub async fn run<T, E, B, Fut>(self, body: B) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        B: FnOnce() -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        self.run_with(Hooks::new(), body).await
+    }
+
+    /// [`run`](Self::run) with typed hooks: backstop detection, `on_conflict`,
+    /// terminal errors.
+    pub async fn run_with<T, E, C, B, Fut>(
+        self,
+        hooks: Hooks<E, C>,
+        body: B,
+    ) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        B: FnOnce() -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        self.register_and_run(false, hooks, move |_| body()).await
+    }
+
+    /// Runs `body` at most once for this key, handing it the claim's fence: a
+    /// value larger than the fence of every earlier claim of the key, for writes
+    /// that must refuse a stale holder (see [`crate::lock::fenced`]). On Redis
+    /// the claim is a script reading the server clock (about twice a native
+    /// command's server cost), so a body that ignores its fence should use
+    /// [`run`](Self::run).
+    ///
+    /// ```
+    /// # use idem::{Idem, store::memory::MemoryStore};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem::Error> {
+    /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
+    /// let out = idem
+    ///     .guard("stock-deduct", &[&"sku-1", &"req-1"])
+    ///     .run_fenced(|fence| async move {
+    ///         // UPDATE stock SET n = n - 1, fence = $fence WHERE sku = $1 AND fence <= $fence
+    ///         Ok::<_, idem::Error>(fence.get())
+    ///     })
+    ///     .await?;
+    /// assert!(out.fence().is_valid());
+    /// assert_eq!(*out.value(), out.fence().get());
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_fenced<T, E, B, Fut>(self, body: B) -> Result<Outcome<T>, E>
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        self.run_with(Hooks::new(), body).await
+        self.run_fenced_with(Hooks::new(), body).await
     }
 
-    /// Runs `body` with typed hooks: backstop detection, `on_conflict`, terminal errors.
-    pub async fn run_with<T, E, C, B, Fut>(
+    /// [`run_fenced`](Self::run_fenced) with typed hooks.
+    pub async fn run_fenced_with<T, E, C, B, Fut>(
         self,
+        hooks: Hooks<E, C>,
+        body: B,
+    ) -> Result<Outcome<T>, E>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        self.register_and_run(true, hooks, body).await
+    }
+
+    /// The public runs' one path: registers the scene as a non-macro one, then
+    /// [`run_registered`](Self::run_registered).
+    async fn register_and_run<T, E, C, B, Fut>(
+        self,
+        fenced: bool,
         hooks: Hooks<E, C>,
         body: B,
     ) -> Result<Outcome<T>, E>
@@ -244,15 +292,18 @@ impl Guard<'_> {
         {
             return Err(e.into());
         }
-        self.run_registered(hooks, body).await
+        self.run_registered(fenced, hooks, body).await
     }
 
-    /// [`run_with`](Self::run_with) for a call whose scene is already
-    /// registered: a macro function's, under its own identity (so the key is
-    /// not claimed as a non-macro scene), as the transactional guard's
-    /// `run_registered`.
+    /// The guard protocol for a call whose scene is already registered: a
+    /// macro function's, under its own identity (so the key is not claimed as
+    /// a non-macro scene). `fenced` says whether the body reads its fence: one
+    /// that does not claims through
+    /// [`Store::claim_unfenced`](crate::store::Store::claim_unfenced) and
+    /// receives whatever fence that claim carries ([`Fence::NONE`] on Redis).
     pub(crate) async fn run_registered<T, E, C, B, Fut>(
         self,
+        fenced: bool,
         hooks: Hooks<E, C>,
         body: B,
     ) -> Result<Outcome<T>, E>
@@ -268,7 +319,7 @@ impl Guard<'_> {
             key: &self.key,
             policy: &self.policy,
             technique: self.technique,
-            fenced: self.fenced,
+            fenced,
         };
         call.execute(self.fingerprint, hooks, body).await
     }

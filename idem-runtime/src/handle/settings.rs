@@ -73,7 +73,7 @@ impl IdemBuilder {
     ///     .disabled(true)
     ///     .build()?;
     /// for _ in 0..2 {
-    ///     let out = idem.guard("pay", &[&1u64]).run(|_| async { Ok::<_, idem::Error>(1) }).await?;
+    ///     let out = idem.guard("pay", &[&1u64]).run(|| async { Ok::<_, idem::Error>(1) }).await?;
     ///     assert_eq!(out.how(), idem::How::Unguarded);
     /// }
     /// assert_eq!(idem.stats().count("unguarded"), 2);

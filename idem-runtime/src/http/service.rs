@@ -218,7 +218,9 @@ where
     let slot = &mut first;
     let body_cfg = cfg.clone();
     let out = guard
-        .run_with(hooks, move |_fence| async move {
+        // The response never reads its fence: the cheaper claim (Redis:
+        // one native `SET … NX PX … GET`) serves it.
+        .run_with(hooks, move || async move {
             let mut inner = inner;
             let response = inner.call(req).await.map_err(NotStored::Inner)?;
             let (parts, body) = response.into_parts();

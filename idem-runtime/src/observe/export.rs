@@ -34,7 +34,7 @@ pub const TOP_KEYS_METRIC: &str = "idem_top_key_repeats";
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Error> {
 /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
 /// for _ in 0..3 {
-///     idem.guard("pay", &[&"order-1"]).run(|_| async { Ok::<_, Error>(1) }).await?;
+///     idem.guard("pay", &[&"order-1"]).run(|| async { Ok::<_, Error>(1) }).await?;
 /// }
 /// let text = idem::observe::render_top_keys(&idem.stats(), 10);
 /// assert!(text.contains(r##"idem_top_key_repeats{scope="shop:pay",key="#"##));

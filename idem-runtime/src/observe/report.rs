@@ -65,7 +65,7 @@ impl CallReport {
 /// # use idem::{Idem, MemoryStore, Error, observe::{reported, CallOutcome}};
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Error> {
 /// let idem = Idem::builder().store(MemoryStore::new()).build()?;
-/// let call = || idem.guard("pay", &[&"order-1"]).run(|_| async { Ok::<_, Error>(7) });
+/// let call = || idem.guard("pay", &[&"order-1"]).run(|| async { Ok::<_, Error>(7) });
 /// let (_, first) = reported(call()).await;
 /// let (_, again) = reported(call()).await;
 /// assert_eq!(first.unwrap().outcome(), CallOutcome::Executed);

@@ -185,16 +185,16 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
             policy: site.policy,
             fingerprint: self.fingerprint,
             technique: crate::observe::Technique::Idempotent,
-            // A function without an `idem::Fence` parameter never reads its fence.
-            fenced: cell.is_some(),
         };
+        // A function without an `idem::Fence` parameter never reads its fence.
+        let fenced = cell.is_some();
         // The token is consumed inside the guarded body: a repeat of a finished
         // call replays its result without needing the (consumed) token again.
         let token = self
             .token
             .map(|t| (format!("token:{}", self.spec.scene), t));
         let result = guard
-            .run_registered(self.hooks, move |fence| {
+            .run_registered(fenced, self.hooks, move |fence| {
                 if let Some(c) = cell {
                     c.set(fence);
                 }

@@ -37,7 +37,6 @@ where
             policy: site.policy,
             fingerprint,
             technique: crate::observe::Technique::Idempotent,
-            fenced: true,
         };
         let r = guard
             .in_tx(tx)

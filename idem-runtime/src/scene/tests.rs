@@ -126,7 +126,7 @@ async fn run(
             let body_identity = identity.clone();
             let r = idem
                 .guard(scene, &parts(args))
-                .run(|_| async move { Ok::<_, Error>(body_identity) })
+                .run(|| async move { Ok::<_, Error>(body_identity) })
                 .await
                 .map(crate::outcome::Outcome::into_inner);
             (identity, r)

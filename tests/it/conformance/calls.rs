@@ -17,7 +17,7 @@ pub async fn first_call_runs_and_stores(store: Arc<dyn Store>) {
     let runs = Counter::default();
     let out = idem
         .guard("order-create", &[&1u64, &"r1"])
-        .run(|fence| {
+        .run_fenced(|fence| {
             let runs = runs.clone();
             async move {
                 runs.hit();
@@ -44,7 +44,7 @@ pub async fn sequential_repeats_run_once(store: Arc<dyn Store>) {
     for i in 0..10 {
         let out = idem
             .guard("pay", &[&"u1", &"req-9"])
-            .run(|_| {
+            .run(|| {
                 let runs = runs.clone();
                 async move { Res::Ok(runs.hit() * 100) }
             })
@@ -84,7 +84,7 @@ async fn concurrent_callers(
                 .concurrent(c)
                 .lease(FULL_BUDGET_LEASE)
                 .wait(Duration::from_secs(10))
-                .run(|fence| async move {
+                .run_fenced(|fence| async move {
                     runs.hit();
                     tokio::time::sleep(delay).await;
                     Res::Ok(format!("done@{fence}"))
@@ -161,7 +161,7 @@ pub async fn many_keys_concurrent(store: Arc<dyn Store>, keys: usize) {
                 idem.guard("many", &[&k])
                     .lease(Duration::from_secs(30))
                     .wait(Duration::from_secs(60))
-                    .run(|_| async move {
+                    .run(|| async move {
                         counter.hit();
                         tokio::time::sleep(Duration::from_millis(200)).await;
                         Res::Ok(k)
@@ -208,7 +208,7 @@ pub async fn fail_then_retry(store: Arc<dyn Store>) {
     let runs = Counter::default();
     let call = |fail: bool| {
         let runs = runs.clone();
-        idem.guard("refund", &[&"r-1"]).run(move |_| async move {
+        idem.guard("refund", &[&"r-1"]).run(move || async move {
             runs.hit();
             if fail {
                 Err(AppError::Business("gateway timeout".into()))
@@ -242,7 +242,7 @@ pub async fn waiter_takes_over_after_failure(store: Arc<dyn Store>) {
             idem.guard("takeover", &[&"k"])
                 .wait(Duration::from_secs(10))
                 .lease(FULL_BUDGET_LEASE)
-                .run(|_| async move {
+                .run(|| async move {
                     let n = runs.hit();
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     if n == 1 {
@@ -268,7 +268,7 @@ pub async fn payload_mismatch(store: Arc<dyn Store>) {
         let runs = runs.clone();
         idem.guard("charge", &[&"req-1"])
             .fingerprint(&serde_json::json!({"amount": amount, "currency": "EUR"}))
-            .run(move |_| async move {
+            .run(move || async move {
                 runs.hit();
                 Res::Ok(amount)
             })

@@ -16,7 +16,7 @@ pub async fn unavailable_fails_closed(store: Arc<dyn Store>) {
     let runs = Counter::default();
     let r = idem
         .guard("down", &[&"k"])
-        .run(|_| {
+        .run(|| {
             let runs = runs.clone();
             async move {
                 runs.hit();
@@ -65,7 +65,7 @@ pub async fn degraded_backstop_one_row(store: Arc<dyn Store>) {
                 Hooks::new()
                     .detect(idem::std_error)
                     .on_conflict(move || async move { find_order(&pool2, "no-1").await }),
-                move |_| async move { insert_order(&pool, "no-1", &runs).await },
+                move || async move { insert_order(&pool, "no-1", &runs).await },
             )
     };
     faulty.set_unavailable(true);
@@ -103,7 +103,7 @@ pub async fn backstop_on_conflict_replays(store: Arc<dyn Store>) {
             Hooks::new()
                 .detect(idem::std_error)
                 .on_conflict(move || async move { find_order(&pool2, "no-7").await }),
-            |_| {
+            || {
                 let (pool, runs) = (pool.clone(), runs.clone());
                 async move { insert_order(&pool, "no-7", &runs).await }
             },
@@ -117,7 +117,7 @@ pub async fn backstop_on_conflict_replays(store: Arc<dyn Store>) {
     let again = idem
         .guard("order", &[&"no-7"])
         .backstop("uk_order_no")
-        .run_with(Hooks::new().detect(idem::std_error), |_| async {
+        .run_with(Hooks::new().detect(idem::std_error), || async {
             Res::Ok(-1i64)
         })
         .await
@@ -138,7 +138,7 @@ pub async fn backstop_without_lookup_is_duplicate(store: Arc<dyn Store>) {
     let r = idem
         .guard("order", &[&"no-8"])
         .backstop("uk_order_no")
-        .run_with(Hooks::new().detect(idem::std_error), |_| {
+        .run_with(Hooks::new().detect(idem::std_error), || {
             let (pool, runs) = (pool.clone(), runs.clone());
             async move { insert_order(&pool, "no-8", &runs).await }
         })
@@ -153,7 +153,7 @@ pub async fn backstop_without_lookup_is_duplicate(store: Arc<dyn Store>) {
     let r = idem
         .guard("order", &[&"no-9"])
         .backstop("uk_other")
-        .run_with(Hooks::new().detect(idem::std_error), |_| {
+        .run_with(Hooks::new().detect(idem::std_error), || {
             let (pool, runs) = (pool.clone(), runs.clone());
             async move { insert_order(&pool, "no-8", &runs).await }
         })
@@ -189,7 +189,7 @@ pub async fn terminal_error_replayed(store: Arc<dyn Store>) {
             Hooks::new().terminal(Terminal::new(|e: &PayError| {
                 matches!(e, PayError::Declined(_))
             })),
-            move |_| async move {
+            move || async move {
                 runs.hit();
                 Err::<u32, _>(err.lock().unwrap().take().unwrap())
             },
@@ -220,13 +220,13 @@ pub async fn version_mismatch_is_codec(store: Arc<dyn Store>) {
     let idem = short(store, "vm");
     idem.guard("v", &[&"k"])
         .version(1)
-        .run(|_| async { Res::Ok(1u8) })
+        .run(|| async { Res::Ok(1u8) })
         .await
         .unwrap();
     let r = idem
         .guard("v", &[&"k"])
         .version(2)
-        .run(|_| async { Res::Ok(2u8) })
+        .run(|| async { Res::Ok(2u8) })
         .await;
     match r {
         Err(AppError::Idem(Error::Codec { key, detail })) => {
@@ -239,7 +239,7 @@ pub async fn version_mismatch_is_codec(store: Arc<dyn Store>) {
     let r = idem
         .guard("v", &[&"k"])
         .version(1)
-        .run(|_| async { Res::Ok(String::from("x")) })
+        .run(|| async { Res::Ok(String::from("x")) })
         .await;
     assert!(
         matches!(r, Err(AppError::Idem(Error::Codec { .. }))),
@@ -270,7 +270,7 @@ pub async fn hostile_key_parts(store: Arc<dyn Store>) {
         for _ in 0..2 {
             let out = idem
                 .guard("hostile", &[&p.as_str(), &"tail"])
-                .run(|_| {
+                .run(|| {
                     let runs = runs.clone();
                     async move {
                         runs.hit();

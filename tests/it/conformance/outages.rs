@@ -25,7 +25,7 @@ pub async fn breaker_stops_paying_timeouts(store: Arc<dyn Store>) {
         .expect("valid handle");
     faulty.set_unavailable(true);
     for i in 0..5 {
-        let r = idem.guard("br", &[&i]).run(|_| async { Res::Ok(()) }).await;
+        let r = idem.guard("br", &[&i]).run(|| async { Res::Ok(()) }).await;
         assert!(matches!(
             r,
             Err(AppError::Idem(Error::StoreUnavailable { .. }))
@@ -37,7 +37,7 @@ pub async fn breaker_stops_paying_timeouts(store: Arc<dyn Store>) {
     let ops = faulty.counts().ops;
     let t0 = std::time::Instant::now();
     for i in 0..100 {
-        let r = idem.guard("br", &[&i]).run(|_| async { Res::Ok(()) }).await;
+        let r = idem.guard("br", &[&i]).run(|| async { Res::Ok(()) }).await;
         assert!(matches!(
             r,
             Err(AppError::Idem(Error::StoreUnavailable { .. }))
@@ -76,7 +76,7 @@ pub async fn failed_claim_is_released(store: Arc<dyn Store>) {
     let first = idem
         .guard("fcr", &[&"k"])
         .lease(lease)
-        .run(|_| {
+        .run(|| {
             let runs = runs.clone();
             async move { Res::Ok(runs.hit()) }
         })
@@ -105,7 +105,7 @@ pub async fn hung_claim_is_released(store: Arc<dyn Store>) {
     let first = idem
         .guard("hcr", &[&"k"])
         .lease(lease)
-        .run(|_| {
+        .run(|| {
             let runs = runs.clone();
             async move { Res::Ok(runs.hit()) }
         })
@@ -143,7 +143,7 @@ async fn key_is_freed_and_runs_at_once(
         .guard(scene, &[&"k"])
         .lease(lease)
         .concurrent(Concurrency::Reject)
-        .run(|_| {
+        .run(|| {
             let runs = runs.clone();
             async move { Res::Ok(runs.hit()) }
         })
@@ -163,7 +163,7 @@ pub async fn complete_failure_still_returns_ok(store: Arc<dyn Store>) {
     let idem = short(faulty.clone(), "cf");
     let out = idem
         .guard("cf", &[&"k"])
-        .run(|_| {
+        .run(|| {
             let faulty = faulty.clone();
             async move {
                 faulty.set_unavailable(true);
@@ -180,7 +180,7 @@ pub async fn inspect_and_forget(store: Arc<dyn Store>) {
     let key = idem.key("ops", &[&"k"]);
     assert!(idem.inspect(&key).await.unwrap().is_none());
     idem.guard("ops", &[&"k"])
-        .run(|_| async { Res::Ok(1) })
+        .run(|| async { Res::Ok(1) })
         .await
         .unwrap();
     assert!(matches!(
@@ -191,7 +191,7 @@ pub async fn inspect_and_forget(store: Arc<dyn Store>) {
     assert!(!idem.forget(&key).await.unwrap());
     let out = idem
         .guard("ops", &[&"k"])
-        .run(|_| async { Res::Ok(2) })
+        .run(|| async { Res::Ok(2) })
         .await
         .unwrap();
     assert_eq!(*out.value(), 2, "forgotten keys run again");
@@ -233,7 +233,7 @@ pub async fn max_hold_lets_hung_body_lapse(store: Arc<dyn Store>) {
                 .lease(lease)
                 .max_hold(max_hold)
                 .wait(Duration::from_secs(8))
-                .run(move |fence| async move {
+                .run_fenced(move |fence| async move {
                     runs.hit();
                     if let Some(tx) = started {
                         let _ = tx.send(());

@@ -32,7 +32,7 @@ pub async fn lease_takeover_after_crash(store: Arc<dyn Store>) {
     let busy = idem
         .guard("crash", &[&"k"])
         .concurrent(Concurrency::Reject)
-        .run(|_| async { Res::Ok(0) })
+        .run(|| async { Res::Ok(0) })
         .await;
     assert!(matches!(
         busy,
@@ -43,7 +43,7 @@ pub async fn lease_takeover_after_crash(store: Arc<dyn Store>) {
     let out = idem
         .guard("crash", &[&"k"])
         .wait(Duration::from_secs(5))
-        .run(|fence| async move { Res::Ok(fence.get()) })
+        .run_fenced(|fence| async move { Res::Ok(fence.get()) })
         .await
         .unwrap();
     assert_eq!(out.how(), How::Executed);
@@ -76,7 +76,7 @@ pub async fn lease_takeover_after_crash(store: Arc<dyn Store>) {
     );
     assert!(
         idem.guard("crash", &[&"k"])
-            .run(|_| async { Res::Ok(0u64) })
+            .run(|| async { Res::Ok(0u64) })
             .await
             .unwrap()
             .is_replay()
@@ -169,7 +169,7 @@ pub async fn lost_reply_same_owner(store: Arc<dyn Store>) {
     faulty.lose_next_replies(1);
     let out = idem
         .guard("lost", &[&"k1"])
-        .run(|_| {
+        .run(|| {
             let runs = runs.clone();
             async move {
                 runs.hit();
@@ -182,7 +182,7 @@ pub async fn lost_reply_same_owner(store: Arc<dyn Store>) {
     // Now the complete's reply is lost after it applied: retried, still stored.
     let out2 = idem
         .guard("lost", &[&"k2"])
-        .run(|_| {
+        .run(|| {
             let (runs, faulty) = (runs.clone(), faulty.clone());
             async move {
                 runs.hit();
@@ -197,7 +197,7 @@ pub async fn lost_reply_same_owner(store: Arc<dyn Store>) {
     for (k, v) in [("k1", 1), ("k2", 2)] {
         let again = idem
             .guard("lost", &[&k])
-            .run(|_| async { Res::Ok(0) })
+            .run(|| async { Res::Ok(0) })
             .await
             .unwrap();
         assert_eq!((again.how(), *again.value()), (How::Replayed, v));
@@ -213,7 +213,7 @@ pub async fn cancel_before_body_releases(store: Arc<dyn Store>) {
     faulty.set_reply_delay(Some(Duration::from_secs(1)));
     let r = tokio::time::timeout(
         Duration::from_millis(200),
-        idem.guard("cancel", &[&"k"]).run(|_| {
+        idem.guard("cancel", &[&"k"]).run(|| {
             let runs = runs.clone();
             async move {
                 runs.hit();
@@ -241,7 +241,7 @@ pub async fn cancel_before_body_releases(store: Arc<dyn Store>) {
     let out = idem
         .guard("cancel", &[&"k"])
         .concurrent(Concurrency::Reject)
-        .run(|_| {
+        .run(|| {
             let runs = runs.clone();
             async move {
                 runs.hit();
@@ -264,7 +264,7 @@ pub async fn cancel_after_start_keeps_claim(store: Arc<dyn Store>) {
         idem2
             .guard("cancel2", &[&"k"])
             .lease(lease)
-            .run(|_| async move {
+            .run(|| async move {
                 runs2.hit();
                 let _ = started_tx.send(());
                 tokio::time::sleep(Duration::from_secs(30)).await;
@@ -279,7 +279,7 @@ pub async fn cancel_after_start_keeps_claim(store: Arc<dyn Store>) {
     let busy = idem
         .guard("cancel2", &[&"k"])
         .concurrent(Concurrency::Reject)
-        .run(|_| async { Res::Ok(9) })
+        .run(|| async { Res::Ok(9) })
         .await;
     assert!(
         matches!(busy, Err(AppError::Idem(Error::InProgress { .. }))),
@@ -292,7 +292,7 @@ pub async fn cancel_after_start_keeps_claim(store: Arc<dyn Store>) {
         .guard("cancel2", &[&"k"])
         .lease(lease)
         .wait(lease + TEST_OP_TIMEOUT * 2 + Duration::from_secs(1))
-        .run(|_| {
+        .run(|| {
             let runs = runs.clone();
             async move {
                 runs.hit();
@@ -315,7 +315,7 @@ pub async fn fences_increase(store: Arc<dyn Store>) {
         idem.guard("fence", &[&"k"])
             .lease(FULL_BUDGET_LEASE)
             .ttl(ttl)
-            .run(|f| async move { Res::Ok(f.get()) })
+            .run_fenced(|f| async move { Res::Ok(f.get()) })
     };
     let f1 = run().await.unwrap().fence();
     assert!(idem.forget(&key).await.unwrap());

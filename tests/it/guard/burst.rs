@@ -134,7 +134,7 @@ async fn burst_finishes(store: Arc<dyn Store>, keys: usize, per_key: usize) {
                 idem.guard("flash", &[&k])
                     .lease(Duration::from_secs(30))
                     .wait(Duration::from_secs(60))
-                    .run(|_| async move {
+                    .run(|| async move {
                         counter.hit();
                         tokio::time::sleep(Duration::from_millis(100)).await;
                         Ok::<_, AppError>(k)
@@ -251,7 +251,7 @@ async fn overloaded(server: &RedisServer) {
     let a = idem
         .guard("flash", &[&"a"])
         .lease(Duration::from_secs(20))
-        .run(|_| {
+        .run(|| {
             let runs = runs_a.clone();
             async move {
                 runs.hit();
@@ -263,7 +263,7 @@ async fn overloaded(server: &RedisServer) {
         idem.guard("flash", &[&"b"])
             .lease(Duration::from_secs(20))
             .wait(Duration::from_millis(300))
-            .run(|_| {
+            .run(|| {
                 let runs = runs_b.clone();
                 async move {
                     runs.hit();
@@ -290,7 +290,7 @@ async fn overloaded(server: &RedisServer) {
     let again = idem
         .guard("flash", &[&"b"])
         .lease(Duration::from_secs(20))
-        .run(|_| {
+        .run(|| {
             let runs = runs_b.clone();
             async move {
                 runs.hit();

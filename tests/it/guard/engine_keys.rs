@@ -3,11 +3,12 @@
 //! may share a key and a fenced caller's fence still rises (on every store).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use idem::settings::{Config, Settings};
 use idem::store::{RecordState, Store};
-use idem::{Error, Idem, MemoryStore};
+use idem::{Error, Fence, How, Idem, MemoryStore};
 
 use crate::support::handle;
 
@@ -19,7 +20,7 @@ pub async fn fenced_fence_rises_above_unfenced_claims(store: Arc<dyn Store>) {
     let key = idem.key("mix", &[&"k"]);
     let fenced = || async {
         idem.guard("mix", &[&"k"])
-            .run(|f| async move { Ok::<_, Error>(f.get()) })
+            .run_fenced(|f| async move { Ok::<_, Error>(f.get()) })
             .await
             .unwrap()
     };
@@ -28,8 +29,7 @@ pub async fn fenced_fence_rises_above_unfenced_claims(store: Arc<dyn Store>) {
     assert!(idem.forget(&key).await.unwrap());
     let unfenced = idem
         .guard("mix", &[&"k"])
-        .without_fence()
-        .run(|f| async move { Ok::<_, Error>(f.get()) })
+        .run(|| async { Ok::<_, Error>(0u64) })
         .await
         .unwrap();
     assert_eq!(unfenced.how(), idem::How::Executed);
@@ -43,11 +43,73 @@ pub async fn fenced_fence_rises_above_unfenced_claims(store: Arc<dyn Store>) {
     );
 }
 
+/// Issue 29: with `run` the unfenced default, `run_fenced` keeps every fenced
+/// guarantee. Calls of one key whose bodies fail (the claim is released and
+/// the next call claims again), with failing default `run` calls in between:
+/// each fenced body sees a valid fence above the one before, the call that
+/// succeeds returns the fence its body saw, and its replay carries it.
+pub async fn run_fenced_fences_rise_across_calls(store: Arc<dyn Store>) {
+    let idem = handle(store, "eng-rise");
+    let failed = |r: &Result<idem::Outcome<u64>, Error>| matches!(r, Err(Error::Config(_)));
+    let mut last = Fence::NONE;
+    for round in 0..4 {
+        let fail = round < 3;
+        let seen = Arc::new(AtomicU64::new(0));
+        let s = Arc::clone(&seen);
+        let r = idem
+            .guard("rise", &[&"k"])
+            .run_fenced(move |fence| async move {
+                s.store(fence.get(), Ordering::SeqCst);
+                if fail {
+                    Err(Error::Config("the body failed".into()))
+                } else {
+                    Ok(fence.get())
+                }
+            })
+            .await;
+        let f = Fence::new(seen.load(Ordering::SeqCst));
+        assert!(
+            f.is_valid() && f > last,
+            "round {round}: fence {f:?} after {last:?}"
+        );
+        last = f;
+        if fail {
+            assert!(failed(&r), "round {round}: {r:?}");
+            // An unfenced claim of the key in between, released as well.
+            let r = idem
+                .guard("rise", &[&"k"])
+                .run(|| async { Err(Error::Config("unfenced body failed".into())) })
+                .await;
+            assert!(failed(&r), "round {round}, unfenced: {r:?}");
+        } else {
+            let out = r.unwrap();
+            assert_eq!(
+                (out.how(), out.fence(), *out.value()),
+                (How::Executed, f, f.get())
+            );
+        }
+    }
+    let again = idem
+        .guard("rise", &[&"k"])
+        .run(|| async { Ok::<_, Error>(0u64) })
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.how(), again.fence(), *again.value()),
+        (How::Replayed, last, last.get())
+    );
+}
+
 macro_rules! suite {
     (store = $store:expr, keys = $keys:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn fenced_fence_rises_above_unfenced_claims() {
             crate::guard::engine_keys::fenced_fence_rises_above_unfenced_claims($store).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn run_fenced_fences_rise_across_calls() {
+            crate::guard::engine_keys::run_fenced_fences_rise_across_calls($store).await;
         }
     };
 }
@@ -77,7 +139,7 @@ async fn guard_key_finds_its_scene_settings_as_written() {
         .unwrap();
     let key = idem.key("order:create", &[&1u64]);
     idem.guard_key(key.clone())
-        .run(|_| async { Ok::<_, Error>(1) })
+        .run(|| async { Ok::<_, Error>(1) })
         .await
         .unwrap();
     match idem.inspect(&key).await.unwrap() {

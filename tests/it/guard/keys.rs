@@ -123,7 +123,7 @@ async fn mixed(idem: &Idem, runs: &Counter, id: u32) -> Result<String, AppError>
 
 async fn plain(idem: &Idem, runs: &Counter, scene: &str, id: u32) -> Result<String, AppError> {
     idem.guard(scene, &[&id])
-        .run(|_| async move {
+        .run(|| async move {
             runs.hit();
             Ok::<_, AppError>(format!("plain {id}"))
         })
@@ -171,7 +171,7 @@ async fn the_plain_scene_is_escaped_like_a_part() {
                 .map(|p| p as &(dyn idem::KeyPart + Sync))
                 .collect();
             idem.guard(scene, &parts)
-                .run(|_| async move { Ok::<_, Error>(runs.hit()) })
+                .run(|| async move { Ok::<_, Error>(runs.hit()) })
                 .await
                 .map(idem::Outcome::into_inner)
         }
@@ -193,7 +193,7 @@ async fn a_key_rendered_for_another_namespace_is_refused() {
     let foreign = idem::Key::from_parts("", "it", &[&"keys-mix", &5u32]);
     let r = idem
         .guard_key(foreign)
-        .run(|_| async { Ok::<_, Error>(runs.hit()) })
+        .run(|| async { Ok::<_, Error>(runs.hit()) })
         .await;
     assert!(matches!(r, Err(Error::Config(_))), "{r:?}");
     assert_eq!(runs.get(), 0);
@@ -201,7 +201,7 @@ async fn a_key_rendered_for_another_namespace_is_refused() {
     let own = idem.key("keys-own", &[&5u32]);
     let r = idem
         .guard_key(own)
-        .run(|_| async { Ok::<_, Error>(runs.hit()) })
+        .run(|| async { Ok::<_, Error>(runs.hit()) })
         .await;
     assert_eq!(r.unwrap().into_inner(), 1);
 }

@@ -39,7 +39,7 @@ async fn a_slow_claim_reply_never_lets_a_duplicate_run() {
         idem.guard("slow-reply", &[&1u8])
             .lease(Duration::from_secs(1))
             .concurrent(Concurrency::Reject)
-            .run(|_| async {
+            .run(|| async {
                 runs.hit();
                 if running.hit() > 1 {
                     overlap.hit();
@@ -80,7 +80,7 @@ async fn slow_replies_with_a_valid_lease_run_the_body_once() {
         idem.guard("slow-reply-ok", &[&1u8])
             .lease(MS(2400))
             .concurrent(Concurrency::Reject)
-            .run(|_| async {
+            .run(|| async {
                 runs.hit();
                 tokio::time::sleep(Duration::from_secs(8)).await;
                 Ok::<_, Error>(1u8)
@@ -122,7 +122,7 @@ async fn a_caller_dropped_during_complete_still_stores_the_result() {
         let runs = runs.clone();
         idem.guard("drop-complete", &[&1u8])
             .lease(Duration::from_secs(3))
-            .run(move |_| async move {
+            .run(move || async move {
                 runs.hit();
                 // The store turns slow as the body finishes: `complete` is in flight.
                 store.set_delay(Some(MS(500)));
@@ -162,7 +162,7 @@ async fn a_caller_dropped_during_release_still_releases() {
         idem.guard("drop-release", &[&1u8])
             .lease(Duration::from_secs(30))
             .concurrent(Concurrency::Reject)
-            .run(move |_| async move {
+            .run(move || async move {
                 runs.hit();
                 if fail {
                     store.set_delay(Some(MS(500)));
@@ -197,7 +197,7 @@ async fn the_degraded_path_keeps_a_claim_that_may_have_applied() {
             .concurrent(Concurrency::Reject)
             .backstop("uk_degraded")
             .degrade_to_backstop()
-            .run_with(Hooks::new().detect(idem::std_error), |_| async {
+            .run_with(Hooks::new().detect(idem::std_error), || async {
                 runs.hit();
                 Ok::<_, Error>(1u8)
             })
@@ -222,7 +222,7 @@ async fn huge_durations_are_config_errors() {
     let store = Arc::new(FaultyStore::new(MemoryStore::new()));
     let idem = handle_on(store.clone(), Duration::from_secs(1));
     let runs = Counter::default();
-    let body = |_| async {
+    let body = || async {
         runs.hit();
         Ok::<_, Error>(1u8)
     };
@@ -295,7 +295,7 @@ async fn a_result_the_store_rejected_is_reported_as_not_stored() {
             .lease(Duration::from_secs(3))
             .max_hold(Duration::from_secs(3))
             .concurrent(Concurrency::Reject)
-            .run(move |_| async move {
+            .run(move || async move {
                 tokio::time::sleep(hang).await;
                 Ok::<_, Error>(v)
             })
@@ -332,7 +332,7 @@ async fn a_backstop_without_detection_is_refused() {
     let r = idem
         .guard("undetectable", &[&1u8])
         .backstop("uk_orders")
-        .run(|_| async {
+        .run(|| async {
             runs.hit();
             Ok::<_, Error>(1u8)
         })
@@ -346,7 +346,7 @@ async fn a_backstop_without_detection_is_refused() {
     let r = idem
         .guard("undetectable", &[&1u8])
         .backstop("uk_orders")
-        .run_with(Hooks::new().detect(idem::std_error), |_| async {
+        .run_with(Hooks::new().detect(idem::std_error), || async {
             runs.hit();
             Ok::<_, Error>(1u8)
         })

@@ -36,7 +36,7 @@ async fn claim_whose_failure_opened_the_breaker_is_released() {
         idem.guard("orphan", &[&"k"])
             .lease(lease)
             .concurrent(Concurrency::Reject)
-            .run(move |_| async move { Ok::<_, AppError>(runs.hit()) })
+            .run(move || async move { Ok::<_, AppError>(runs.hit()) })
     };
 
     // The claim applies at once; its reply comes long after the operation timeout.
@@ -83,7 +83,7 @@ async fn background_release_outlasts_a_blip() {
         idem.guard("blip", &[&"k"])
             .lease(lease)
             .concurrent(Concurrency::Reject)
-            .run(|_| async { Ok::<_, AppError>(1) })
+            .run(|| async { Ok::<_, AppError>(1) })
     };
     // The claim applies, its reply comes after the timeout; the release sent when
     // the call ends meets a store that is down for 100 ms.
@@ -138,7 +138,7 @@ async fn background_release_waits_in_a_slow_stores_queue() {
         idem.guard("queued", &[&"k"])
             .lease(lease)
             .concurrent(Concurrency::Reject)
-            .run(move |_| async move { Ok::<_, AppError>(runs.hit()) })
+            .run(move || async move { Ok::<_, AppError>(runs.hit()) })
     };
     faulty.set_reply_delay(Some(lease));
     let first = call().await;

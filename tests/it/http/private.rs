@@ -136,7 +136,7 @@ async fn top_k_export_shows_only_the_hot_key_hashed() {
         let idem = &idem;
         async move {
             idem.guard("orders", &[&key])
-                .run(|_| async { Ok::<_, Error>(1u8) })
+                .run(|| async { Ok::<_, Error>(1u8) })
                 .await
                 .expect("guarded call");
         }

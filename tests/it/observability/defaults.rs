@@ -94,7 +94,7 @@ fn calls_under(sub: Capture, raw_keys: bool) -> String {
                 .unwrap();
             for _ in 0..2 {
                 idem.guard("signup", &[&"alice@example.com"])
-                    .run(|_| async { Ok::<_, AppError>(1) })
+                    .run(|| async { Ok::<_, AppError>(1) })
                     .await
                     .unwrap();
             }
@@ -103,7 +103,7 @@ fn calls_under(sub: Capture, raw_keys: bool) -> String {
                 .guard("signup", &[&"alice@example.com", &"2"])
                 .backstop("uk_signup_email")
                 .degrade_to_backstop()
-                .run_with(Hooks::new().detect(idem::std_error), |_| async {
+                .run_with(Hooks::new().detect(idem::std_error), || async {
                     Ok::<_, AppError>(2)
                 })
                 .await;

@@ -96,20 +96,20 @@ fn calls_and_store_metrics_have_the_documented_names_and_labels() {
             let ns = idem.namespace().to_owned();
             for _ in 0..3 {
                 idem.guard("pay", &[&"k"])
-                    .run(|_| async { Ok::<_, AppError>(1) })
+                    .run(|| async { Ok::<_, AppError>(1) })
                     .await
                     .unwrap();
             }
             let r = idem
                 .guard("pay", &[&"k2"])
-                .run(|_| async { Err::<u8, _>(AppError::Business("no".into())) })
+                .run(|| async { Err::<u8, _>(AppError::Business("no".into())) })
                 .await;
             assert!(r.is_err());
             faulty.set_unavailable(true);
             let r = idem
                 .guard("pay", &[&"k3"])
                 .concurrent(Concurrency::Reject)
-                .run(|_| async { Ok::<_, AppError>(1) })
+                .run(|| async { Ok::<_, AppError>(1) })
                 .await;
             assert!(matches!(
                 r,

@@ -127,7 +127,7 @@ impl Orders {
             Mode::Local => guard.degrade_locally(),
         };
         guard
-            .run_with(hooks, |_| async move {
+            .run_with(hooks, || async move {
                 *me.runs.lock().unwrap().entry(no1.clone()).or_default() += 1;
                 let id = sqlx::query("INSERT INTO orders (order_no, amount) VALUES (?, 1)")
                     .bind(&no1)

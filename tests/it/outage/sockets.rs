@@ -80,7 +80,7 @@ async fn a_cut_fails_closed_and_recovers_after_the_heal() {
         let runs = runs.clone();
         rig.idem
             .guard("cut", &[&id])
-            .run(move |_| async move { Ok::<_, Error>(runs.hit()) })
+            .run(move || async move { Ok::<_, Error>(runs.hit()) })
     };
     assert_eq!(call("a".into()).await.unwrap().how(), How::Executed);
     rig.proxy.cut();
@@ -151,7 +151,7 @@ async fn slow_claim_replies_do_not_let_a_duplicate_run() {
             idem.guard("slow", &[&"k"])
                 .lease(lease)
                 .concurrent(Concurrency::Reject)
-                .run(move |_| async move {
+                .run(move || async move {
                     let n = runs.hit();
                     tokio::time::sleep(body).await;
                     Ok::<_, Error>(n)

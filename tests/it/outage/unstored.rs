@@ -26,7 +26,7 @@ async fn result_lost_in_a_black_hole_is_reported_not_stored() {
         reported(
             idem.guard("unstored", &[&id])
                 .lease(SHORT_LEASE)
-                .run(move |_| async move {
+                .run(move || async move {
                     let n = runs.hit();
                     tokio::time::sleep(body).await;
                     Ok::<_, Error>(n)

@@ -78,11 +78,11 @@ async fn cluster_store_semantics() {
     ] {
         let out = idem
             .guard("rt", &[&"a"])
-            .run(|_| async { Ok::<_, Error>(1u8) })
+            .run_fenced(|_| async { Ok::<_, Error>(1u8) })
             .await
             .unwrap();
         assert_eq!(out.how(), how);
-        assert_eq!(mon.take(), expect, "{how:?} on the cluster");
+        assert_eq!(mon.take(), expect, "{how:?} with a fence on the cluster");
     }
     drop(mon);
     // Without a fence the claim is one native command on the owning master.
@@ -95,8 +95,7 @@ async fn cluster_store_semantics() {
     ] {
         let out = idem
             .guard("rt", &[&"b"])
-            .without_fence()
-            .run(|_| async { Ok::<_, Error>(1u8) })
+            .run(|| async { Ok::<_, Error>(1u8) })
             .await
             .unwrap();
         assert_eq!(out.how(), how);
@@ -120,12 +119,12 @@ async fn cluster_store_semantics() {
     let t0 = std::time::Instant::now();
     let r = idem
         .guard("frozen", &[&frozen_key])
-        .run(|_| async { Ok::<_, Error>(()) })
+        .run(|| async { Ok::<_, Error>(()) })
         .await;
     let took = t0.elapsed();
     let live = idem
         .guard("frozen", &[&live_key])
-        .run(|_| async { Ok::<_, Error>(()) })
+        .run(|| async { Ok::<_, Error>(()) })
         .await;
     cluster.nodes[0].thaw();
     assert!(matches!(r, Err(Error::StoreUnavailable { .. })), "{r:?}");
@@ -160,7 +159,7 @@ async fn cluster_failover_keeps_fences_growing() {
         let (idem, runs) = (idem.clone(), Arc::clone(&runs));
         async move {
             idem.guard("failover", &[&"k"])
-                .run(|fence| async move {
+                .run_fenced(|fence| async move {
                     runs.fetch_add(1, Ordering::SeqCst);
                     Ok::<_, Error>(fence.get())
                 })

@@ -91,7 +91,7 @@ impl Business {
             .lease(Duration::from_secs(3))
             .backstop("uk_order_no")
             .degrade_to_backstop()
-            .run_with(hooks, |_fence| async move {
+            .run_fenced_with(hooks, |_| async move {
                 let body = format!("order {no1}");
                 sqlx::query("INSERT INTO orders (order_no, body) VALUES (?, ?)")
                     .bind(&no1)
@@ -232,7 +232,7 @@ async fn killed_without_backstop_fails_closed() {
         let (idem, runs) = (idem.clone(), Arc::clone(&runs));
         async move {
             idem.guard("pay", &[&id])
-                .run(|_| async move {
+                .run(|| async move {
                     *runs.lock().await.entry(id).or_default() += 1;
                     Ok::<_, Error>(id.len())
                 })
@@ -347,7 +347,7 @@ async fn hung_server_fails_within_the_budget(response_timeout: Option<Duration>)
             let guard = idem.guard("hang", &[&"h"]);
             guard
                 .lease(lease)
-                .run(|_| async move {
+                .run(|| async move {
                     runs.fetch_add(1, Ordering::SeqCst);
                     Ok::<_, Error>(1u8)
                 })
@@ -419,7 +419,7 @@ async fn stalled_server_answers_within_the_callers_budget() {
     let out = idem
         .guard("stall", &[&"k"])
         .lease(op_timeout * 3)
-        .run(|_| async move {
+        .run(|| async move {
             r2.fetch_add(1, Ordering::SeqCst);
             Ok::<_, Error>(7u8)
         })

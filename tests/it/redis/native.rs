@@ -200,14 +200,11 @@ async fn round_trips_without_a_fence() {
         async move {
             let out = idem
                 .guard("order-create", &[&id])
-                .without_fence()
-                .run(|fence| async move {
-                    assert_eq!(fence, Fence::NONE, "an unfenced body gets no fence");
-                    Ok::<_, Error>("x".repeat(200))
-                })
+                .run(|| async { Ok::<_, Error>("x".repeat(200)) })
                 .await
                 .unwrap();
             assert_eq!(out.value().len(), 200);
+            assert_eq!(out.fence(), Fence::NONE, "an unfenced claim has no fence");
             out.how()
         }
     };
@@ -221,8 +218,7 @@ async fn round_trips_without_a_fence() {
     assert_eq!(mon.take(), ["SET"], "duplicate = one native command");
     let _ = idem
         .guard("order-create", &[&"b"])
-        .without_fence()
-        .run(|_| async { Err::<(), _>(Error::Config("no".into())) })
+        .run(|| async { Err::<(), _>(Error::Config("no".into())) })
         .await;
     assert_eq!(
         mon.take(),
@@ -251,6 +247,68 @@ async fn round_trips_without_a_fence() {
     );
 }
 
+/// Issue 29: the guard's plain `run` is the fast path. On one key, its
+/// duplicate is one native `SET … NX PX … GET`, while `run_fenced` asks the
+/// claim script, whose fence, once the key is free again, is valid and stays
+/// above the earlier ones whatever unfenced claims came in between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_run_claims_natively_and_run_fenced_by_script() {
+    let server = RedisServer::start();
+    let store = idem::store::redis::RedisStore::connect(&server.url())
+        .await
+        .unwrap();
+    let idem = Idem::builder()
+        .store(store)
+        .namespace("default")
+        .build()
+        .unwrap();
+    let key = idem.key("pay", &[&"k"]);
+    let plain = || {
+        idem.guard("pay", &[&"k"])
+            .run(|| async { Ok::<_, Error>(0u64) })
+    };
+    let fenced = || {
+        idem.guard("pay", &[&"k"])
+            .run_fenced(|fence| async move { Ok::<_, Error>(fence.get()) })
+    };
+    let mut mon = Monitor::attach(server.port);
+    let _ = mon.take();
+
+    let out = plain().await.unwrap();
+    assert_eq!((out.how(), out.fence()), (How::Executed, Fence::NONE));
+    assert_eq!(
+        mon.take(),
+        ["SET", "EVALSHA"],
+        "plain first call: native claim"
+    );
+    assert_eq!(plain().await.unwrap().how(), How::Replayed);
+    assert_eq!(mon.take(), ["SET"], "plain duplicate: one native command");
+    assert_eq!(fenced().await.unwrap().how(), How::Replayed);
+    assert_eq!(
+        mon.take(),
+        ["EVALSHA"],
+        "fenced duplicate: the claim script"
+    );
+
+    let mut last = Fence::NONE;
+    for round in 0..2 {
+        assert!(idem.forget(&key).await.unwrap());
+        let _ = mon.take();
+        let out = fenced().await.unwrap();
+        assert_eq!(mon.take(), ["EVALSHA", "EVALSHA"], "fenced first call");
+        let f = out.fence();
+        assert!(
+            f.is_valid() && f > last,
+            "round {round}: {f:?} after {last:?}"
+        );
+        assert_eq!((out.how(), *out.value()), (How::Executed, f.get()));
+        last = f;
+        // An unfenced claim and record of the key before the next fenced one.
+        assert!(idem.forget(&key).await.unwrap());
+        assert_eq!(plain().await.unwrap().fence(), Fence::NONE);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_unfenced_duplicates_run_one_body_and_wait_for_it() {
     let prefix = SharedPrefix::new();
@@ -270,8 +328,7 @@ async fn concurrent_unfenced_duplicates_run_one_body_and_wait_for_it() {
             idem.guard("pay", &[&"k"])
                 .lease(LEASE)
                 .fingerprint(&"payload")
-                .without_fence()
-                .run(|_| async move {
+                .run(|| async move {
                     runs.fetch_add(1, Ordering::SeqCst);
                     tokio::time::sleep(Duration::from_millis(300)).await;
                     Ok::<_, Error>(42u32)
@@ -297,8 +354,7 @@ async fn concurrent_unfenced_duplicates_run_one_body_and_wait_for_it() {
     let r = idem
         .guard("pay", &[&"k"])
         .fingerprint(&"other")
-        .without_fence()
-        .run(|_| async { Ok::<_, Error>(0u32) })
+        .run(|| async { Ok::<_, Error>(0u32) })
         .await;
     assert!(matches!(r, Err(Error::PayloadMismatch { .. })), "{r:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 1);

@@ -74,7 +74,7 @@ async fn worker(prefix: String, id: usize, start_at: u64) {
             // (a 5 s lease cut them to 1.67 s; issue 18).
             let out = guard
                 .lease(op_timeout * 3)
-                .run(|_| async move {
+                .run(|| async move {
                     let mut con = con;
                     let _: i64 = redis::cmd("INCR")
                         .arg(counter_key(&prefix, k))

@@ -210,7 +210,7 @@ async fn foreign_values_are_codec_errors() {
     let idem = Idem::builder().store(store.clone()).build().unwrap();
     let err = idem
         .guard("foreign", &[&"scene", &"plain"])
-        .run(|_| async { Ok::<_, Error>(()) })
+        .run(|| async { Ok::<_, Error>(()) })
         .await;
     assert!(err.is_ok(), "an ordinary key works: {err:?}");
     let k = idem.key("foreign", &[&"x"]);
@@ -224,7 +224,7 @@ async fn foreign_values_are_codec_errors() {
     let r = Arc::clone(&ran);
     let err = idem
         .guard("foreign", &[&"x"])
-        .run(|_| async move {
+        .run(|| async move {
             r.fetch_add(1, Ordering::SeqCst);
             Ok::<_, Error>(())
         })
@@ -298,8 +298,8 @@ async fn verify_warns_about_eviction_policies() {
     assert!(store.verify().await.unwrap().is_empty());
 }
 
-/// Round trips per path, counted on a test-owned server through `MONITOR`
-/// (commands run inside scripts are not round trips and are excluded).
+/// Round trips per path of a fenced body (`run_fenced`; `run` is `redis::native`'s),
+/// counted through `MONITOR` (commands run inside scripts are excluded).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_trips_per_path() {
     let server = RedisServer::start();
@@ -316,7 +316,7 @@ async fn round_trips_per_path() {
         let idem = idem.clone();
         async move {
             idem.guard("order-create", &[&id])
-                .run(|_| async { Ok::<_, Error>("x".repeat(200)) })
+                .run_fenced(|_| async { Ok::<_, Error>("x".repeat(200)) })
                 .await
                 .unwrap()
                 .how()
@@ -341,7 +341,7 @@ async fn round_trips_per_path() {
     // A failing body: claim + release.
     let _ = idem
         .guard("order-create", &[&"b"])
-        .run(|_| async { Err::<(), _>(Error::Config("no".into())) })
+        .run_fenced(|_| async { Err::<(), _>(Error::Config("no".into())) })
         .await;
     assert_eq!(mon.take(), ["EVALSHA", "EVALSHA"]);
     // After the server forgot the scripts: one NOSCRIPT detour, then back to 1.

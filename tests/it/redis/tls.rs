@@ -155,7 +155,7 @@ async fn rediss_connects_with_the_test_ca_and_guards_calls() {
         let r = runs.clone();
         let out = idem
             .guard("order", &[&"t-1"])
-            .run(|_| async move { Ok::<_, AppError>(r.hit()) })
+            .run(|| async move { Ok::<_, AppError>(r.hit()) })
             .await
             .unwrap();
         assert_eq!((out.how(), *out.value()), (want, 1));

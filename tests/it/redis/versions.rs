@@ -38,8 +38,7 @@ async fn calls_work(idem: &Idem, runs: &Counter) {
         let r = runs.clone();
         let out = idem
             .guard("old-redis", &[&i])
-            .without_fence()
-            .run(|_| async move { Ok::<_, Error>(r.hit()) })
+            .run(|| async move { Ok::<_, Error>(r.hit()) })
             .await
             .unwrap_or_else(|e| panic!("unfenced call {i}: {e}"));
         assert_eq!(out.how(), How::Executed);
@@ -47,15 +46,14 @@ async fn calls_work(idem: &Idem, runs: &Counter) {
     let r = runs.clone();
     let again = idem
         .guard("old-redis", &[&3u32])
-        .without_fence()
-        .run(|_| async move { Ok::<_, Error>(r.hit()) })
+        .run(|| async move { Ok::<_, Error>(r.hit()) })
         .await
         .unwrap();
     assert_eq!(again.how(), How::Replayed);
     let r = runs.clone();
     let fenced = idem
         .guard("old-redis-fenced", &[&1u32])
-        .run(|fence| async move {
+        .run_fenced(|fence| async move {
             assert!(fence.is_valid(), "the script's server-time fence");
             Ok::<_, Error>(r.hit())
         })
@@ -143,8 +141,12 @@ async fn error_replies_never_open_the_circuit_breaker() {
         let (idem, r) = (idem.clone(), runs.clone());
         async move {
             let g = idem.guard("refused", &[&i]);
-            let g = if fenced { g } else { g.without_fence() };
-            g.run(|_| async move { Ok::<_, Error>(r.hit()) }).await
+            if fenced {
+                g.run_fenced(|_| async move { Ok::<_, Error>(r.hit()) })
+                    .await
+            } else {
+                g.run(|| async move { Ok::<_, Error>(r.hit()) }).await
+            }
         }
     };
     let refused = |word: &'static str| {
@@ -193,7 +195,7 @@ async fn error_replies_never_open_the_circuit_breaker() {
     for _ in 0..4 {
         let r = idem
             .guard("wrong", &[&1u32])
-            .run(|_| async { Ok::<_, Error>(1) })
+            .run(|| async { Ok::<_, Error>(1) })
             .await;
         assert!(matches!(r, Err(Error::Codec { .. })), "{r:?}");
     }

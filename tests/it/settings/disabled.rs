@@ -35,7 +35,7 @@ async fn a_disabled_handle_runs_every_body_and_counts_it() {
     for _ in 0..2 {
         let out = idem
             .guard("off-refund", &[&1u64])
-            .run(|_| async { Ok::<_, Error>(7) })
+            .run(|| async { Ok::<_, Error>(7) })
             .await
             .unwrap();
         assert_eq!(out.how(), How::Unguarded);
@@ -61,7 +61,7 @@ async fn a_disabled_handle_runs_every_body_and_counts_it() {
     // A body's error is the caller's, still counted as unguarded.
     let e = idem
         .guard("off-refund", &[&2u64])
-        .run(|_| async { Err::<u8, _>(Error::Config("boom".into())) })
+        .run(|| async { Err::<u8, _>(Error::Config("boom".into())) })
         .await;
     assert!(matches!(e, Err(Error::Config(_))));
     assert_eq!(idem.stats().count("unguarded"), 6);
@@ -106,7 +106,7 @@ async fn a_duplicate_waits_five_seconds_by_default() {
             let started = Instant::now();
             let r = idem
                 .guard("wait-default", &[&1u64])
-                .run(|_| async move {
+                .run(|| async move {
                     runs.hit();
                     tokio::time::sleep(Duration::from_secs(9)).await;
                     Ok::<_, Error>(1)

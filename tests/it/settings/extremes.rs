@@ -168,7 +168,7 @@ async fn sql_store_acquire_timeout_at_the_extremes_never_panics() {
                 .await?;
             let idem = Idem::builder().store(store).build().expect("handle");
             idem.guard("acquire", &[&1u32])
-                .run(|_| async { Ok::<_, Error>(1) })
+                .run(|| async { Ok::<_, Error>(1) })
                 .await
                 .map_err(|e| idem::store::StoreError::config(e.to_string()))
                 .map(drop)
@@ -229,7 +229,7 @@ async fn handle_and_call_durations_at_the_extremes_never_panic() {
         }
         let idem = Idem::builder().store(MemoryStore::new()).build().unwrap();
         let calls = no_panic("guard, lock and token options", async move {
-            let body = |_| async { Ok::<_, Error>(1) };
+            let body = || async { Ok::<_, Error>(1) };
             let g = |i: u32| idem.guard("extreme", &[&i]);
             let mut out = vec![
                 g(1).ttl(d).run(body).await.map(drop),
@@ -255,12 +255,13 @@ async fn handle_and_call_durations_at_the_extremes_never_panic() {
                 .issue("extreme", Duration::from_secs(60))
                 .await?;
             let c = |t: &str| idem.tokens().consume("extreme", t);
-            out.push(c(t.as_str()).lease(d).run(body).await.map(drop));
+            let tbody = |_| async { Ok::<_, Error>(1) };
+            out.push(c(t.as_str()).lease(d).run(tbody).await.map(drop));
             let t = idem
                 .tokens()
                 .issue("extreme", Duration::from_secs(60))
                 .await?;
-            out.push(c(t.as_str()).wait(d).max_hold(d).run(body).await.map(drop));
+            out.push(c(t.as_str()).wait(d).max_hold(d).run(tbody).await.map(drop));
             Ok::<_, Error>(out)
         })
         .await

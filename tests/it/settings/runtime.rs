@@ -163,7 +163,7 @@ async fn precedence_is_code_then_scene_then_handle_then_built_in() {
     about(remaining(&idem, "set-plain", 1).await, hour);
     // ... and for the non-macro guard of another scene.
     idem.guard("set-other", &[&1u64])
-        .run(|_| async { Ok::<_, Error>(1) })
+        .run(|| async { Ok::<_, Error>(1) })
         .await
         .unwrap();
     about(remaining(&idem, "set-other", 1).await, hour);
@@ -179,7 +179,7 @@ async fn precedence_is_code_then_scene_then_handle_then_built_in() {
     about(remaining(&idem, "set-plain", 1).await, 2 * hour);
     let out = idem
         .guard("set-other", &[&1u64])
-        .run(|_| async { Ok::<_, Error>(1) })
+        .run(|| async { Ok::<_, Error>(1) })
         .await
         .unwrap();
     assert!(out.is_stored());
@@ -191,7 +191,7 @@ async fn precedence_is_code_then_scene_then_handle_then_built_in() {
     about(remaining(&idem, "set-plain", 1).await, 3 * hour);
     idem.guard("set-other", &[&1u64])
         .ttl(5 * hour)
-        .run(|_| async { Ok::<_, Error>(1) })
+        .run(|| async { Ok::<_, Error>(1) })
         .await
         .unwrap();
     about(remaining(&idem, "set-other", 1).await, 5 * hour);
@@ -213,7 +213,7 @@ async fn configuration_deserializes_and_contradictions_fail_the_build() {
         Duration::from_secs(2 * 86_400),
     );
     idem.guard("set-other", &[&1u64])
-        .run(|_| async { Ok::<_, Error>(1) })
+        .run(|| async { Ok::<_, Error>(1) })
         .await
         .unwrap();
     about(

@@ -383,9 +383,9 @@ async fn call(world: Arc<World>, idem: Idem, spec: KeySpec, key: Key, c: CallSpe
             let w = Arc::clone(&world);
             let k = c.key;
             let hooks = hooks.on_conflict(move || async move { w.row(k).ok_or(SimError::NoRow) });
-            guard.run_with(hooks, body).await
+            guard.run_fenced_with(hooks, body).await
         } else {
-            guard.run_with(hooks, body).await
+            guard.run_fenced_with(hooks, body).await
         }
     };
     let result = match c.cancel_after {

@@ -216,7 +216,7 @@ async fn guard_backstop_replays_through_catalog(d: Dialect) {
             Hooks::new()
                 .detect(|e: &anyhow::Error| Some(e.as_ref()))
                 .on_conflict(move || async move { Ok(b2.find("o-9").await?) }),
-            |_| async move { Ok::<_, anyhow::Error>(biz.insert("o-9").await?) },
+            || async move { Ok::<_, anyhow::Error>(biz.insert("o-9").await?) },
         )
         .await
     };

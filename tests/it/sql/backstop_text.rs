@@ -100,7 +100,7 @@ async fn foreign_violation_is_found_and_replayed(d: Dialect) {
                     .on_conflict(move || async move {
                         b2.find("f-2").await.map_err(|e| AppError::Db(foreign(e)))
                     }),
-                move |_| async move {
+                move || async move {
                     runs.hit();
                     insert_foreign(&biz, "f-2").await
                 },

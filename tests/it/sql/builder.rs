@@ -34,7 +34,7 @@ async fn builder_connects_migrates_and_guards() {
         let r = runs.clone();
         let out = idem
             .guard("order", &[&"b-1"])
-            .run(|_| async move { Ok::<_, AppError>(r.hit()) })
+            .run(|| async move { Ok::<_, AppError>(r.hit()) })
             .await
             .unwrap();
         assert_eq!(out.how(), want);

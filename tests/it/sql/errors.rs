@@ -102,7 +102,7 @@ async fn unstorable_keys_are_invalid_input(d: Dialect) {
         for _ in 0..10 {
             let r = idem
                 .guard(scene, &[&1u8])
-                .run(|_| {
+                .run(|| {
                     runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     async { Res::Ok(1) }
                 })
@@ -113,7 +113,7 @@ async fn unstorable_keys_are_invalid_input(d: Dialect) {
     // The breaker is untouched: a healthy call right after runs its body.
     let out = idem
         .guard("healthy", &[&1u8])
-        .run(|_| async { Res::Ok(7) })
+        .run(|| async { Res::Ok(7) })
         .await
         .expect("a healthy call after ten unstorable keys");
     assert_eq!((out.how(), out.into_inner()), (How::Executed, 7));
@@ -145,7 +145,7 @@ async fn unstorable_keys_are_invalid_input(d: Dialect) {
     assert!(!nul.as_str().contains('\0'), "{nul:?}");
     let out = idem
         .guard("nul\0scene", &[&1u8])
-        .run(|_| async { Res::Ok(8) })
+        .run(|| async { Res::Ok(8) })
         .await
         .expect("a NUL scene is an ordinary, escaped key");
     assert_eq!((out.how(), out.into_inner()), (How::Executed, 8));

@@ -45,7 +45,7 @@ async fn round(idem: &Idem, biz: &Biz, keys: usize, callers: usize) -> Vec<How> 
                     Hooks::new()
                         .detect(|e: &anyhow::Error| Some(e.as_ref()))
                         .on_conflict(move || async move { Ok(b2.find(&no2).await?) }),
-                    |_| async move {
+                    || async move {
                         let id = b1.insert(&order_no).await?;
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         Ok::<_, anyhow::Error>(id)

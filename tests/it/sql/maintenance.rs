@@ -142,7 +142,7 @@ async fn ddl_applies_cleanly(d: Dialect) {
     let idem = handle(Arc::new(store));
     let out = idem
         .guard("ddl", &[&1u8])
-        .run(|f| async move { Res::Ok(f.get()) })
+        .run_fenced(|f| async move { Res::Ok(f.get()) })
         .await
         .unwrap();
     assert!(out.into_inner() > 0);

@@ -134,7 +134,7 @@ async fn worker_process_entry() {
                 Hooks::new()
                     .detect(|e: &anyhow::Error| Some(e.as_ref()))
                     .on_conflict(move || async move { Ok(b2.find(&no2).await?) }),
-                |_| async move {
+                || async move {
                     runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     let id = b1.insert(&order_no).await?;
                     tokio::time::sleep(Duration::from_millis(10)).await;

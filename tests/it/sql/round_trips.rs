@@ -33,7 +33,7 @@ fn expected(dialect: Dialect) -> (u64, u64, u64) {
 /// One guarded call whose body succeeds.
 async fn call(idem: &Idem, id: &str) -> How {
     idem.guard("order-create", &[&id])
-        .run(|_| async { Ok::<_, Error>("x".repeat(200)) })
+        .run(|| async { Ok::<_, Error>("x".repeat(200)) })
         .await
         .unwrap()
         .how()
@@ -43,7 +43,7 @@ async fn call(idem: &Idem, id: &str) -> How {
 async fn fail(idem: &Idem, id: &str) {
     let r = idem
         .guard("order-create", &[&id])
-        .run(|_| async { Err::<(), _>(Error::Config("no".into())) })
+        .run(|| async { Err::<(), _>(Error::Config("no".into())) })
         .await;
     assert!(r.is_err(), "the body's error is returned: {r:?}");
 }

@@ -110,7 +110,7 @@ async fn concurrent_callers_many_keys(d: Dialect) {
                         .guard("pay", &[&k])
                         .lease(lease)
                         .wait(wait)
-                        .run(|fence| async move {
+                        .run_fenced(|fence| async move {
                             runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                             tokio::time::sleep(Duration::from_millis(300)).await;
                             Res::Ok((k, fence.get()))
@@ -211,7 +211,7 @@ async fn unavailable_fails_closed(d: Dialect) {
     let ran = std::sync::atomic::AtomicBool::new(false);
     let r = idem
         .guard("pay", &[&1u8])
-        .run(|_| {
+        .run(|| {
             ran.store(true, std::sync::atomic::Ordering::SeqCst);
             async { Res::Ok(1) }
         })
@@ -250,7 +250,7 @@ async fn unavailable_fails_closed(d: Dialect) {
     assert!(source.downcast_ref::<sqlx::Error>().is_some(), "{source:?}");
     let r = handle(Arc::new(dead))
         .guard("pay", &[&2u8])
-        .run(|_| async { Res::Ok(2) })
+        .run(|| async { Res::Ok(2) })
         .await;
     match r {
         Err(AppErr::Idem(e @ Error::StoreUnavailable { .. })) => {
@@ -282,7 +282,7 @@ async fn degraded_backstop_same_database(d: Dialect) {
                 Hooks::new()
                     .detect(idem::std_error)
                     .on_conflict(move || async move { Ok(biz2.find("no-1").await?) }),
-                |_| async move { Res::Ok(biz.insert("no-1").await?) },
+                || async move { Res::Ok(biz.insert("no-1").await?) },
             )
             .await
         });
@@ -329,7 +329,7 @@ async fn garbage_row_is_codec(d: Dialect) {
     assert!(matches!(e, idem::store::StoreError::Codec(_)), "{e:?}");
     let r = idem
         .guard_key(key.clone())
-        .run(|_| async { Res::Ok(1) })
+        .run(|| async { Res::Ok(1) })
         .await;
     assert!(matches!(r, Err(AppErr::Idem(Error::Codec { .. }))), "{r:?}");
 }

@@ -143,7 +143,7 @@ async fn dropped_callers_release_never_overtakes_its_own_claim_postgres() {
         tokio::spawn(async move {
             idem.guard("race", &[&1u64])
                 .lease(lease)
-                .run(|_| async { Ok::<_, idem::Error>(1_i64) })
+                .run(|| async { Ok::<_, idem::Error>(1_i64) })
                 .await
         })
     };
@@ -158,7 +158,7 @@ async fn dropped_callers_release_never_overtakes_its_own_claim_postgres() {
         .guard("race", &[&1u64])
         .lease(lease)
         .wait(Duration::ZERO)
-        .run(|_| async { Ok::<_, idem::Error>(2_i64) })
+        .run(|| async { Ok::<_, idem::Error>(2_i64) })
         .await;
     match next {
         Ok(out) => assert_eq!(out.how(), How::Executed),

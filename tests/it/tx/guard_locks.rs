@@ -53,7 +53,7 @@ async fn held_claims_block_nothing<D: TestDb>() {
                     for i in 0..8 {
                         let r = idem
                             .guard("nested", &[&i])
-                            .run(|_fence| async move { Ok::<_, AppError>(i) })
+                            .run(|| async move { Ok::<_, AppError>(i) })
                             .await;
                         hows.push(r.map(|o| o.how()));
                     }
@@ -71,7 +71,7 @@ async fn held_claims_block_nothing<D: TestDb>() {
         tasks.spawn(async move {
             barrier.wait().await;
             idem.guard("unrelated", &[&i])
-                .run(|_fence| async move { Ok::<_, AppError>(i) })
+                .run(|| async move { Ok::<_, AppError>(i) })
                 .await
                 .map(|o| o.how())
         });

@@ -10,12 +10,13 @@
 //! small Lua script on one key, so they are atomic and touch one cluster slot.
 //!
 //! The claim is one of two commands. A caller that reads its fence (an
-//! `idem::Fence` parameter, the guard's default) runs the claim script, which
-//! stamps the server clock as fence. A caller that does not (an `#[idempotent]`
-//! function without a fence parameter, [`Guard::without_fence`](crate::Guard::without_fence))
-//! sends one native `SET <record> <claim> NX PX <lease> GET`: it takes an absent
-//! key or returns the record as it is, at about half the script's server cost
-//! (Redis runs scripts and commands on one thread; see `BENCHMARKS.md`). Only
+//! `idem::Fence` parameter, [`Guard::run_fenced`](crate::Guard::run_fenced))
+//! runs the claim script, which stamps the server clock as fence. A caller that
+//! does not (an `#[idempotent]` function without a fence parameter, the guard's
+//! default [`Guard::run`](crate::Guard::run)) sends one native
+//! `SET <record> <claim> NX PX <lease> GET`: it takes an absent key or returns
+//! the record as it is, at about half the script's server cost (Redis runs
+//! scripts and commands on one thread; see `BENCHMARKS.md`). Only
 //! when another owner holds the key does it ask the script for the holder's
 //! remaining lease (a second round trip, before waiting).
 //!
