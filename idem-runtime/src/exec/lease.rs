@@ -11,8 +11,9 @@
 //! budget, `Policy::op_budget`), leaves two full attempts before the lease can lapse.
 
 use std::convert::Infallible;
-use std::future::Future;
+use std::future::{Future, poll_fn};
 use std::pin::pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -63,7 +64,14 @@ impl Exec {
         live: Option<&Liveness>,
         body: F,
     ) -> F::Output {
-        let body = pin!(body);
+        let mut body = pin!(body);
+        // A body that is done at its first poll never needs renewing: the
+        // watchdog (a box, a timer armed and cancelled) is only built for one
+        // that is still running, from the same instants (`held.sent`), so its
+        // renewals come exactly when they would have (issue 29).
+        if let Poll::Ready(r) = poll_fn(|cx| Poll::Ready(body.as_mut().poll(cx))).await {
+            return r;
+        }
         tokio::select! {
             biased;
             r = body => r,
