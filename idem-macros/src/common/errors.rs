@@ -41,8 +41,13 @@ impl Errors {
 
     /// Records that the required `option` is missing, unless a misspelt
     /// option already reported stands for it (one error per mistake).
-    pub(crate) fn missing(&mut self, option: &str, span: Span, msg: impl std::fmt::Display) {
-        if !self.suggested.iter().any(|s| *s == option) {
+    pub(crate) fn missing(
+        &mut self,
+        option: &'static str,
+        span: Span,
+        msg: impl std::fmt::Display,
+    ) {
+        if !self.suggested.contains(&option) {
             self.at(span, msg);
         }
     }

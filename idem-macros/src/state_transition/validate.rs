@@ -36,7 +36,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     let ret = item::wrapped_result_type(&TABLE, &item.sig, "Transition", errors);
     let params = Params::of(item, errors);
     let at = item.sig.ident.span();
-    let need = |name: &str, errors: &mut Errors| {
+    let need = |name: &'static str, errors: &mut Errors| {
         errors.missing(
             name,
             at,

@@ -37,8 +37,11 @@ pub async fn no_overlap(store: Arc<dyn Store>) {
             barrier.wait().await;
             let (inside, max_inside, fences) = (&inside, &max_inside, &fences);
             for _ in 0..20 {
+                // A lease sized for a loaded machine: a holder descheduled
+                // past a 2 s lease would (as documented) lose it to the next
+                // contender, and this test asserts mutual exclusion in time.
                 idem.lock("lock:overlap", &[&"shared"])
-                    .lease(LEASE)
+                    .lease(Duration::from_secs(15))
                     .wait(Duration::from_secs(60))
                     .run(|grant| async move {
                         let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
