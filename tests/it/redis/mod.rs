@@ -2,12 +2,16 @@
 
 #[cfg(feature = "redis")]
 pub mod cluster;
+#[cfg(feature = "redis")]
+pub mod costs;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 pub mod faults;
 #[cfg(feature = "redis")]
 pub mod native;
 #[cfg(feature = "redis")]
 pub mod procs;
+#[cfg(all(feature = "redis", feature = "sqlite"))]
+pub mod stalls;
 #[cfg(feature = "redis")]
 pub mod store;
 #[cfg(feature = "redis-tls")]

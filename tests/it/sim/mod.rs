@@ -30,6 +30,7 @@ mod regressions;
 mod rng;
 mod run;
 mod schedule;
+mod sim_error;
 mod tech;
 
 use std::collections::BTreeMap;
