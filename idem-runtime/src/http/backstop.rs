@@ -20,9 +20,9 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::Request;
 
-use super::body::{self, Collected};
-use super::keep::Keeping;
+use super::layer::Settings;
 use super::stored::StoredResponse;
+use crate::error::Error;
 use crate::hooks::OnConflict;
 
 /// The error behind a handler's response, attached as a response extension so
@@ -81,27 +81,25 @@ where
 }
 
 /// One request's lookup, in the engine's [`OnConflict`] form: `None` without
-/// an `on_conflict` (the layer then answers `Error::Duplicate`). Its
-/// response is stored as a first response is (the keeping rule's headers
-/// and body limit).
+/// an `on_conflict` (the layer then answers `Error::Duplicate`). Its response
+/// is kept as a first response is ([`StoredResponse::capture_with`] under the
+/// layer's keeping rule), and this request gets it whole.
 pub(super) struct LayerConflict {
-    pub(super) lookup: Option<Arc<ConflictFn>>,
-    pub(super) request: Request<Bytes>,
-    pub(super) keep: Keeping,
+    /// The lookup and the request it is given; built only on a route that has
+    /// both a backstop and a lookup, so other requests copy nothing.
+    pub(super) lookup: Option<(Arc<ConflictFn>, Request<Bytes>)>,
+    pub(super) settings: Arc<Settings>,
 }
 
-impl<E: Send> OnConflict<StoredResponse, E> for LayerConflict {
+impl<E: From<Error> + Send> OnConflict<StoredResponse, E> for LayerConflict {
     type Future = Pin<Box<dyn Future<Output = Result<StoredResponse, E>> + Send>>;
 
     fn start(self) -> Option<Self::Future> {
-        let lookup = self.lookup?;
-        let (request, keep) = (self.request, self.keep);
+        let (lookup, request) = self.lookup?;
+        let settings = self.settings;
         Some(Box::pin(async move {
-            let (parts, body) = lookup(request).await.into_parts();
-            Ok(match body::collect(body, keep.body_limit).await {
-                Collected::Whole(bytes) => StoredResponse::new(&parts, &keep, &bytes),
-                Collected::Passed(why, _) => StoredResponse::without_body(&parts, &keep, why),
-            })
+            let response = lookup(request).await;
+            Ok(StoredResponse::capture_with(response, &settings.keep).await?)
         }))
     }
 }

@@ -206,10 +206,13 @@ where
         .technique(Technique::Http);
     cfg.durations.apply(&mut guard.policy);
     guard.policy.backstop.clone_from(&cfg.backstop);
+    let lookup = match (&cfg.backstop, &cfg.on_conflict) {
+        (Some(_), Some(f)) => Some((f.clone(), Request::from_parts(parts.clone(), bytes.clone()))),
+        _ => None,
+    };
     let hooks = Hooks::new().detect(cause_of).on_conflict(LayerConflict {
-        lookup: cfg.on_conflict.clone(),
-        request: Request::from_parts(parts.clone(), bytes.clone()),
-        keep: cfg.keep.clone(),
+        lookup,
+        settings: cfg.clone(),
     });
     let req = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
     // The first response keeps all its headers and its whole body; only its
