@@ -159,7 +159,7 @@ impl Exec {
         key: &str,
         budget: Duration,
         queue: Duration,
-        mut sent: Option<&mut Instant>,
+        sent: Option<&mut Instant>,
         background: bool,
         held: bool,
         mut f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
@@ -170,15 +170,9 @@ impl Exec {
         let _turn = if held {
             None
         } else {
-            self.turn(op, budget, queue, sent.as_deref_mut()).await?
+            self.turn(op, budget, queue, sent).await?
         };
-        // A new claim's send instant was read when its attempt began (moved to
-        // its turn if it queued): the operation starts then, one clock read
-        // fewer per call (issue 29).
-        let mut t0 = match sent {
-            Some(s) => *s,
-            None => Instant::now(),
-        };
+        let mut t0 = Instant::now();
         let deadline = t0 + budget;
         let mut attempt = 0u32;
         loop {
