@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use idem::db::Dialect;
 use idem::store::RecordState;
-use idem::store::sql::Dialect;
 use idem::{Idem, Key, KeyPart, Store};
 use serde_json::json;
 

@@ -4,7 +4,9 @@
 
 mod support;
 
-use idem::store::sql::{Dialect, TableNames, ddl};
+use idem::db::Dialect;
+
+use idem::store::sql::{TableNames, ddl};
 use support::idem;
 
 #[test]

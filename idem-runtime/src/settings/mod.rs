@@ -33,12 +33,6 @@ use serde::{Deserialize, Deserializer};
 use crate::policy::LockPolicy;
 use crate::policy::Policy;
 
-/// Durations as text (`"30s"`, `"1h 30m"`): the grammar the macros' literals
-/// use too, from the `idem-duration` crate.
-pub mod text {
-    pub use idem_duration::parse;
-}
-
 /// Durations of guarded calls and locks, each optional: what is left `None`
 /// falls through to the next level (see the [module docs](self)).
 ///
@@ -243,7 +237,9 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
             "a duration must be greater than zero",
         )),
         Some(Raw::Millis(ms)) => Ok(Some(Duration::from_millis(ms))),
-        Some(Raw::Text(t)) => text::parse(&t).map(Some).map_err(serde::de::Error::custom),
+        Some(Raw::Text(t)) => idem_duration::parse(&t)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
     }
 }
 

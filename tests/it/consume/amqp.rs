@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idem::consume::{ConsumerOptions, Counters, amqp, shutdown};
-use idem::store::sql::Dialect;
+use idem::db::Dialect;
 
 use crate::consume::amqp_support::{TestQueue, amqp_url, channel, depth, publish_with_duplicates};
 use crate::consume::handler::{CrashAfter, handle_delivery, stop_when_idle};

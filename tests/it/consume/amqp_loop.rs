@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idem::consume::{ConsumerOptions, Counters, amqp, shutdown};
-use idem::store::sql::Dialect;
+use idem::db::Dialect;
 use lapin::BasicProperties;
 use lapin::options::BasicPublishOptions;
 

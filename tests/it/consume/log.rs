@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem::consume::{LogTable, Message, consume_once};
-use idem::store::sql::Dialect;
+use idem::db::Dialect;
 use idem::{Consumed, DuplicateOf};
 
 use crate::consume::support::{LogDb, Pool};

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer::pull, stream};
 use idem::consume::{ConsumerOptions, Counters, nats, shutdown};
-use idem::store::sql::Dialect;
+use idem::db::Dialect;
 
 use crate::consume::handler::{RefundMsg, handle_delivery, stop_when_idle};
 use crate::consume::support::LogDb;

@@ -8,7 +8,9 @@
 use std::str::FromStr as _;
 use std::time::Duration;
 
-use idem::store::sql::{Dialect, SqlStore};
+use idem::db::Dialect;
+
+use idem::store::sql::SqlStore;
 
 use crate::support::sql::{TempDir, mysql_url, pg_url, suffix};
 

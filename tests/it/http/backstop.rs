@@ -12,8 +12,8 @@ use axum::Router;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use http::StatusCode;
+use idem::db::Dialect;
 use idem::http::{ErrorCause, IdempotencyLayer};
-use idem::store::sql::Dialect;
 use idem::{FaultyStore, Idem, MemoryStore};
 
 use crate::http::support::{Client, serve};

@@ -333,6 +333,6 @@ mod redis_cluster {
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 mod postgres {
     crate::lock::stores::lock_suite!(
-        crate::support::sql::conformance_store(idem::store::sql::Dialect::Postgres).await
+        crate::support::sql::conformance_store(idem::db::Dialect::Postgres).await
     );
 }

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idem::consume::Counters;
+use idem::db::Dialect;
 use idem::outbox::RelayCounters as R;
-use idem::store::sql::{Dialect, SqlStore};
+use idem::store::sql::SqlStore;
 
 use crate::consume::support::LogDb;
 use crate::outbox::brokers::Target;

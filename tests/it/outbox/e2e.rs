@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use idem::consume::Counters;
+use idem::db::Dialect;
 use idem::outbox::RelayCounters as R;
-use idem::store::sql::Dialect;
 
 use crate::outbox::brokers::{Broker, Target};
 use crate::outbox::support::{

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
+use idem::db::Dialect;
 use idem::outbox::{Outbox, OutboxTable};
-use idem::store::sql::Dialect;
 
 use crate::outbox::support::{OrderMsg, business_tx, producer_db, try_business_tx};
 use crate::support::{AppError, Counter};

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use idem::consume::Counters;
+use idem::db::Dialect;
 use idem::outbox::{Outbox, RelayCounters as R};
-use idem::store::sql::Dialect;
 
 use crate::outbox::brokers::{NatsServer, Target, TestStream};
 use crate::outbox::support::{

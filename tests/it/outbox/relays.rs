@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::jetstream;
+use idem::db::Dialect;
 use idem::outbox::{MessageId, OutboxTable, RelayCounters as R};
-use idem::store::sql::Dialect;
 
 use crate::outbox::brokers::{Target, nats_client, nats_url};
 use crate::outbox::support::{OrderMsg, business_tx, enqueue_many, producer_db, relay_opts};

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use idem::Consumed;
 use idem::consume::{Counters, Delivery, Shutdown};
+use idem::db::Dialect;
 use idem::outbox::{MessageId, OutboxTable, Relay};
-use idem::store::sql::Dialect;
 
 use crate::consume::support::{LogDb, Pool};
 use crate::support::AppError;

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use idem::db::Dialect;
 use idem::outbox::RelayCounters as R;
-use idem::store::sql::Dialect;
 use lapin::BasicProperties;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 

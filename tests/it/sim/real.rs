@@ -192,7 +192,7 @@ fn sim_real_time_memory_store_schedules() {
 /// SQLite temp file) shared by all schedules of a run, each under its own
 /// namespace; created on first use inside the run's runtime, dropped with it.
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-fn sql_tables(dialect: idem::store::sql::Dialect) -> StoreFactory {
+fn sql_tables(dialect: idem::db::Dialect) -> StoreFactory {
     use crate::support::sql::Fixture;
     let cell: Arc<tokio::sync::OnceCell<Fixture>> = Arc::default();
     Arc::new(move |_| {
@@ -208,7 +208,7 @@ fn sql_tables(dialect: idem::store::sql::Dialect) -> StoreFactory {
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 #[test]
 fn sim_sqlite_store_schedules() {
-    let make = sql_tables(idem::store::sql::Dialect::Sqlite);
+    let make = sql_tables(idem::db::Dialect::Sqlite);
     run_real_schedules("sqlite", real_seeds(200), 100, make);
 }
 
@@ -217,7 +217,7 @@ fn sim_sqlite_store_schedules() {
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 #[test]
 fn sim_postgres_store_schedules() {
-    let make = sql_tables(idem::store::sql::Dialect::Postgres);
+    let make = sql_tables(idem::db::Dialect::Postgres);
     run_real_schedules("postgres", real_seeds(200), 60, make);
 }
 
@@ -225,6 +225,6 @@ fn sim_postgres_store_schedules() {
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 #[test]
 fn sim_mysql_store_schedules() {
-    let make = sql_tables(idem::store::sql::Dialect::MySql);
+    let make = sql_tables(idem::db::Dialect::MySql);
     run_real_schedules("mysql", real_seeds(200), 60, make);
 }

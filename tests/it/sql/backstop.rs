@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use idem::backstop::{ConstraintCatalog, UniqueViolation, find_unique_violation};
-use idem::store::sql::Dialect;
+use idem::db::Dialect;
 use idem::{Error, FaultyStore, Hooks, How, Idem, MemoryStore};
 
 use crate::support::sql::{Biz, BizPool, Fixture};

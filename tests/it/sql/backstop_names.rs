@@ -5,7 +5,7 @@
 //! missing constraint and the closest existing name. On PostgreSQL, MariaDB
 //! and SQLite.
 
-use idem::store::sql::Dialect;
+use idem::db::Dialect;
 use std::sync::Arc;
 
 use idem::{Error, FaultyStore, Idem, MemoryStore};

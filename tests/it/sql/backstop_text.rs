@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use idem::backstop::find_unique_violation;
-use idem::store::sql::Dialect;
+use idem::db::Dialect;
 use idem::{FaultyStore, Hooks, How, Idem, MemoryStore};
 
 use crate::support::sql::{Biz, Fixture};

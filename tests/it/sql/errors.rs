@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use idem::db::Dialect;
 use idem::store::Owner;
-use idem::store::sql::Dialect;
 use idem::{Error, How, Idem, Store};
 
 use crate::sql::store::{AppErr, Res, fence_of, handle, req};

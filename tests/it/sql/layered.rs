@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem::store::sql::Dialect;
+use idem::db::Dialect;
 use idem::{FaultyStore, Hooks, How, Idem, MemoryStore};
 use tokio::sync::Barrier;
 

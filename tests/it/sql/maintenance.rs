@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem::Store;
-use idem::store::sql::{Dialect, SqlStore, TableNames, ddl};
+use idem::db::Dialect;
+use idem::store::sql::{SqlStore, TableNames, ddl};
 use idem::store::{Claim, Owned, Owner, RecordState};
 
 use crate::sql::store::{Res, fence_of, handle, req};

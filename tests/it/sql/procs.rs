@@ -9,7 +9,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem::store::sql::{Dialect, SqlStore, TableNames};
+use idem::db::Dialect;
+
+use idem::store::sql::{SqlStore, TableNames};
 use idem::{Hooks, How, Idem};
 
 use crate::support::sql::{Biz, BizPool, Fixture, pg_url};

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use idem::db::Dialect;
 use idem::fingerprint::Fingerprint;
-use idem::store::sql::Dialect;
 use idem::store::{Claim, ClaimRequest, Owner};
 use idem::{Error, How, Idem, Store};
 

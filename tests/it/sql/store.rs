@@ -8,8 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use idem::db::Dialect;
 use idem::fingerprint::Fingerprint;
-use idem::store::sql::{Dialect, SqlStore};
+use idem::store::sql::SqlStore;
 use idem::store::{Claim, ClaimRequest, Owned, Owner};
 use idem::{Error, FaultyStore, Hooks, How, Idem, Store};
 use tokio::sync::Barrier;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use idem::store::sql::Dialect;
+use idem::db::Dialect;
 
 use super::sql::{Cleanup, Fixture, mysql_url, pg_url, suffix};
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem::store::sql::Dialect;
+use idem::db::Dialect;
 
 use super::sql::Fixture;
 

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem::store::sql::{Dialect, SqlStore, TableNames};
+use idem::db::Dialect;
+
+use idem::store::sql::{SqlStore, TableNames};
 
 pub(crate) fn pg_url() -> String {
     std::env::var("IDEM_PG_URL")
@@ -317,15 +319,15 @@ macro_rules! per_database {
     ($($case:ident),* $(,)?) => {
         mod postgres { $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(idem::store::sql::Dialect::Postgres).await }
+            async fn $case() { super::$case(idem::db::Dialect::Postgres).await }
         )* }
         mod mariadb { $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(idem::store::sql::Dialect::MySql).await }
+            async fn $case() { super::$case(idem::db::Dialect::MySql).await }
         )* }
         mod sqlite { $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(idem::store::sql::Dialect::Sqlite).await }
+            async fn $case() { super::$case(idem::db::Dialect::Sqlite).await }
         )* }
     };
 }

@@ -101,9 +101,9 @@ macro_rules! for_each_store {
             memory        [all()] [$crate::support::stores::memory()] [1000];
             redis         [feature = "redis"] [$crate::support::stores::redis().await] [$crate::support::stores::redis_keys()];
             redis_cluster [feature = "redis"] [$crate::support::stores::redis_cluster().await] [$crate::support::stores::redis_keys()];
-            postgres      [all(feature = "postgres", feature = "mysql", feature = "sqlite")] [$crate::support::sql::conformance_store(idem::store::sql::Dialect::Postgres).await] [$crate::support::sql::many_keys(idem::store::sql::Dialect::Postgres)];
-            mariadb       [all(feature = "postgres", feature = "mysql", feature = "sqlite")] [$crate::support::sql::conformance_store(idem::store::sql::Dialect::MySql).await] [$crate::support::sql::many_keys(idem::store::sql::Dialect::MySql)];
-            sqlite        [all(feature = "postgres", feature = "mysql", feature = "sqlite")] [$crate::support::sql::conformance_store(idem::store::sql::Dialect::Sqlite).await] [$crate::support::sql::many_keys(idem::store::sql::Dialect::Sqlite)];
+            postgres      [all(feature = "postgres", feature = "mysql", feature = "sqlite")] [$crate::support::sql::conformance_store(idem::db::Dialect::Postgres).await] [$crate::support::sql::many_keys(idem::db::Dialect::Postgres)];
+            mariadb       [all(feature = "postgres", feature = "mysql", feature = "sqlite")] [$crate::support::sql::conformance_store(idem::db::Dialect::MySql).await] [$crate::support::sql::many_keys(idem::db::Dialect::MySql)];
+            sqlite        [all(feature = "postgres", feature = "mysql", feature = "sqlite")] [$crate::support::sql::conformance_store(idem::db::Dialect::Sqlite).await] [$crate::support::sql::many_keys(idem::db::Dialect::Sqlite)];
         );
     };
     (@each [$($suite:tt)*] $name:ident [$($cfg:tt)*] [$store:expr] [$keys:expr]; $($rest:tt)*) => {

@@ -8,7 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem::store::sql::{Dialect, TableNames, ddl};
+use idem::db::Dialect;
+
+use idem::store::sql::{TableNames, ddl};
 use idem::store::token::{TokenStore, TokenTake};
 use idem::store::{Owned, Owner, StoreError};
 use idem::{Error, Store};

@@ -15,7 +15,8 @@ use super::{Dialect, PURGE_BATCH, TableNames};
 /// migration tool, or call `migrate()`.
 ///
 /// ```
-/// use idem::store::sql::{ddl, Dialect, TableNames};
+/// use idem::db::Dialect;
+/// use idem::store::sql::{ddl, TableNames};
 /// let text = ddl(Dialect::Postgres, &TableNames::default());
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_records"));
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_tokens"));

@@ -152,7 +152,7 @@ mod token_sql;
 pub(crate) mod tx_marks;
 mod tx_tables;
 
-pub use crate::db::Dialect;
+pub(crate) use crate::db::Dialect;
 pub use builder::SqlStoreBuilder;
 pub(crate) use catalog::lookup_on;
 pub use catalog::{EXPRESSION, SqlConstraints};
