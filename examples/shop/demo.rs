@@ -246,12 +246,16 @@ pub(crate) async fn run(shop: &Shop, base: &str) -> Result<Report, BoxError> {
         .await?;
 
     // A form submitted twice with one token.
-    let issued: serde_json::Value = serde_json::from_str(
-        &http
-            .send(Method::GET, "/forms/feedback", &[], "")
-            .await?
-            .body,
-    )?;
+    let issued = http.send(Method::GET, "/forms/feedback", &[], "").await?;
+    if !issued.status.is_success() {
+        // Posting an empty token would only show as a puzzling `(409, 409)`.
+        return Err(format!(
+            "issuing the form's token: {} {}",
+            issued.status, issued.body
+        )
+        .into());
+    }
+    let issued: serde_json::Value = serde_json::from_str(&issued.body)?;
     let form = format!(
         r#"{{"token":"{}","text":"fast delivery"}}"#,
         issued["token"].as_str().unwrap_or_default()
