@@ -122,7 +122,7 @@ crate::support::sql::per_database!(generic: cancelled_mid_body_then_committed_ke
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_callers_release_never_overtakes_its_own_claim_postgres() {
     use crate::support::sql::{Fixture, pg_url};
-    let fx = Fixture::new(idem::store::sql::Dialect::Postgres).await;
+    let fx = Fixture::new(idem::db::Dialect::Postgres).await;
     let idem = Idem::builder()
         .shared_store(fx.dyn_store())
         .namespace(unique_ns("engrace"))
@@ -130,7 +130,9 @@ async fn dropped_callers_release_never_overtakes_its_own_claim_postgres() {
         .op_timeout(crate::support::TEST_OP_TIMEOUT)
         .build()
         .unwrap();
-    let lease = Duration::from_secs(3);
+    // Long, so that "free within half of it" tells a release from a lapse on
+    // a loaded machine.
+    let lease = Duration::from_secs(30);
     let pool = sqlx::PgPool::connect(&pg_url()).await.unwrap();
     let mut blocker = pool.begin().await.unwrap();
     idem.guard("race", &[&1u64])
@@ -153,15 +155,22 @@ async fn dropped_callers_release_never_overtakes_its_own_claim_postgres() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     // The queued claim goes through now.
     blocker.rollback().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    let next = idem
-        .guard("race", &[&1u64])
-        .lease(lease)
-        .wait(Duration::ZERO)
-        .run(|| async { Ok::<_, idem::Error>(2_i64) })
-        .await;
-    match next {
-        Ok(out) => assert_eq!(out.how(), How::Executed),
-        Err(e) => panic!("the key is blocked after the dropped caller's claim: {e}"),
+    // The dropped caller's release follows its claim in the background: the
+    // key must come free well before the lease could lapse.
+    let deadline = tokio::time::Instant::now() + lease / 2;
+    loop {
+        let next = idem
+            .guard("race", &[&1u64])
+            .lease(lease)
+            .wait(Duration::ZERO)
+            .run(|| async { Ok::<_, idem::Error>(2_i64) })
+            .await;
+        match next {
+            Ok(out) => break assert_eq!(out.how(), How::Executed),
+            Err(idem::Error::InProgress { .. }) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("the key is blocked after the dropped caller's claim: {e}"),
+        }
     }
 }
