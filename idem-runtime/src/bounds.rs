@@ -21,7 +21,10 @@ use crate::error::Error;
 )]
 pub trait Returns: IsResult<Ok: Storable, Err: IdemErrorInto> {}
 
-impl<T: Storable, E: IdemErrorInto> Returns for Result<T, E> {}
+// Blanket over `IsResult`, so a bound spelled by its parts
+// (`R: IsResult<Ok: Storable, Err: IdemErrorInto>`, as the expansion's local
+// `__idem_run` has it) proves `Returns`.
+impl<R: IsResult<Ok: Storable, Err: IdemErrorInto>> Returns for R {}
 
 /// A result value that can be stored and replayed. One bound, so a type missing
 /// several of them is one error at the user's return type (`do_not_recommend`
@@ -46,6 +49,18 @@ pub trait TerminalError: Serialize + DeserializeOwned {}
 
 #[diagnostic::do_not_recommend]
 impl<E: Serialize + DeserializeOwned> TerminalError for E {}
+
+/// A value named in `fingerprint = [..]`: it is serialized into the request's
+/// fingerprint, so a repeat with other values is told apart.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be part of a request fingerprint",
+    label = "named in `fingerprint = [..]`, so it must implement `Serialize`",
+    note = "derive `serde::Serialize` for the value's type, or leave it out of `fingerprint`"
+)]
+pub trait Fingerprinted: Serialize {}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + ?Sized> Fingerprinted for T {}
 
 /// A business error that can carry an `idem::Error`.
 #[diagnostic::on_unimplemented(

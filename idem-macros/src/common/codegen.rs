@@ -154,7 +154,22 @@ pub(crate) fn duration_hooks(dynamic: &[(&str, syn::Expr)]) -> TokenStream {
     for (name, e) in dynamic {
         let at = syn::spanned::Spanned::span(e);
         let name = Ident::new(name, at);
-        hooks.extend(quote_spanned!(at=> .#name(#e)));
+        // Through a typed `let`: a value that is not a `Duration` is a plain
+        // mismatch at the expression, with no "method defined here" in idem.
+        hooks.extend(quote_spanned!(at=> .#name({
+            let __idem_d: ::core::time::Duration = #e;
+            __idem_d
+        })));
     }
     hooks
+}
+
+/// `handle = expr` → `.handle(..)` through a typed `let`, so an expression that
+/// is not an `&Idem` is a plain mismatch at it (no "method defined here" in idem).
+pub(crate) fn handle_hook(krate: &TokenStream, h: &syn::Expr) -> TokenStream {
+    let at = syn::spanned::Spanned::span(h);
+    quote_spanned!(at=> .handle({
+        let __idem_h: &#krate::Idem = #h;
+        __idem_h
+    }))
 }

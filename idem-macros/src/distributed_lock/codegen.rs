@@ -3,7 +3,6 @@
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
-use syn::spanned::Spanned;
 
 use super::validate::Plan;
 use crate::common::codegen::{self, duration_fields, duration_hooks};
@@ -26,7 +25,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
     let ret = plan.ret;
     let mut hooks = TokenStream::new();
     if let Some(h) = &plan.handle {
-        hooks.extend(quote_spanned!(h.span()=> .handle(#h)));
+        hooks.extend(codegen::handle_hook(&krate, h));
     }
     hooks.extend(duration_hooks(&plan.durations.dynamic));
     let (mut cell, mut take) = (TokenStream::new(), TokenStream::new());

@@ -100,18 +100,19 @@ fn backstop_decl(krate: &TokenStream, own_handle: bool) -> TokenStream {
 
 /// The hooks every guarded call may have: `.handle(h)`, `.ttl(expr)` (the
 /// durations written as expressions), `.fingerprint_with(..)`.
-fn common_hooks(plan: &Plan<'_>) -> TokenStream {
+fn common_hooks(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
     let mut hooks = TokenStream::new();
     if let Some(h) = &plan.handle {
-        hooks.extend(quote_spanned!(h.span()=> .handle(#h)));
+        hooks.extend(codegen::handle_hook(krate, h));
     }
     hooks.extend(duration_hooks(&plan.durations.dynamic));
     if !plan.fingerprint.is_empty() {
         let adds = plan
             .fingerprint
             .iter()
-            .map(|p| quote_spanned!(p.span()=> .add(&#p)));
-        hooks.extend(quote!(.fingerprint_with(|__idem_fp| { __idem_fp #(#adds)*; })));
+            .map(|p| quote_spanned!(p.span()=> __idem_fp_add(__idem_fp, &#p);));
+        let check = super::checks::fingerprint(krate);
+        hooks.extend(quote!(.fingerprint_with(|__idem_fp| { #check #(#adds)* })));
     }
     hooks
 }
@@ -153,7 +154,7 @@ fn tx_call(
 /// then `run::<R, _, _>(__idem_call, async { fake return; { body } }).await`.
 fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream {
     let ret = plan.ret;
-    let mut hooks = common_hooks(plan);
+    let mut hooks = common_hooks(plan, krate);
     if let Some(tx) = &plan.tx {
         return tx_call(plan, krate, body, hooks, tx);
     }
@@ -175,8 +176,10 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
         };
         hooks.extend(quote!(.on_conflict(|| #lookup)));
     }
+    let mut checks = super::checks::run(krate);
     if let Some(path) = &plan.terminal {
-        hooks.extend(quote_spanned!(path.span()=> .terminal(#path)));
+        checks.extend(super::checks::terminal(krate));
+        hooks.extend(quote_spanned!(path.span()=> .terminal(__idem_terminal(#path))));
     }
     if let Some(piece) = &plan.token {
         // `AsRef<str>`: a `String`, `&str` or token newtype carries the token.
@@ -199,14 +202,17 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
         }
     };
     if plan.reply {
-        return reply_call(plan, krate, cell, hooks, body);
+        return reply_call(plan, krate, cell, hooks, body, checks);
     }
+    // The call spans the return type: an unmet bound is reported there.
+    let run = super::checks::run_call(ret, &quote!(#ret), body);
     quote! {
+        #checks
         #cell
-        // `Guarded::<ReturnType>` and `run::<ReturnType, ..>` name the user's type,
-        // so a result that cannot be stored is one error there (cached 0043a).
+        // `Guarded::<ReturnType>` and `__idem_run::<ReturnType, ..>` name the
+        // user's type, so a result that cannot be stored is one error there.
         let __idem_call = #krate::__private::Guarded::<#ret>::new(&__IDEM_SPEC, __idem_key) #hooks;
-        #krate::__private::run::<#ret, _, _>(__idem_call, #body).await
+        #run.await
     }
 }
 
@@ -222,15 +228,15 @@ fn reply_call(
     cell: TokenStream,
     hooks: TokenStream,
     body: TokenStream,
+    checks: TokenStream,
 ) -> TokenStream {
     let ret = plan.ret;
     let typed = quote!(#krate::__private::Http<#ret>);
-    let run = quote! {
-        #krate::__private::run::<#typed, _, _>(
-            __idem_call,
-            async { #krate::__private::Http::keep(&__idem_unkept, #body.await) },
-        )
-    };
+    let run = super::checks::run_call(
+        ret,
+        &typed,
+        quote!(async { #krate::__private::Http::keep(&__idem_unkept, #body.await) }),
+    );
     let finish = match super::reply::is_json_reply(ret) {
         true => quote! {
             #krate::__private::finish_marked::<#ret, _>(
@@ -241,6 +247,7 @@ fn reply_call(
         false => quote!(#krate::__private::finish::<#ret>(&__idem_unkept, #run.await)),
     };
     quote! {
+        #checks
         #cell
         let __idem_unkept = #krate::__private::Unkept::<#ret>::new();
         let __idem_call = #krate::__private::Guarded::<#typed>::new(&__IDEM_SPEC, __idem_key) #hooks;

@@ -4,6 +4,7 @@
 //! rust-analyzer keep working (tokio #4162, thiserror's fallback).
 
 mod args;
+mod checks;
 mod codegen;
 mod reply;
 mod token;

@@ -17,15 +17,43 @@ async fn create_order(
         .lit(":")
         .arg(&req.order_no)
         .finish();
+    #[allow(clippy::type_complexity)]
+    fn __idem_run<'a, R, C, Fut>(
+        call: ::idem::__private::Guarded<'a, R, C>,
+        body: Fut,
+    ) -> ::core::pin::Pin<
+        ::std::boxed::Box<
+            dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
+        >,
+    >
+    where
+        R: ::idem::bounds::IsResult<
+                Ok: ::idem::bounds::Storable,
+                Err: ::idem::bounds::IdemErrorInto,
+            > + 'a,
+        C: ::idem::__private::OnConflict<R::Ok, R::Err> + 'a,
+        Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
+    {
+        ::idem::__private::run(call, body)
+    }
     let __idem_unkept = ::idem::__private::Unkept::<
         Result<(StatusCode, Json<Order>), AppError>,
     >::new();
     let __idem_call = ::idem::__private::Guarded::<
         ::idem::__private::Http<Result<(StatusCode, Json<Order>), AppError>>,
     >::new(&__IDEM_SPEC, __idem_key)
-        .handle(&app.idem)
+        .handle({
+            let __idem_h: &::idem::Idem = &app.idem;
+            __idem_h
+        })
         .fingerprint_with(|__idem_fp| {
-            __idem_fp.add(&req);
+            fn __idem_fp_add<T: ::idem::bounds::Fingerprinted + ?::core::marker::Sized>(
+                fp: &mut ::idem::__private::FingerprintBuilder,
+                value: &T,
+            ) {
+                fp.add(value);
+            }
+            __idem_fp_add(__idem_fp, &req);
         })
         .detect(|__idem_e| ::idem::__private::detect!(__idem_e))
         .on_conflict(|| ::idem::__private::stored(find_order(&app, &user, &req)));
@@ -35,7 +63,7 @@ async fn create_order(
     >(
         &__idem_unkept,
         ::idem::__private::reported(
-                ::idem::__private::run::<
+                __idem_run::<
                     ::idem::__private::Http<Result<(StatusCode, Json<Order>), AppError>>,
                     _,
                     _,

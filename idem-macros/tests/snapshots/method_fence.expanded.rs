@@ -19,16 +19,43 @@ impl Payments {
             .lit(":")
             .arg(&cmd.order_no)
             .finish();
+        #[allow(clippy::type_complexity)]
+        fn __idem_run<'a, R, C, Fut>(
+            call: ::idem::__private::Guarded<'a, R, C>,
+            body: Fut,
+        ) -> ::core::pin::Pin<
+            ::std::boxed::Box<
+                dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
+            >,
+        >
+        where
+            R: ::idem::bounds::IsResult<
+                    Ok: ::idem::bounds::Storable,
+                    Err: ::idem::bounds::IdemErrorInto,
+                > + 'a,
+            C: ::idem::__private::OnConflict<R::Ok, R::Err> + 'a,
+            Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
+        {
+            ::idem::__private::run(call, body)
+        }
         let __idem_fence = ::idem::__private::FenceCell::new();
         let __idem_call = ::idem::__private::Guarded::<
             Result<Receipt, PayError>,
         >::new(&__IDEM_SPEC, __idem_key)
-            .handle(&self.idem)
+            .handle({
+                let __idem_h: &::idem::Idem = &self.idem;
+                __idem_h
+            })
             .fingerprint_with(|__idem_fp| {
-                __idem_fp.add(&cmd);
+                fn __idem_fp_add<
+                    T: ::idem::bounds::Fingerprinted + ?::core::marker::Sized,
+                >(fp: &mut ::idem::__private::FingerprintBuilder, value: &T) {
+                    fp.add(value);
+                }
+                __idem_fp_add(__idem_fp, &cmd);
             })
             .fence(&__idem_fence);
-        ::idem::__private::run::<
+        __idem_run::<
             Result<Receipt, PayError>,
             _,
             _,

@@ -19,12 +19,31 @@ pub async fn create_order(
         .lit(":")
         .arg(&req_id)
         .finish();
+    #[allow(clippy::type_complexity)]
+    fn __idem_run<'a, R, C, Fut>(
+        call: ::idem::__private::Guarded<'a, R, C>,
+        body: Fut,
+    ) -> ::core::pin::Pin<
+        ::std::boxed::Box<
+            dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
+        >,
+    >
+    where
+        R: ::idem::bounds::IsResult<
+                Ok: ::idem::bounds::Storable,
+                Err: ::idem::bounds::IdemErrorInto,
+            > + 'a,
+        C: ::idem::__private::OnConflict<R::Ok, R::Err> + 'a,
+        Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
+    {
+        ::idem::__private::run(call, body)
+    }
     let __idem_call = ::idem::__private::Guarded::<
         Result<Order, AppError>,
     >::new(&__IDEM_SPEC, __idem_key)
         .detect(|__idem_e| ::idem::__private::detect!(__idem_e))
         .on_conflict(|| find_order(&db, &user_id, &req_id, &req));
-    ::idem::__private::run::<
+    __idem_run::<
         Result<Order, AppError>,
         _,
         _,

@@ -16,12 +16,37 @@ pub async fn create_order(
         .lit(":")
         .arg(&req_id)
         .finish();
+    #[allow(clippy::type_complexity)]
+    fn __idem_run<'a, R, C, Fut>(
+        call: ::idem::__private::Guarded<'a, R, C>,
+        body: Fut,
+    ) -> ::core::pin::Pin<
+        ::std::boxed::Box<
+            dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
+        >,
+    >
+    where
+        R: ::idem::bounds::IsResult<
+                Ok: ::idem::bounds::Storable,
+                Err: ::idem::bounds::IdemErrorInto,
+            > + 'a,
+        C: ::idem::__private::OnConflict<R::Ok, R::Err> + 'a,
+        Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
+    {
+        ::idem::__private::run(call, body)
+    }
     let __idem_call = ::idem::__private::Guarded::<
         Result<Order, AppError>,
     >::new(&__IDEM_SPEC, __idem_key)
-        .ttl(ORDER_TTL)
-        .wait(cfg.duplicate_wait());
-    ::idem::__private::run::<
+        .ttl({
+            let __idem_d: ::core::time::Duration = ORDER_TTL;
+            __idem_d
+        })
+        .wait({
+            let __idem_d: ::core::time::Duration = cfg.duplicate_wait();
+            __idem_d
+        });
+    __idem_run::<
         Result<Order, AppError>,
         _,
         _,
@@ -52,8 +77,14 @@ async fn deduct(sku: &str) -> Result<(), AppError> {
     let __idem_call = ::idem::__private::Locked::<
         Result<(), AppError>,
     >::new(&__IDEM_LOCK, __idem_key)
-        .lease(Duration::from_secs(3))
-        .max_hold(STOCK_MAX_HOLD);
+        .lease({
+            let __idem_d: ::core::time::Duration = Duration::from_secs(3);
+            __idem_d
+        })
+        .max_hold({
+            let __idem_d: ::core::time::Duration = STOCK_MAX_HOLD;
+            __idem_d
+        });
     ::idem::__private::lock::<
         Result<(), AppError>,
         _,

@@ -23,7 +23,13 @@ pub async fn refund(
         Result<i64, AppError>,
     >::new(&__IDEM_SPEC, __idem_key)
         .fingerprint_with(|__idem_fp| {
-            __idem_fp.add(&amount);
+            fn __idem_fp_add<T: ::idem::bounds::Fingerprinted + ?::core::marker::Sized>(
+                fp: &mut ::idem::__private::FingerprintBuilder,
+                value: &T,
+            ) {
+                fp.add(value);
+            }
+            __idem_fp_add(__idem_fp, &amount);
         });
     ::idem::__private::run_in_tx::<
         Result<i64, AppError>,

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use super::bounds::{IsResult, Returns, TerminalError};
+use super::bounds::{IsResult, Returns};
 use super::site::Site;
 use super::{FenceCell, KeyBuf, Spec};
 use crate::fingerprint::{Fingerprint, FingerprintBuilder};
@@ -81,12 +81,12 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
         self
     }
 
-    /// Terminal errors (stored and replayed).
-    pub fn terminal(mut self, is_terminal: fn(&R::Err) -> bool) -> Self
-    where
-        R::Err: TerminalError,
-    {
-        self.hooks = self.hooks.terminal(Terminal::new(is_terminal));
+    /// Terminal errors (stored and replayed). The expansion builds the
+    /// [`Terminal`] in a local function whose bound names
+    /// [`TerminalError`](crate::bounds::TerminalError), so an error type that
+    /// cannot be stored is reported there, in the user's file.
+    pub fn terminal(mut self, terminal: Terminal<R::Err>) -> Self {
+        self.hooks = self.hooks.terminal(terminal);
         self
     }
 
@@ -217,10 +217,11 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
     }
 }
 
-/// Runs a guarded call. A free function so the declared return type is named in
-/// its turbofish (`run::<ReturnType, _, _>`): rustc reports an unsatisfied
-/// `Returns` bound there, i.e. once, on the user's return type (cached 0043a).
-/// The future is boxed because an `async fn`'s opaque type would repeat the
+/// Runs a guarded call. The expansion calls it through its own local
+/// `__idem_run`, which repeats these bounds by the public `idem::bounds` traits
+/// and names the declared return type in its turbofish: rustc reports an unmet
+/// bound once, on the user's return type, as "required by a bound in
+/// `__idem_run`" (not here). The future is boxed because an `async fn`'s opaque type would repeat the
 /// bound check (and the error) at the call site; one allocation per call.
 pub fn run<'a, R, C, Fut>(
     guarded: Guarded<'a, R, C>,

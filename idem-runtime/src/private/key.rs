@@ -28,7 +28,12 @@ impl KeyBuf {
     }
 
     /// Appends one parameter, escaped.
-    pub fn arg<P: KeyPart + ?Sized>(mut self, part: &P) -> Self {
+    ///
+    /// A `dyn` part, not a generic one: a parameter type that is not a key
+    /// part is then an unmet cast at the parameter itself, and the message
+    /// names no function inside idem (a generic bound would add "required by
+    /// a bound in `KeyBuf::arg`").
+    pub fn arg(mut self, part: &dyn KeyPart) -> Self {
         self.0.part(part);
         self
     }

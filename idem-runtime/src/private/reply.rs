@@ -14,7 +14,7 @@
 use std::future::Future;
 use std::sync::Mutex;
 
-use super::bounds::{IdemErrorInto, IsResult, Returns};
+use super::bounds::{IdemErrorInto, IsResult};
 use crate::error::Error;
 use crate::observe::CallReport;
 pub use crate::observe::reported;
@@ -109,7 +109,7 @@ impl<R: IsResult<Ok: Reply>> IsResult for Http<R> {
     }
 }
 
-impl<R: IsResult<Ok: Reply, Err: IdemErrorInto>> Returns for Http<R> {}
+// `Returns` comes from its blanket impl: the stored form is `Storable`.
 
 /// An `on_conflict` lookup returning the handler's response → its stored form.
 pub async fn stored<T: Reply, E>(
