@@ -88,6 +88,91 @@ fn sim_regression_token_consume_cut_off_never_returns_the_token() {
     }
 }
 
+/// Found by the 1,000,000-seed token sweep (seed 237719). A hung body keeps
+/// its token past the renewals an outage cut off; its lease lapses, two
+/// waiters' late takes apply and give it back to issued, and the body then
+/// succeeds: its owner-checked consume finds the token not its own, so the
+/// token stays issued and the next submission is accepted a second time
+/// (token-once). The succeeded body now takes the token again and spends it.
+#[test]
+fn sim_regression_token_lapsed_success_still_spends_the_token() {
+    use tech::token::{TBody, TokCall, TokEvent, TokSchedule, run};
+    use tech::token_check::{check, dump};
+    let call = |id, at, body, body_time| TokCall {
+        id,
+        proc: 0,
+        token: 0,
+        at,
+        body,
+        body_time,
+        cancel_after: None,
+    };
+    let s = TokSchedule {
+        seed: 237_719,
+        procs: 1,
+        tokens: 1,
+        lease: ms(1608),
+        wait: ms(2829),
+        max_hold: Some(ms(3912)),
+        op_timeout: ms(594),
+        mix: None,
+        events: vec![(ms(3549), TokEvent::Outage(ms(407)))],
+        calls: vec![
+            call(0, Duration::ZERO, TBody::Hang, ms(4067)),
+            call(1, Duration::ZERO, TBody::Ok, ms(660)),
+            call(2, ms(1036), TBody::Fail, ms(434)),
+            call(3, ms(2541), TBody::Ok, ms(110)),
+        ],
+    };
+    let out = run(&s);
+    if let Err(e) = check(&s, &out) {
+        panic!("{e}\n{}", dump(&s, &out));
+    }
+}
+
+/// Found by the same sweep (seed 645476). A body succeeds during an outage;
+/// its consume goes on in the background, but gave up as soon as the breaker
+/// opened ("the claim lapses with its lease"). For a token that is a second
+/// acceptance: once the lease lapsed, the next submission took the token and
+/// ran. A token's consume now keeps trying for its whole budget.
+#[test]
+fn sim_regression_token_consume_outlasts_an_open_breaker() {
+    use tech::token::{TBody, TokCall, TokEvent, TokSchedule, run};
+    use tech::token_check::{check, dump};
+    let call = |id, token, at, body, body_time, cancel_after| TokCall {
+        id,
+        proc: 0,
+        token,
+        at,
+        body,
+        body_time,
+        cancel_after,
+    };
+    let s = TokSchedule {
+        seed: 645_476,
+        procs: 1,
+        tokens: 2,
+        lease: ms(2402),
+        wait: ms(3126),
+        max_hold: None,
+        op_timeout: ms(355),
+        mix: None,
+        events: vec![(ms(53), TokEvent::Outage(ms(783)))],
+        calls: vec![
+            call(0, 1, Duration::ZERO, TBody::Ok, ms(164), Some(ms(218))),
+            call(1, 0, Duration::ZERO, TBody::Ok, ms(311), None),
+            call(2, 1, Duration::ZERO, TBody::Ok, ms(947), Some(ms(1178))),
+            call(3, 1, Duration::ZERO, TBody::Hang, ms(2797), Some(ms(3147))),
+            call(4, 0, ms(370), TBody::Fail, ms(887), None),
+            call(5, 0, ms(370), TBody::Ok, ms(867), Some(ms(1203))),
+        ],
+    };
+    let out = run(&s);
+    if let Err(e) = check(&s, &out) {
+        panic!("{e}\n{}", dump(&s, &out));
+    }
+}
+
 /// Issue 24 f. The only caller's check-and-set applies and its reply is
 /// lost; the operation layer retries it, the store answers `AlreadyApplied`
 /// (the state is the target now), and the caller whose attempt applied is
