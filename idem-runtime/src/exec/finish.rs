@@ -37,8 +37,13 @@ pub(crate) enum Finish {
     Complete { payload: Vec<u8>, ttl: Duration },
     /// Give the key up so a retry runs (a guard's failed body, a lock's end).
     Release,
-    /// Delete the token: its body succeeded, it must never come back.
-    TokenConsume,
+    /// Delete the token: its body succeeded, it must never come back. A token
+    /// that is no longer ours (the lease lapsed while the body ran, and a late
+    /// take gave it back to issued) is taken again under the same owner and
+    /// deleted, in the same detached-if-dropped operation (found by the token
+    /// simulation, seeds 237719 and 221170). One another caller holds live is
+    /// left to that caller's consume.
+    TokenConsume { lease: Duration },
     /// Return the token to issued: its body failed, a retry may use it.
     TokenGiveBack,
 }
@@ -56,7 +61,7 @@ impl Finish {
         match self {
             Finish::Complete { .. } => Op::Complete,
             Finish::Release => Op::Release,
-            Finish::TokenConsume => Op::TokenConsume,
+            Finish::TokenConsume { .. } => Op::TokenConsume,
             Finish::TokenGiveBack => Op::TokenReturn,
         }
     }
@@ -134,9 +139,11 @@ impl Exec {
         match f {
             Finish::Complete { payload, ttl } => store.complete(key, owner, payload, *ttl),
             Finish::Release => store.release(key, owner),
-            Finish::TokenConsume | Finish::TokenGiveBack => match store.tokens() {
-                Some(t) if matches!(f, Finish::TokenConsume) => t.consume(key, owner),
-                Some(t) => t.give_back(key, owner),
+            Finish::TokenConsume { .. } | Finish::TokenGiveBack => match store.tokens() {
+                Some(t) => match f {
+                    Finish::TokenConsume { lease } => spend(t, key, owner, *lease),
+                    _ => t.give_back(key, owner),
+                },
                 None => Box::pin(std::future::ready(Err(StoreError::config(
                     "the store keeps no tokens",
                 )))),
@@ -342,4 +349,33 @@ impl Drop for Armed<'_> {
             };
         });
     }
+}
+
+/// A succeeded body's token, deleted: consume, and if the token is no longer
+/// ours, take it again (same owner) and consume. Idempotent per owner, so a
+/// retry after a lost reply finds it taken by us or gone. A token someone else
+/// holds (often an orphaned take about to be given back, seed 843061) is
+/// asked again when its lease says, for as long as the operation's budget
+/// lasts (the caller's, then the detached finish's).
+fn spend<'s>(
+    t: &'s dyn crate::store::token::TokenStore,
+    key: &'s str,
+    owner: Owner,
+    lease: Duration,
+) -> BoxFuture<'s, Result<Owned, StoreError>> {
+    Box::pin(async move {
+        loop {
+            if let done @ Owned::Applied = t.consume(key, owner).await? {
+                return Ok(done);
+            }
+            match t.take(key, owner, lease).await? {
+                TokenTake::Taken { .. } => return t.consume(key, owner).await,
+                TokenTake::Invalid => return Ok(Owned::Applied),
+                TokenTake::Busy { remaining } => {
+                    let pause = remaining.min(lease / 3).max(Duration::from_millis(1));
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        }
+    })
 }

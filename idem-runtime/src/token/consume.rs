@@ -12,7 +12,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::exec::{Acquired, Answer, ClaimSpec, Finish, Held, Kind};
+use crate::exec::{Acquired, Answer, ClaimSpec, Finish, Kind};
 use crate::fence::Fence;
 use crate::fingerprint::Fingerprint;
 use crate::handle::Idem;
@@ -148,49 +148,12 @@ impl Consumption<'_> {
         // back, so the consume goes on in the background if this call is dropped
         // or the store does not confirm it in time (issue 24, e).
         let (finish, outcome) = match result {
-            Ok(_) => (Finish::TokenConsume, CallOutcome::Executed),
+            Ok(_) => (Finish::TokenConsume { lease }, CallOutcome::Executed),
             Err(_) => (Finish::TokenGiveBack, CallOutcome::Released),
         };
-        match exec.finish(&held, finish).await {
-            Err(e) => {
-                tracing::warn!(key = %crate::observe::key_hash(k), error = %e, "token not finished yet; it goes on in the background");
-            }
-            // The lease lapsed while the body ran (renewals failed, or
-            // `max_hold`), and the token is no longer ours: another take may
-            // have given it back to issued. The body succeeded, so the token
-            // is spent all the same: take it again and consume it (found by
-            // the token simulation, seed 237719).
-            Ok(crate::store::Owned::NotOwner) if outcome == CallOutcome::Executed => {
-                self.spend(tokens, &held).await;
-            }
-            Ok(_) => {}
+        if let Err(e) = exec.finish(&held, finish).await {
+            tracing::warn!(key = %crate::observe::key_hash(k), error = %e, "token not finished yet; it goes on in the background");
         }
         (outcome, Some(held.fence), result)
-    }
-
-    /// Spends a token whose successful body lost its lease: a take under the
-    /// same owner and a consume. A token another caller holds live now is
-    /// left to it (its body runs, its consume spends it); one already gone is
-    /// spent.
-    async fn spend(&self, tokens: &dyn crate::store::token::TokenStore, held: &Held<'_>) {
-        let exec = &self.idem.inner.exec;
-        let (k, owner, lease, budget) = (held.key, held.owner, held.lease, held.budget);
-        let hash = crate::observe::key_hash(k);
-        let take = exec.op_in(Op::TokenTake, k, budget, || tokens.take(k, owner, lease));
-        match take.await {
-            Ok(TokenTake::Taken { .. }) => {
-                let consume = exec.op_in(Op::TokenConsume, k, budget, || tokens.consume(k, owner));
-                if let Err(e) = consume.await {
-                    tracing::warn!(key = %hash, error = %e, "token retaken after its lease lapsed, not consumed");
-                }
-            }
-            Ok(TokenTake::Invalid) => {}
-            Ok(TokenTake::Busy { .. }) => {
-                tracing::warn!(key = %hash, "token's lease lapsed while its body ran and another caller holds it now");
-            }
-            Err(e) => {
-                tracing::warn!(key = %hash, error = %e, "token's lease lapsed while its body ran; it could not be spent");
-            }
-        }
     }
 }

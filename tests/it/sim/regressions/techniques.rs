@@ -259,3 +259,26 @@ fn sim_regression_consume_redelivered_message_id_is_labelled_message_id() {
         panic!("{e}\ndeliveries: {got:?}, rows {rows:?}");
     }
 }
+
+/// The ten seeds the token sweeps of 2026-12-02 found (1,000,000 seeds in
+/// release, then 1,000,000 in debug after the first fixes), replayed from this
+/// commit's generator. Each broke `token-once` through a succeeded body whose
+/// token was not spent: a lapsed lease with the token given back (237719), a
+/// background consume stopped by the open breaker (645476), a caller dropped
+/// while its consume retook the token (221170), and a token held for a moment
+/// by an orphaned take about to be given back (843061).
+#[test]
+fn sim_regression_token_sweep_seeds() {
+    use tech::token::{TokSchedule, run};
+    use tech::token_check::{check, dump};
+    let seeds = [
+        237_719, 257_434, 271_387, 329_389, 645_476, 729_802, 221_170, 281_378, 601_863, 843_061,
+    ];
+    for seed in seeds {
+        let s = TokSchedule::generate(seed);
+        let out = run(&s);
+        if let Err(e) = check(&s, &out) {
+            panic!("seed {seed}: {e}\n{}", dump(&s, &out));
+        }
+    }
+}
