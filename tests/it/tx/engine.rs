@@ -156,8 +156,11 @@ async fn dropped_callers_release_never_overtakes_its_own_claim_postgres() {
     // The queued claim goes through now.
     blocker.rollback().await.unwrap();
     // The dropped caller's release follows its claim in the background: the
-    // key must come free well before the lease could lapse.
-    let deadline = tokio::time::Instant::now() + lease / 2;
+    // key must come free before the lease could lapse. The claim applied at
+    // the rollback, just before this instant, so a lapse frees the key no
+    // sooner than `lease` from here; a release on a loaded machine may take
+    // seconds (a pool queue), hence 5 s of margin rather than half the lease.
+    let deadline = tokio::time::Instant::now() + lease - Duration::from_secs(5);
     loop {
         let next = idem
             .guard("race", &[&1u64])
