@@ -41,8 +41,8 @@ pub(crate) enum Finish {
     /// that is no longer ours (the lease lapsed while the body ran, and a late
     /// take gave it back to issued) is taken again under the same owner and
     /// deleted, in the same detached-if-dropped operation (found by the token
-    /// simulation, seeds 237719 and 221170). One another caller holds live is
-    /// left to that caller's consume.
+    /// simulation, seeds 237719 and 221170). One another caller holds is
+    /// asked again while the operation's budget lasts (see `spend`).
     TokenConsume { lease: Duration },
     /// Return the token to issued: its body failed, a retry may use it.
     TokenGiveBack,
