@@ -25,6 +25,13 @@ impl Default for Jitter {
 }
 
 impl Jitter {
+    /// Starts the sequence again from `seed`: the simulation's processes are
+    /// tasks of one test process, so their pid is no seed (a seed must replay
+    /// the same run in another test process, as CI's does).
+    pub(crate) fn reseed(&self, seed: u64) {
+        self.0.store(seed, Ordering::Relaxed);
+    }
+
     /// A duration between half of `d` and `d` ("equal jitter"): the pause never
     /// grows, and never shrinks below half, so backoff still backs off.
     pub(crate) fn apply(&self, d: Duration) -> Duration {
@@ -56,5 +63,13 @@ mod tests {
         let replay: Vec<Duration> = (0..64).map(|_| again.apply(d)).collect();
         assert_eq!(got, replay, "a fresh handle draws the same sequence");
         assert_eq!(j.apply(Duration::ZERO), Duration::ZERO);
+        let (a, b) = (Jitter::default(), Jitter::default());
+        a.reseed(7);
+        b.reseed(7);
+        assert_eq!(a.apply(d), b.apply(d), "one seed, one sequence");
+        b.reseed(8);
+        let from_7: Vec<Duration> = (0..8).map(|_| a.apply(d)).collect();
+        let from_8: Vec<Duration> = (0..8).map(|_| b.apply(d)).collect();
+        assert_ne!(from_7, from_8, "another seed, another sequence");
     }
 }

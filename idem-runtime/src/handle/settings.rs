@@ -93,6 +93,14 @@ impl Idem {
         self.inner.settings.disabled
     }
 
+    /// Seeds the handle's retry and polling jitter (by default from the process
+    /// id), for deterministic simulations that run several "processes" in one
+    /// test process and must replay a seed in another one. Not part of the API.
+    #[doc(hidden)]
+    pub fn __seed_jitter(&self, seed: u64) {
+        self.inner.exec.jitter.reseed(seed);
+    }
+
     /// The resolved settings (what a call in a scene starts from).
     pub(crate) fn settings(&self) -> &crate::settings::Resolved {
         &self.inner.settings

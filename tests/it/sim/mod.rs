@@ -27,6 +27,7 @@ mod model;
 mod real;
 mod recording;
 mod regressions;
+mod replay;
 mod rng;
 mod run;
 mod schedule;

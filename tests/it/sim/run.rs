@@ -76,6 +76,7 @@ fn start_proc(
         .circuit_breaker(s.breaker.0, s.breaker.1)
         .build()
         .expect("valid handle");
+    idem.__seed_jitter(super::tech::jitter_seed(s.seed, incarnation));
     Proc {
         idem,
         cut,

@@ -110,6 +110,9 @@ impl HttpSchedule {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct HttpInfo {
     pub(crate) handler: Option<(Duration, Option<Duration>, u16)>,
+    /// How many handlers had started before this one: handlers that start at
+    /// one virtual instant are ordered by it, not by their request's index.
+    pub(crate) started: usize,
     pub(crate) answer: Option<(u16, String, bool)>,
     pub(crate) gone: bool,
 }
@@ -130,7 +133,11 @@ fn app(idem: Idem, lease: Duration, infos: Infos, epoch: tokio::time::Instant) -
                 h("x-time").unwrap_or(0),
                 h("x-fail") == Some(1),
             );
-            infos.lock().unwrap()[id].handler = Some((epoch.elapsed(), None, 0));
+            {
+                let mut inf = infos.lock().unwrap();
+                inf[id].started = inf.iter().filter(|c| c.handler.is_some()).count();
+                inf[id].handler = Some((epoch.elapsed(), None, 0));
+            }
             tokio::time::sleep(Duration::from_millis(ms)).await;
             let status = if fail {
                 StatusCode::INTERNAL_SERVER_ERROR
@@ -218,6 +225,7 @@ async fn execute(s: &HttpSchedule) -> (Vec<HttpInfo>, Vec<(usize, usize)>) {
             .op_timeout(s.op_timeout)
             .build()
             .expect("a valid handle");
+        idem.__seed_jitter(super::jitter_seed(s.seed, inc));
         (
             app(idem, s.lease, Arc::clone(&infos), epoch),
             cut,

@@ -23,7 +23,7 @@ pub(crate) fn check(
             .filter(|i| key_of(*i) == k)
             .filter_map(|i| out[i].handler.map(|h| (i, h.0)))
             .collect();
-        runs.sort_by_key(|r| r.1);
+        runs.sort_by_key(|r| out[r.0].started);
         let keys_kept = s.plan.is_none_or(|p| p.lost_key == 0.0);
         if s.lease_safe() && keys_kept {
             for (a, (ai, _)) in runs.iter().enumerate() {

@@ -225,6 +225,7 @@ fn start(s: &LockSchedule, shared: &Arc<dyn Store>, inc: u64, healed: &Arc<Atomi
         .op_timeout(s.op_timeout)
         .build()
         .expect("a valid handle");
+    idem.__seed_jitter(super::jitter_seed(s.seed, inc));
     Proc {
         idem,
         cut,

@@ -33,7 +33,7 @@ pub(crate) mod faults;
 #[cfg(feature = "sqlite")]
 mod fenced_row;
 #[cfg(all(feature = "axum", feature = "sqlite"))]
-mod http;
+pub(crate) mod http;
 #[cfg(all(feature = "axum", feature = "sqlite"))]
 mod http_check;
 #[cfg(feature = "sqlite")]
@@ -150,4 +150,11 @@ pub(crate) fn paused() -> tokio::runtime::Runtime {
         .start_paused(true)
         .build()
         .expect("a current-thread runtime")
+}
+
+/// The jitter seed of the `incarnation`th simulated process of the run of
+/// `seed`. The runtime seeds its jitter from the pid, which differs between
+/// the test process that found a seed and the one that replays it (CI's).
+pub(crate) fn jitter_seed(seed: u64, incarnation: u64) -> u64 {
+    seed ^ incarnation.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }

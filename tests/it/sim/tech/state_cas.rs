@@ -137,13 +137,15 @@ pub(crate) struct CasOutput {
     pub(crate) faults: super::faults::Counts,
 }
 
-fn handle(p: &Arc<ProcTech>, op_timeout: Duration) -> Idem {
-    Idem::builder()
+fn handle(p: &Arc<ProcTech>, op_timeout: Duration, jitter: u64) -> Idem {
+    let idem = Idem::builder()
         .shared_store(p.clone())
         .namespace("simcas")
         .op_timeout(op_timeout)
         .build()
-        .expect("a valid handle")
+        .expect("a valid handle");
+    idem.__seed_jitter(jitter);
+    idem
 }
 
 pub(crate) fn run(s: &CasSchedule) -> CasOutput {
@@ -154,10 +156,12 @@ async fn execute(s: &CasSchedule) -> CasOutput {
     let shared = Shared::new(s.seed);
     shared.set_mix(s.mix);
     shared.lose_next_replies(s.lose_first);
+    let mut started = 0..;
+    let mut jitter = || super::jitter_seed(s.seed, started.next().unwrap_or(0));
     let mut procs: Vec<_> = (0..s.procs)
         .map(|_| {
             let (p, cut) = ProcTech::new(&shared);
-            (handle(&p, s.op_timeout), cut, JoinSet::new())
+            (handle(&p, s.op_timeout, jitter()), cut, JoinSet::new())
         })
         .collect();
     let keys: Vec<String> = (0..s.keys)
@@ -220,7 +224,7 @@ async fn execute(s: &CasSchedule) -> CasOutput {
                 let (np, cut) = ProcTech::new(&shared);
                 let old = std::mem::replace(
                     &mut procs[p],
-                    (handle(&np, s.op_timeout), cut, JoinSet::new()),
+                    (handle(&np, s.op_timeout, jitter()), cut, JoinSet::new()),
                 );
                 old.1.store(true, Ordering::SeqCst);
                 let mut tasks = old.2;

@@ -160,6 +160,9 @@ pub(crate) enum TokResult {
 #[derive(Debug, Default, Clone)]
 pub(crate) struct TokCallInfo {
     pub(crate) body: Option<(Duration, Option<Duration>, bool)>,
+    /// How many bodies had started before this one: bodies that start at one
+    /// virtual instant are ordered by it, not by their call's index.
+    pub(crate) started: usize,
     pub(crate) end: Option<(Duration, TokResult)>,
     pub(crate) crashed: bool,
 }
@@ -187,13 +190,15 @@ impl From<idem::Error> for TErr {
 
 type Info = Arc<Mutex<Vec<TokCallInfo>>>;
 
-fn handle(p: &Arc<ProcTech>, op_timeout: Duration) -> Idem {
-    Idem::builder()
+fn handle(p: &Arc<ProcTech>, op_timeout: Duration, jitter: u64) -> Idem {
+    let idem = Idem::builder()
         .shared_store(p.clone())
         .namespace("simtok")
         .op_timeout(op_timeout)
         .build()
-        .expect("a valid handle")
+        .expect("a valid handle");
+    idem.__seed_jitter(jitter);
+    idem
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -218,7 +223,11 @@ async fn submit(
         c = c.max_hold(m);
     }
     let fut = c.run(move |_fence| async move {
-        i2.lock().unwrap()[id].body = Some((epoch.elapsed(), None, false));
+        {
+            let mut inf = i2.lock().unwrap();
+            inf[id].started = inf.iter().filter(|c| c.body.is_some()).count();
+            inf[id].body = Some((epoch.elapsed(), None, false));
+        }
         tokio::time::sleep(body_time).await;
         let ok = body != TBody::Fail;
         if let Some(b) = i2.lock().unwrap()[id].body.as_mut() {
@@ -254,10 +263,12 @@ pub(crate) fn run(s: &TokSchedule) -> TokOutput {
 
 async fn execute(s: &TokSchedule) -> TokOutput {
     let shared = Shared::new(s.seed);
+    let mut started = 0..;
+    let mut jitter = || super::jitter_seed(s.seed, started.next().unwrap_or(0));
     let mut procs: Vec<_> = (0..s.procs)
         .map(|_| {
             let (p, cut) = ProcTech::new(&shared);
-            (handle(&p, s.op_timeout), cut, JoinSet::new(), Vec::new())
+            (handle(&p, s.op_timeout, jitter()), cut, JoinSet::new(), Vec::new())
         })
         .collect();
     let mut tokens = Vec::new();
@@ -319,7 +330,7 @@ async fn execute(s: &TokSchedule) -> TokOutput {
             }
             Some(TokEvent::Crash(p)) => {
                 let (np, cut) = ProcTech::new(&shared);
-                let fresh = (handle(&np, s.op_timeout), cut, JoinSet::new(), Vec::new());
+                let fresh = (handle(&np, s.op_timeout, jitter()), cut, JoinSet::new(), Vec::new());
                 let old = std::mem::replace(&mut procs[p], fresh);
                 old.1.store(true, Ordering::SeqCst);
                 let mut tasks = old.2;

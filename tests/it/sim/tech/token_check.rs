@@ -26,7 +26,7 @@ pub(crate) fn check(s: &TokSchedule, out: &TokOutput) -> Result<(), String> {
             .filter(|(i, _)| token_of(s, out, *i) == t)
             .filter_map(|(i, c)| c.body.map(|b| (i, b.0, b.1, b.2)))
             .collect();
-        runs.sort_by_key(|r| r.1);
+        runs.sort_by_key(|r| out.calls[r.0].started);
         for (k, a) in runs.iter().enumerate() {
             let (ai, a_start, Some(a_end), true) = *a else {
                 continue;

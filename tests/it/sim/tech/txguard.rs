@@ -160,12 +160,14 @@ pub(crate) fn run(s: &TxSchedule) -> Vec<TxStep> {
         faulty.set_plan(s.plan);
         let ns = format!("txsim{}", s.seed);
         let procs: Vec<Idem> = (0..s.procs)
-            .map(|_| {
-                Idem::builder()
+            .map(|p| {
+                let idem = Idem::builder()
                     .shared_store(faulty.clone())
                     .namespace(ns.as_str())
                     .build()
-                    .expect("a valid handle")
+                    .expect("a valid handle");
+                idem.__seed_jitter(super::jitter_seed(s.seed, p as u64));
+                idem
             })
             .collect();
         let keys: Vec<String> = (0..s.keys)
