@@ -5,6 +5,8 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(test)]
+mod arch_tests;
 pub mod backstop;
 pub mod bounds;
 pub mod consume;
@@ -35,6 +37,8 @@ pub(crate) mod record;
 mod reply;
 mod scene;
 pub mod settings;
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub(crate) mod sql_kernel;
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 #[cfg_attr(
     docsrs,

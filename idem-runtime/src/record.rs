@@ -7,6 +7,7 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::error::Error;
+use crate::store::StoredResult;
 
 const MAGIC: &[u8; 2] = b"I1";
 const HEADER: usize = 2 + 4 + 1;
@@ -79,19 +80,6 @@ fn header(bytes: &[u8]) -> Result<(u32, Kind, &[u8]), String> {
         b => return Err(format!("unknown result kind {b}")),
     };
     Ok((stored, kind, &bytes[HEADER..]))
-}
-
-/// A finished record's result as an operator reads it, without the
-/// function's types: see [`DoneRecord::result`](crate::store::DoneRecord::result).
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct StoredResult {
-    /// The function's `version` the result was stored with.
-    pub version: u32,
-    /// A terminal business error (replayed as `Err`), not an `Ok` value.
-    pub is_err: bool,
-    /// The value, as the JSON it is stored as.
-    pub json: serde_json::Value,
 }
 
 impl crate::store::DoneRecord {

@@ -3,8 +3,8 @@
 //! stores use too): this half names the crate's `Error`, which sits above the
 //! stores, so the SQL kernel the stores build on stays below them.
 
-use super::classify::{Failure, classify};
-use super::retry::is_retryable_conflict;
+use crate::sql_kernel::classify::{Failure, classify};
+use crate::sql_kernel::retry::is_retryable_conflict;
 
 /// A driver error met in the *caller's* transaction, as the caller's
 /// [`Error`](crate::error::Error): a conflict with a concurrent transaction is

@@ -17,8 +17,8 @@ use std::future::Future;
 use sqlx::{Database, Row as _};
 
 use super::SqlDialect;
-use super::any_conn::AnyConn;
-use super::arg::{Arg, bind_args};
+use crate::sql_kernel::any_conn::AnyConn;
+use crate::sql_kernel::arg::{Arg, bind_args};
 
 /// A database the caller-transaction techniques run on: `sqlx::Postgres`,
 /// `sqlx::MySql` (MySQL 8, MariaDB) or `sqlx::Sqlite`. Implemented by idem

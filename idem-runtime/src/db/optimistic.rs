@@ -29,12 +29,12 @@
 //! The re-read is a locking read on MySQL/MariaDB (`LOCK IN SHARE MODE`), so
 //! `REPEATABLE READ`'s snapshot cannot hide the version that moved.
 
-use super::arg::placeholders;
 use super::caller_tx::tx_error;
 use super::{Arg, Dialect, Ident, SqlConn as _, TxDb};
 use crate::error::Error;
 use crate::observe::instrument::Fenced;
 use crate::observe::{CallOutcome, Observer, Technique};
+use crate::sql_kernel::arg::placeholders;
 
 /// What an optimistic update did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,13 +18,13 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use super::arg::placeholders;
 use super::caller_tx::tx_error;
-use super::retry::{CONFLICT_RETRIES, is_retryable_conflict, pause};
 use super::{Arg, Dialect, Ident, SqlConn as _, TxBody, TxDb};
 use crate::error::Error;
 use crate::observe::instrument::Fenced;
 use crate::observe::{CallOutcome, Observer, Technique};
+use crate::sql_kernel::arg::placeholders;
+use crate::sql_kernel::retry::{CONFLICT_RETRIES, is_retryable_conflict, pause};
 
 /// Tables and columns whose index was found: checked once per process.
 static INDEXED: Mutex<Option<HashSet<(Dialect, String, String)>>> = Mutex::new(None);

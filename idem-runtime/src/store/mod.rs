@@ -19,11 +19,11 @@ use std::time::Duration;
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
 
-pub use crate::record::StoredResult;
 pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use census::{Census, Counted, PurgeReport, SceneCount};
 pub use error::{BoxError, Reason, StoreError};
 pub use queue::SendQueue;
+pub use stored_result::StoredResult;
 pub use url::redact_url;
 
 pub mod catalog;
@@ -42,6 +42,7 @@ pub mod redis;
 )]
 pub mod sql;
 pub mod state;
+mod stored_result;
 pub mod token;
 mod url;
 

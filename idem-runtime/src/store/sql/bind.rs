@@ -6,7 +6,7 @@ use sqlx::{Database, Encode, Type};
 
 use super::ddl::Stmt;
 
-pub(crate) use crate::db::Arg;
+pub(crate) use crate::sql_kernel::Arg;
 
 /// Statements this store sent to its database (`BEGIN` and `COMMIT` included),
 /// shared by its clones. Every statement is built by [`bind`], which counts it;
@@ -39,7 +39,7 @@ where
     for<'t> i64: Encode<'t, DB> + Type<DB>,
 {
     sent.one();
-    crate::db::arg::bind_args(sqlx::query::<DB>(stmt.q()), args)
+    crate::sql_kernel::arg::bind_args(sqlx::query::<DB>(stmt.q()), args)
 }
 
 /// The binds of [`Statements::complete`](super::ddl::Statements): payload, ttl
@@ -53,7 +53,7 @@ pub(crate) fn complete_args<'a>(
 ) -> [Arg<'a>; 4] {
     [
         Arg::Bytes(payload),
-        Arg::Int(crate::db::micros(ttl)),
+        Arg::Int(crate::sql_kernel::micros(ttl)),
         Arg::Text(key),
         Arg::Bytes(owner),
     ]

@@ -9,7 +9,7 @@ use super::errors::map_err;
 use super::names::TableNames;
 use super::pool::pool_options;
 use super::store::SqlStore;
-use crate::db::Dialect;
+use crate::sql_kernel::Dialect;
 use crate::store::StoreError;
 
 /// Configures a [`SqlStore`] that opens its own pool.

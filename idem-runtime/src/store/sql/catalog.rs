@@ -4,7 +4,7 @@
 
 use super::errors::map_err;
 use super::pool::Pool;
-use crate::db::AnyConn;
+use crate::sql_kernel::AnyConn;
 use crate::store::catalog::{ConstraintCatalog, ConstraintDef, Engine};
 use crate::store::{BoxFuture, StoreError};
 
@@ -219,9 +219,9 @@ impl ConstraintCatalog for SqlConstraints {
 
     fn engine(&self) -> Option<Engine> {
         Some(match self.pool.dialect() {
-            crate::db::Dialect::Postgres => Engine::Postgres,
-            crate::db::Dialect::MySql => Engine::MySql,
-            crate::db::Dialect::Sqlite => Engine::Sqlite,
+            crate::sql_kernel::Dialect::Postgres => Engine::Postgres,
+            crate::sql_kernel::Dialect::MySql => Engine::MySql,
+            crate::sql_kernel::Dialect::Sqlite => Engine::Sqlite,
         })
     }
 }

@@ -20,7 +20,7 @@
 
 use super::ddl::Stmt;
 use super::{Dialect, PURGE_BATCH, TableNames};
-use crate::db::check_ident;
+use crate::sql_kernel::check_ident;
 
 /// The consume log table when none is named: what `migrate()` creates.
 pub const DEFAULT_LOG_TABLE: &str = "idem_consume_log";

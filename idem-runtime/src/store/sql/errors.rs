@@ -1,8 +1,8 @@
 //! Driver errors as store errors: the SQL kernel says what a `sqlx::Error`
-//! means ([`crate::db::classify`]), this maps the meaning to a [`StoreError`]
+//! means (`sql_kernel::classify`), this maps the meaning to a [`StoreError`]
 //! kind and keeps the driver error as its `source()`.
 
-use crate::db::{Failure, classify};
+use crate::sql_kernel::{Failure, classify};
 use crate::store::StoreError;
 
 /// Maps a driver error to the store's error kinds, keeping it as the source.

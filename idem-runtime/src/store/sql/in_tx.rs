@@ -34,8 +34,8 @@ use super::ddl::{Statements, Stmt};
 use super::key::check_key;
 use super::names::TableNames;
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
-use crate::db::micros;
-use crate::db::{AnyConn, Dialect};
+use crate::sql_kernel::micros;
+use crate::sql_kernel::{AnyConn, Dialect};
 use crate::store::{Claim, ClaimRequest, Owner, StoreError};
 
 /// Why a statement in the caller's transaction failed.

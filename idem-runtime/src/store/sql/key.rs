@@ -3,7 +3,7 @@
 //! not a database error that looks like an outage and counts against the
 //! circuit breaker.
 
-use crate::db::Dialect;
+use crate::sql_kernel::Dialect;
 use crate::store::StoreError;
 
 /// Longest key a record row holds (MySQL's `VARBINARY(768)`; the same bound on

@@ -111,7 +111,7 @@
 //! dialect's claim and driver calls, over `bind.rs` (statements and their
 //! parameters) and `pool.rs` (the pool of each dialect). Dialect detection,
 //! identifier checks, conflict retries and detached transactions come from the
-//! SQL kernel, [`crate::db`].
+//! SQL kernel (`sql_kernel/`, whose public types users meet at [`crate::db`]).
 //!
 //! [`Store::verify`]: crate::store::Store::verify
 
@@ -152,7 +152,7 @@ mod token_sql;
 pub(crate) mod tx_marks;
 mod tx_tables;
 
-pub(crate) use crate::db::Dialect;
+pub(crate) use crate::sql_kernel::Dialect;
 pub use builder::SqlStoreBuilder;
 pub(crate) use catalog::lookup_on;
 pub use catalog::{EXPRESSION, SqlConstraints};

@@ -15,8 +15,8 @@ use super::ddl::{Statements, Stmt};
 use super::errors::map_err;
 use super::names::TableNames;
 use super::row::RawRow;
-use crate::db::{detached, micros, retry_conflicts};
 use crate::outcome::Fence;
+use crate::sql_kernel::{detached, micros, retry_conflicts};
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
 
 /// Fence counters. A key always hashes to the same slot, so its fences increase;

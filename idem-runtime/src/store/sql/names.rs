@@ -1,9 +1,9 @@
 //! [`TableNames`]: where idem's records, fences and one-time tokens live. The
 //! names are spliced into every statement, so each one passes the SQL kernel's
-//! identifier check ([`crate::db::check_ident`]: plain, not a reserved word)
+//! identifier check (`sql_kernel::check_ident`: plain, not a reserved word)
 //! when it is set.
 
-use crate::db::{Dialect, check_ident};
+use crate::sql_kernel::{Dialect, check_ident};
 use crate::store::StoreError;
 
 /// The names of idem's tables. Identifiers are checked (`[A-Za-z_][A-Za-z0-9_]*`,

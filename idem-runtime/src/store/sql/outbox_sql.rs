@@ -35,7 +35,7 @@ const MAX_OUTBOX_TABLE: usize = 51;
 /// Checks an outbox table name: a plain identifier (the SQL kernel's check),
 /// short enough for the index names derived from it.
 pub fn check_outbox_table(name: &str) -> Result<(), String> {
-    crate::db::check_ident(name).map_err(|e| e.to_string())?;
+    crate::sql_kernel::check_ident(name).map_err(|e| e.to_string())?;
     if name.len() > MAX_OUTBOX_TABLE {
         return Err(format!(
             "outbox table `{name}` is longer than {MAX_OUTBOX_TABLE} bytes (its index names add up to 12)"
@@ -144,7 +144,7 @@ pub(crate) fn statements(d: Dialect, n: &TableNames) -> Vec<String> {
 
 /// `?` placeholders as the dialect writes them.
 fn ph(d: Dialect, sql: &str) -> String {
-    crate::db::arg::placeholders(d, sql)
+    crate::sql_kernel::arg::placeholders(d, sql)
 }
 
 /// The enqueue (binds: id, topic, business id, order key or `NULL`, payload).

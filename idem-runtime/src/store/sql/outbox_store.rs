@@ -10,8 +10,8 @@ use super::SqlStore;
 use super::errors::map_err;
 use super::outbox_sql as q;
 use super::pool::Pool;
-use crate::db::arg::bind_args;
-use crate::db::{Arg, Dialect, retry_conflicts};
+use crate::sql_kernel::arg::bind_args;
+use crate::sql_kernel::{Arg, Dialect, retry_conflicts};
 use crate::store::StoreError;
 
 /// One claimed message.

@@ -18,14 +18,14 @@ pub(crate) enum Pool {
 
 impl Pool {
     /// The pool's dialect.
-    pub(crate) fn dialect(&self) -> crate::db::Dialect {
+    pub(crate) fn dialect(&self) -> crate::sql_kernel::Dialect {
         match self {
             #[cfg(feature = "postgres")]
-            Pool::Postgres(_) => crate::db::Dialect::Postgres,
+            Pool::Postgres(_) => crate::sql_kernel::Dialect::Postgres,
             #[cfg(feature = "mysql")]
-            Pool::MySql(_) => crate::db::Dialect::MySql,
+            Pool::MySql(_) => crate::sql_kernel::Dialect::MySql,
             #[cfg(feature = "sqlite")]
-            Pool::Sqlite(_) => crate::db::Dialect::Sqlite,
+            Pool::Sqlite(_) => crate::sql_kernel::Dialect::Sqlite,
         }
     }
 }

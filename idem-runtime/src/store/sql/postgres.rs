@@ -10,8 +10,8 @@ use super::ddl::{Statements, Stmt};
 use super::errors::map_err;
 use super::names::TableNames;
 use super::row::RawRow;
-use crate::db::{Dialect, micros, retry_conflicts};
 use crate::outcome::Fence;
+use crate::sql_kernel::{Dialect, micros, retry_conflicts};
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
 
 driver_calls! {

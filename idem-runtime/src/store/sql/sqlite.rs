@@ -15,8 +15,8 @@ use super::errors::map_err;
 use super::names::TableNames;
 use super::pool::Lite;
 use super::row::RawRow;
-use crate::db::{detached, micros, retry_conflicts};
 use crate::outcome::Fence;
+use crate::sql_kernel::{detached, micros, retry_conflicts};
 use crate::store::{Claim, ClaimRequest, Owner, StoreError, Warning};
 
 driver_calls! {

@@ -18,8 +18,8 @@ use super::pool::{IN_FLIGHT_PER_CONNECTION, Pool};
 use super::row::RawRow;
 use super::token_sql::TokenStatements;
 use super::{PURGE_BUDGET, purge_loop};
-use crate::db::{Dialect, micros, retry_conflicts};
 use crate::policy::MAX_DURATION;
+use crate::sql_kernel::{Dialect, micros, retry_conflicts};
 use crate::store::{
     BoxFuture, Census, Claim, ClaimRequest, Counted, Owned, Owner, PurgeReport, RecordState, Store,
     StoreError, Warning,

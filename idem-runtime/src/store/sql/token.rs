@@ -32,8 +32,8 @@ use super::errors::map_err;
 use super::key::check_key;
 use super::pool::Pool;
 use super::store::SqlStore;
-use crate::db::{micros, retry_conflicts};
 use crate::fence::Fence;
+use crate::sql_kernel::{micros, retry_conflicts};
 use crate::store::token::{TokenStore, TokenTake};
 use crate::store::{BoxFuture, Owned, Owner, StoreError};
 

@@ -13,8 +13,8 @@
 //! the pooled connection) only makes the front learn less. PostgreSQL clears
 //! notes at commit (`ON COMMIT DELETE ROWS`). Notes are one row per key.
 
-use crate::db::arg::placeholders;
-use crate::db::{AnyConn, Arg, Dialect};
+use crate::sql_kernel::arg::placeholders;
+use crate::sql_kernel::{AnyConn, Arg, Dialect};
 
 /// The temporary table's name (one per connection, whatever the record table).
 const TABLE: &str = "idem_tx_marks";

@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 
 use super::{TableNames, TxStatements};
-use crate::db::Dialect;
+use crate::sql_kernel::Dialect;
 
 /// The record table of in-transaction claims, and its statements per dialect.
 #[derive(Debug, Default)]

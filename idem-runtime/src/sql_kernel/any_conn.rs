@@ -8,7 +8,7 @@ use super::Arg;
 use super::arg::bind_args;
 
 /// The caller's connection, by driver. Not for users: reach it through
-/// [`SqlConn`](super::SqlConn).
+/// [`SqlConn`](crate::db::SqlConn).
 #[doc(hidden)]
 #[derive(Debug)]
 #[non_exhaustive]
@@ -30,11 +30,11 @@ macro_rules! on_conn {
     ($conn:expr, |$c:ident| $body:expr) => {
         match $conn {
             #[cfg(feature = "postgres")]
-            $crate::db::AnyConn::Postgres($c) => $body,
+            $crate::sql_kernel::AnyConn::Postgres($c) => $body,
             #[cfg(feature = "mysql")]
-            $crate::db::AnyConn::MySql($c) => $body,
+            $crate::sql_kernel::AnyConn::MySql($c) => $body,
             #[cfg(feature = "sqlite")]
-            $crate::db::AnyConn::Sqlite($c) => $body,
+            $crate::sql_kernel::AnyConn::Sqlite($c) => $body,
         }
     };
 }
