@@ -57,7 +57,11 @@ fn sim_seeds_replay_in_another_process() {
         .lines()
         .filter_map(|l| l.strip_prefix("digest "))
         .collect();
-    assert_eq!(there.len(), here.len(), "the replaying process printed {stdout}");
+    assert_eq!(
+        there.len(),
+        here.len(),
+        "the replaying process printed {stdout}"
+    );
     for (a, b) in here.iter().zip(there) {
         let name: Vec<&str> = a.splitn(3, ' ').take(2).collect();
         assert_eq!(a, b, "{name:?} ran differently in another process");

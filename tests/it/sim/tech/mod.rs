@@ -156,5 +156,7 @@ pub(crate) fn paused() -> tokio::runtime::Runtime {
 /// `seed`. The runtime seeds its jitter from the pid, which differs between
 /// the test process that found a seed and the one that replays it (CI's).
 pub(crate) fn jitter_seed(seed: u64, incarnation: u64) -> u64 {
-    seed ^ incarnation.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    seed ^ incarnation
+        .wrapping_add(1)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }

@@ -268,7 +268,12 @@ async fn execute(s: &TokSchedule) -> TokOutput {
     let mut procs: Vec<_> = (0..s.procs)
         .map(|_| {
             let (p, cut) = ProcTech::new(&shared);
-            (handle(&p, s.op_timeout, jitter()), cut, JoinSet::new(), Vec::new())
+            (
+                handle(&p, s.op_timeout, jitter()),
+                cut,
+                JoinSet::new(),
+                Vec::new(),
+            )
         })
         .collect();
     let mut tokens = Vec::new();
@@ -330,7 +335,12 @@ async fn execute(s: &TokSchedule) -> TokOutput {
             }
             Some(TokEvent::Crash(p)) => {
                 let (np, cut) = ProcTech::new(&shared);
-                let fresh = (handle(&np, s.op_timeout, jitter()), cut, JoinSet::new(), Vec::new());
+                let fresh = (
+                    handle(&np, s.op_timeout, jitter()),
+                    cut,
+                    JoinSet::new(),
+                    Vec::new(),
+                );
                 let old = std::mem::replace(&mut procs[p], fresh);
                 old.1.store(true, Ordering::SeqCst);
                 let mut tasks = old.2;
