@@ -150,9 +150,19 @@ async fn dropped_callers_release_never_overtakes_its_own_claim_postgres() {
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
+    let sent = fx.store.__statements_sent();
     caller.abort();
     let _ = caller.await;
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // The undo queues behind the dropped caller's claim, which may still
+    // apply: a claim of its own sent beside it could apply first and be
+    // released before the first one applied (which then held the key for the
+    // lease: this test's failures under load, 2026-12-02).
+    assert_eq!(
+        fx.store.__statements_sent(),
+        sent,
+        "the dropped caller's undo sent a statement beside its queued claim"
+    );
     // The queued claim goes through now.
     blocker.rollback().await.unwrap();
     // The dropped caller's release follows its claim in the background: the

@@ -119,13 +119,15 @@ pub(crate) struct Shared {
 }
 
 impl KeyLocks {
-    pub(crate) async fn lock(&self, key: &str) -> KeyGuard<'_> {
+    /// Waits for `key`'s turn. The guard owns its way back to the map, so a
+    /// claim that must finish after its caller is gone can take it along.
+    pub(crate) async fn lock(self: &Arc<Self>, key: &str) -> KeyGuard {
         let m = {
             let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
             Arc::clone(map.entry(key.to_owned()).or_default())
         };
         KeyGuard {
-            locks: self,
+            locks: Arc::clone(self),
             key: key.to_owned(),
             guard: Some(m.lock_owned().await),
         }
@@ -134,13 +136,13 @@ impl KeyLocks {
 
 /// Holds one key's lock; removes the map entry when nobody else wants it.
 #[derive(Debug)]
-pub(crate) struct KeyGuard<'a> {
-    locks: &'a KeyLocks,
+pub(crate) struct KeyGuard {
+    locks: Arc<KeyLocks>,
     key: String,
     guard: Option<tokio::sync::OwnedMutexGuard<Shared>>,
 }
 
-impl KeyGuard<'_> {
+impl KeyGuard {
     /// A finished record read by a claim sent after `arrived`.
     pub(crate) fn done_since(&self, arrived: Instant) -> Option<DoneRecord> {
         match self.guard.as_deref()?.done.as_ref()? {
@@ -160,7 +162,7 @@ impl KeyGuard<'_> {
     }
 }
 
-impl Drop for KeyGuard<'_> {
+impl Drop for KeyGuard {
     fn drop(&mut self) {
         drop(self.guard.take());
         let mut map = self.locks.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -191,27 +191,53 @@ impl Store for SqlStore {
                 return Ok(answer);
             }
             let arrived = std::time::Instant::now();
-            let mut one_at_a_time = self.locks.lock(req.key).await;
+            let one_at_a_time = self.locks.lock(req.key).await;
             if let Some(answer) = self.local.answer(req.key, req.owner) {
                 return Ok(answer);
             }
             if let Some(rec) = one_at_a_time.done_since(arrived) {
                 return Ok(Claim::Done(rec));
             }
-            let sent = std::time::Instant::now();
-            let claim = dispatch!(&self.pool, |p, m| m::claim(p, &self.sql, &self.sent, req)
+            // The statement, and what this instance learns from its answer, run
+            // in a task of their own that keeps the key's turn: a caller
+            // dropped mid-claim (a cancelled request, an attempt past its
+            // timeout) leaves a statement that may still apply, and its undo
+            // (or the retry) must queue behind it and find it here. Sent beside
+            // it, the undo's own claim could apply first and be released before
+            // the first one applied, which then held the key for a whole lease.
+            let store = self.clone();
+            let key = req.key.to_owned();
+            let (owner, fingerprint, lease) = (req.owner, req.fingerprint, req.lease);
+            let task = tokio::spawn(async move {
+                let mut one_at_a_time = one_at_a_time;
+                let req = ClaimRequest {
+                    key: &key,
+                    owner,
+                    fingerprint,
+                    lease,
+                };
+                let sent = std::time::Instant::now();
+                let claim = dispatch!(&store.pool, |p, m| m::claim(
+                    p,
+                    &store.sql,
+                    &store.sent,
+                    req
+                )
                 .await)?;
-            if let Claim::Claimed { fence } = claim {
-                self.local.hold(
-                    req.key,
-                    req.owner,
-                    fence,
-                    req.fingerprint,
-                    sent + req.lease.min(MAX_DURATION),
-                );
-            }
-            one_at_a_time.remember(sent, &claim);
-            Ok(claim)
+                if let Claim::Claimed { fence } = claim {
+                    store.local.hold(
+                        &key,
+                        owner,
+                        fence,
+                        fingerprint,
+                        sent + lease.min(MAX_DURATION),
+                    );
+                }
+                one_at_a_time.remember(sent, &claim);
+                Ok::<_, StoreError>(claim)
+            });
+            task.await
+                .unwrap_or_else(|e| Err(StoreError::unavailable(format!("claim task failed: {e}"))))
         })
     }
 
