@@ -110,3 +110,26 @@ macro_rules! driver_calls {
         }
     };
 }
+
+/// Runs `$body` with `$p` bound to the dialect's pool and `$m` to its module.
+macro_rules! dispatch {
+    ($pool:expr, |$p:ident, $m:ident| $body:expr) => {
+        match $pool {
+            #[cfg(feature = "postgres")]
+            $crate::store::sql::pool::Pool::Postgres($p) => {
+                use super::postgres as $m;
+                $body
+            }
+            #[cfg(feature = "mysql")]
+            $crate::store::sql::pool::Pool::MySql($p) => {
+                use super::mysql as $m;
+                $body
+            }
+            #[cfg(feature = "sqlite")]
+            $crate::store::sql::pool::Pool::Sqlite($p) => {
+                use super::sqlite as $m;
+                $body
+            }
+        }
+    };
+}

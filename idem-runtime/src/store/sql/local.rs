@@ -219,7 +219,7 @@ mod tests {
 
     #[tokio::test]
     async fn queued_claims_share_only_later_reads() {
-        let locks = KeyLocks::default();
+        let locks = Arc::new(KeyLocks::default());
         let rec = DoneRecord {
             fingerprint: Fingerprint::NONE,
             fence: Fence::new(3),

@@ -126,6 +126,7 @@ mod bind;
 mod builder;
 mod catalog;
 mod census_sql;
+mod claim;
 mod connect;
 pub(crate) mod consume_sql;
 mod ddl;

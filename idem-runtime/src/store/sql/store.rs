@@ -25,29 +25,6 @@ use crate::store::{
     StoreError, Warning,
 };
 
-/// Runs `$body` with `$p` bound to the dialect's pool and `$m` to its module.
-macro_rules! dispatch {
-    ($pool:expr, |$p:ident, $m:ident| $body:expr) => {
-        match $pool {
-            #[cfg(feature = "postgres")]
-            Pool::Postgres($p) => {
-                use super::postgres as $m;
-                $body
-            }
-            #[cfg(feature = "mysql")]
-            Pool::MySql($p) => {
-                use super::mysql as $m;
-                $body
-            }
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite($p) => {
-                use super::sqlite as $m;
-                $body
-            }
-        }
-    };
-}
-
 /// Idempotency records in a SQL database: PostgreSQL, MySQL/MariaDB or SQLite.
 ///
 /// Build it from a pool (`SqlStore::postgres(pool)`, `::mysql(pool)`,
@@ -78,8 +55,8 @@ pub struct SqlStore {
     /// The operators' counts (`census_sql.rs`).
     census: CensusStatements,
     pub(crate) dialect: Dialect,
-    locks: std::sync::Arc<KeyLocks>,
-    local: std::sync::Arc<LocalClaims>,
+    pub(super) locks: std::sync::Arc<KeyLocks>,
+    pub(super) local: std::sync::Arc<LocalClaims>,
     /// Bounds the operations in flight to the pool's size (see `pool.rs`).
     queue: std::sync::Arc<crate::store::SendQueue>,
     pub(crate) sent: Sent,
@@ -184,61 +161,7 @@ impl Store for SqlStore {
     }
 
     fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        Box::pin(async move {
-            check_key(self.dialect, req.key)?;
-            // See `local.rs`: local duplicates of a claim granted here need no round trip.
-            if let Some(answer) = self.local.answer(req.key, req.owner) {
-                return Ok(answer);
-            }
-            let arrived = std::time::Instant::now();
-            let one_at_a_time = self.locks.lock(req.key).await;
-            if let Some(answer) = self.local.answer(req.key, req.owner) {
-                return Ok(answer);
-            }
-            if let Some(rec) = one_at_a_time.done_since(arrived) {
-                return Ok(Claim::Done(rec));
-            }
-            // The statement, and what this instance learns from its answer, run
-            // in a task of their own that keeps the key's turn: a caller
-            // dropped mid-claim (a cancelled request, an attempt past its
-            // timeout) leaves a statement that may still apply, and its undo
-            // (or the retry) must queue behind it and find it here. Sent beside
-            // it, the undo's own claim could apply first and be released before
-            // the first one applied, which then held the key for a whole lease.
-            let store = self.clone();
-            let key = req.key.to_owned();
-            let (owner, fingerprint, lease) = (req.owner, req.fingerprint, req.lease);
-            let task = tokio::spawn(async move {
-                let mut one_at_a_time = one_at_a_time;
-                let req = ClaimRequest {
-                    key: &key,
-                    owner,
-                    fingerprint,
-                    lease,
-                };
-                let sent = std::time::Instant::now();
-                let claim = dispatch!(&store.pool, |p, m| m::claim(
-                    p,
-                    &store.sql,
-                    &store.sent,
-                    req
-                )
-                .await)?;
-                if let Claim::Claimed { fence } = claim {
-                    store.local.hold(
-                        &key,
-                        owner,
-                        fence,
-                        fingerprint,
-                        sent + lease.min(MAX_DURATION),
-                    );
-                }
-                one_at_a_time.remember(sent, &claim);
-                Ok::<_, StoreError>(claim)
-            });
-            task.await
-                .unwrap_or_else(|e| Err(StoreError::unavailable(format!("claim task failed: {e}"))))
-        })
+        Box::pin(self.claim_in_turn(req))
     }
 
     fn complete<'a>(

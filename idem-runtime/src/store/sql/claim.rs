@@ -1,0 +1,59 @@
+//! A claim through one store instance: the local answers first (`local.rs`),
+//! then one statement per key at a time, finishing in a task of its own.
+
+use super::store::SqlStore;
+use crate::policy::MAX_DURATION;
+use crate::store::{Claim, ClaimRequest, StoreError};
+
+impl SqlStore {
+    pub(super) async fn claim_in_turn(&self, req: ClaimRequest<'_>) -> Result<Claim, StoreError> {
+        super::key::check_key(self.dialect, req.key)?;
+        // See `local.rs`: local duplicates of a claim granted here need no round trip.
+        if let Some(answer) = self.local.answer(req.key, req.owner) {
+            return Ok(answer);
+        }
+        let arrived = std::time::Instant::now();
+        let one_at_a_time = self.locks.lock(req.key).await;
+        if let Some(answer) = self.local.answer(req.key, req.owner) {
+            return Ok(answer);
+        }
+        if let Some(rec) = one_at_a_time.done_since(arrived) {
+            return Ok(Claim::Done(rec));
+        }
+        // The statement, and what this instance learns from its answer, run in
+        // a task of their own that keeps the key's turn: a caller dropped
+        // mid-claim (a cancelled request, an attempt past its timeout) leaves
+        // a statement that may still apply, and its undo (or the retry) must
+        // queue behind it and find it here. Sent beside it, the undo's own
+        // claim could apply first and be released before the first one
+        // applied, which then held the key for a whole lease.
+        let store = self.clone();
+        let key = req.key.to_owned();
+        let (owner, fingerprint, lease) = (req.owner, req.fingerprint, req.lease);
+        let task = tokio::spawn(async move {
+            let mut one_at_a_time = one_at_a_time;
+            let req = ClaimRequest {
+                key: &key,
+                owner,
+                fingerprint,
+                lease,
+            };
+            let sent = std::time::Instant::now();
+            let claim = dispatch!(&store.pool, |p, m| m::claim(
+                p,
+                &store.sql,
+                &store.sent,
+                req
+            )
+            .await)?;
+            if let Claim::Claimed { fence } = claim {
+                let until = sent + lease.min(MAX_DURATION);
+                store.local.hold(&key, owner, fence, fingerprint, until);
+            }
+            one_at_a_time.remember(sent, &claim);
+            Ok::<_, StoreError>(claim)
+        });
+        task.await
+            .unwrap_or_else(|e| Err(StoreError::unavailable(format!("claim task failed: {e}"))))
+    }
+}
