@@ -195,3 +195,79 @@ async fn token_default_wait_is_five_seconds() {
     );
     holder.await.unwrap().unwrap();
 }
+
+/// A caller dropped while its take waits in the database (here behind a
+/// transaction that locks the token table): its undo (take again, then give
+/// back) must queue behind that take, which may still apply. Sent beside it,
+/// the undo could give the token back before the first take applied, which
+/// then held the token for a lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_callers_give_back_never_overtakes_its_own_take_postgres() {
+    use crate::support::sql::{Fixture, pg_url};
+    let fx = Fixture::new(idem::db::Dialect::Postgres).await;
+    let idem = handle(fx.dyn_store(), "eng-tok-race");
+    let lease = Duration::from_secs(30);
+    let token = idem
+        .tokens()
+        .issue(FORM, Duration::from_secs(600))
+        .await
+        .unwrap()
+        .to_string();
+    let pool = sqlx::PgPool::connect(&pg_url()).await.unwrap();
+    let mut blocker = pool.begin().await.unwrap();
+    let table = format!(
+        "{}.{}",
+        fx.names.schema_name().unwrap(),
+        fx.names.tokens_name()
+    );
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "LOCK TABLE {table} IN EXCLUSIVE MODE"
+    )))
+    .execute(&mut *blocker)
+    .await
+    .unwrap();
+    let runs = Counter::default();
+    let caller = {
+        let (idem, token, runs) = (idem.clone(), token.clone(), runs.clone());
+        tokio::spawn(async move {
+            idem.tokens()
+                .consume(FORM, &token)
+                .lease(lease)
+                .run(|_| async move {
+                    runs.hit();
+                    Ok::<_, Error>(())
+                })
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sent = fx.store.__statements_sent();
+    caller.abort();
+    let _ = caller.await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        fx.store.__statements_sent(),
+        sent,
+        "the dropped caller's undo sent a statement beside its queued take"
+    );
+    blocker.rollback().await.unwrap();
+    // The take applies now and its undo gives the token back: the next
+    // submission is accepted long before the lease could lapse.
+    let deadline = tokio::time::Instant::now() + lease - Duration::from_secs(5);
+    loop {
+        let next = idem
+            .tokens()
+            .consume(FORM, &token)
+            .wait(Duration::ZERO)
+            .run(|_| async { Ok::<_, Error>(()) })
+            .await;
+        match next {
+            Ok(_) => break,
+            Err(Error::InProgress { .. }) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("the token is held after the dropped caller's take: {e}"),
+        }
+    }
+    assert_eq!(runs.get(), 0, "the dropped caller's body never ran");
+}

@@ -1,6 +1,8 @@
 //! A claim through one store instance: the local answers first (`local.rs`),
 //! then one statement per key at a time, finishing in a task of its own.
 
+use std::future::Future;
+
 use super::store::SqlStore;
 use crate::policy::MAX_DURATION;
 use crate::store::{Claim, ClaimRequest, StoreError};
@@ -30,7 +32,7 @@ impl SqlStore {
         let store = self.clone();
         let key = req.key.to_owned();
         let (owner, fingerprint, lease) = (req.owner, req.fingerprint, req.lease);
-        let task = tokio::spawn(async move {
+        finish_in_turn("claim", async move {
             let mut one_at_a_time = one_at_a_time;
             let req = ClaimRequest {
                 key: &key,
@@ -51,9 +53,22 @@ impl SqlStore {
                 store.local.hold(&key, owner, fence, fingerprint, until);
             }
             one_at_a_time.remember(sent, &claim);
-            Ok::<_, StoreError>(claim)
-        });
-        task.await
-            .unwrap_or_else(|e| Err(StoreError::unavailable(format!("claim task failed: {e}"))))
+            Ok(claim)
+        })
+        .await
     }
+}
+
+/// Runs `work`, which owns a key's turn (`KeyGuard`), to its end in a task of
+/// its own, whether or not the caller still waits for it: a statement that
+/// may apply keeps the turn until it answers, so what the caller's drop sets
+/// off (an undo, a give-back, a retry) queues behind it. Used by the claim
+/// and by a token's take.
+pub(super) async fn finish_in_turn<T: Send + 'static>(
+    what: &str,
+    work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::spawn(work)
+        .await
+        .unwrap_or_else(|e| Err(StoreError::unavailable(format!("{what} task failed: {e}"))))
 }

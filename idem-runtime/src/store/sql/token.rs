@@ -217,14 +217,24 @@ impl TokenStore for SqlStore {
         Box::pin(async move {
             check_key(self.dialect, key)?;
             let lease_us = micros(lease).max(1);
-            for _ in 0..CLAIM_ROUNDS {
-                if let Some(answer) = self.take_once(key, owner, lease_us).await? {
-                    return Ok(answer);
+            // As a claim (`claim.rs`): a take that may still apply keeps the
+            // key's turn until it answers, so a dropped caller's undo (a take
+            // again, then a give-back) cannot overtake it and leave the token
+            // taken for a lease.
+            let turn = self.locks.lock(key).await;
+            let (store, key) = (self.clone(), key.to_owned());
+            super::claim::finish_in_turn("take", async move {
+                let _turn = turn;
+                for _ in 0..CLAIM_ROUNDS {
+                    if let Some(answer) = store.take_once(&key, owner, lease_us).await? {
+                        return Ok(answer);
+                    }
                 }
-            }
-            Err(StoreError::unavailable(format!(
-                "take of token `{key}` kept racing with concurrent changes"
-            )))
+                Err(StoreError::unavailable(format!(
+                    "take of token `{key}` kept racing with concurrent changes"
+                )))
+            })
+            .await
         })
     }
 
