@@ -202,12 +202,10 @@ impl Exec {
                     let pause = Duration::from_millis(5 << attempt.min(4));
                     // In the background the breaker says when the store is down
                     // rather than slow: retrying then only adds load, and the claim
-                    // lapses with its lease. Except a token's consume: its body
-                    // succeeded, and a lapsed token is accepted again, so it keeps
-                    // trying for its whole budget (found by the token simulation,
-                    // seed 645476).
+                    // lapses with its lease, except for the operations whose lapse
+                    // undoes a success (`Op::outlasts_open_breaker`).
                     let give_up = (!held && attempt >= 3)
-                        || (background && op != Op::TokenConsume && self.breaker.is_open());
+                        || (background && !op.outlasts_open_breaker() && self.breaker.is_open());
                     if give_up || Instant::now() + pause >= deadline {
                         if held {
                             self.breaker.held_failure();

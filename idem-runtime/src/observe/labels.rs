@@ -307,6 +307,15 @@ impl Op {
         )
     }
 
+    /// An operation a detached finish keeps retrying for its whole budget even
+    /// while the breaker is open: a token's consume, whose body succeeded, and
+    /// whose lapse would let the token be accepted again (token simulation,
+    /// seed 645476). Other detached finishes stop at an open breaker and leave
+    /// the claim to lapse with its lease.
+    pub(crate) const fn outlasts_open_breaker(self) -> bool {
+        matches!(self, Op::TokenConsume)
+    }
+
     /// The position in [`Op::ALL`]: an index into per-operation metric keys.
     pub(crate) const fn index(self) -> usize {
         self as usize
