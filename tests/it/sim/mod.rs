@@ -24,6 +24,7 @@
 mod history;
 mod invariants;
 mod model;
+mod per_key_fences;
 mod real;
 mod recording;
 mod regressions;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use idem::How;
 use idem::store::Owned;
 
-use super::Ctx;
+use super::{Ctx, KeyFence};
 use crate::sim::history::{BodyOut, CallResult, ErrKind, StoreOp};
 use crate::sim::run::value_of;
 
@@ -15,9 +15,9 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
     let (calls, key_index, owner_fence, fence_call) =
         (&cx.calls, &cx.key_index, &cx.owner_fence, &cx.fence_call);
     // [values]
-    let mut stored: HashMap<u64, u64> = HashMap::new();
-    // Terminal errors stored: fence -> (key, rejected value).
-    let mut stored_err: HashMap<u64, (usize, u64)> = HashMap::new();
+    let mut stored: HashMap<KeyFence, u64> = HashMap::new();
+    // Terminal errors stored: (key, fence) -> rejected value.
+    let mut stored_err: HashMap<KeyFence, u64> = HashMap::new();
     for e in &out.store_log {
         if let StoreOp::Complete {
             owner,
@@ -26,7 +26,7 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
             ..
         } = &e.op
         {
-            let Some(&f) = owner_fence.get(owner) else {
+            let Some(&kf) = owner_fence.get(owner) else {
                 // A degraded call settles the claim it sent without an answer with
                 // its value, which is the row's (it inserted it or loaded it: issue
                 // 19); on a real store that claim's reply, and with it the log line
@@ -53,9 +53,9 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
                 v.push(format!("[values] unreadable stored payload {payload:?}"));
                 continue;
             };
+            let f = kf.1;
             if payload.get(6) == Some(&1) {
-                let k = key_index.get(e.key.as_str()).copied().unwrap_or(usize::MAX);
-                let own = fence_call.get(&f).copied();
+                let own = fence_call.get(&kf).copied();
                 if own.map(value_of) != Some(val)
                     || own.and_then(|c| calls[c].body_end).map(|b| b.1) != Some(BodyOut::Rejected)
                 {
@@ -63,17 +63,16 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
                         "[values] fence {f} stored rejection {val}, not its own body's ({own:?})"
                     ));
                 }
-                stored_err.insert(f, (k, val));
+                stored_err.insert(kf, val);
                 continue;
             }
-            if let Some(prev) = stored.insert(f, val)
+            if let Some(prev) = stored.insert(kf, val)
                 && prev != val
             {
                 v.push(format!("[values] fence {f} stored {prev} then {val}"));
             }
-            let k = key_index.get(e.key.as_str()).copied();
-            let own = fence_call.get(&f).map(|c| value_of(*c));
-            let row = k.and_then(|k| out.rows.get(&k).copied());
+            let own = fence_call.get(&kf).map(|c| value_of(*c));
+            let row = out.rows.get(&kf.0).copied();
             if Some(val) != own && Some(val) != row {
                 v.push(format!(
                     "[values] fence {f} stored {val}: neither its body's value {own:?} nor the row {row:?}"
@@ -110,17 +109,18 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
                         // A real store may apply a `complete` whose caller was dropped
                         // before the reply (and the log line) came back: then the
                         // value must still be that run's own, or the row.
+                        let kf = (spec.key, *fence);
                         let unlogged = !atomic
-                            && !stored.contains_key(fence)
-                            && (fence_call.get(fence).map(|c| value_of(*c)) == Some(*value)
+                            && !stored.contains_key(&kf)
+                            && (fence_call.get(&kf).map(|c| value_of(*c)) == Some(*value)
                                 || out.rows.get(&spec.key) == Some(value));
-                        if stored.get(fence) != Some(value) && !unlogged {
+                        if stored.get(&kf) != Some(value) && !unlogged {
                             v.push(format!(
                                 "[values] call {i} replayed {value} (fence {fence}) but that run stored {:?}",
-                                stored.get(fence)
+                                stored.get(&kf)
                             ));
                         }
-                        if let Some(&src) = fence_call.get(fence)
+                        if let Some(&src) = fence_call.get(&kf)
                             && out.calls[src].payload != spec.payload
                         {
                             v.push(format!(
@@ -174,11 +174,11 @@ pub(super) fn check(cx: &Ctx<'_>, v: &mut Vec<String>) {
                         matches!(c.body_end, Some((_, BodyOut::Rejected))) && *val == value_of(i);
                     let replayed = c.body_start.is_none()
                         && ks.terminal
-                        && stored_err.iter().any(|(f, (k, sv))| {
-                            *k == spec.key
+                        && stored_err.iter().any(|(kf, sv)| {
+                            kf.0 == spec.key
                                 && sv == val
                                 && fence_call
-                                    .get(f)
+                                    .get(kf)
                                     .is_some_and(|src| out.calls[*src].payload == spec.payload)
                         });
                     // As for values: a real store may have applied the `complete`

@@ -102,13 +102,19 @@ pub(super) struct Ctx<'a> {
     pub(super) timing: bool,
     pub(super) calls: Vec<CallInfo>,
     pub(super) key_index: HashMap<&'a str, usize>,
-    /// The fence each owner last claimed (the one its body ran with).
-    pub(super) owner_fence: HashMap<Owner, u64>,
+    /// The key and fence each owner last claimed (the fence its body ran with).
+    /// Fences are keyed by key throughout: the contract only orders one key's
+    /// fences (DESIGN §3.9), and two keys may get the same one (MySQL's and
+    /// SQLite's fence slots both hand out the database clock's microsecond).
+    pub(super) owner_fence: HashMap<Owner, KeyFence>,
     /// When each owner last claimed.
     pub(super) owner_claim_t: HashMap<Owner, Duration>,
-    /// The call whose body ran with each fence.
-    pub(super) fence_call: HashMap<u64, usize>,
+    /// The call whose body ran with each fence of each key.
+    pub(super) fence_call: HashMap<KeyFence, usize>,
 }
+
+/// A key's index and one of its fences.
+pub(super) type KeyFence = (usize, u64);
 
 impl Ctx<'_> {
     pub(super) fn call_of_owner(&self, o: &Owner) -> Option<usize> {
@@ -156,7 +162,7 @@ fn check_into(s: &Schedule, out: &RunOutput, r: Reading, v: &mut Vec<String>) {
         .collect();
 
     // Owners, fences and calls.
-    let mut owner_fence: HashMap<Owner, u64> = HashMap::new();
+    let mut owner_fence: HashMap<Owner, KeyFence> = HashMap::new();
     let mut owner_claim_t: HashMap<Owner, Duration> = HashMap::new();
     for e in &out.store_log {
         if let StoreOp::Claim {
@@ -167,16 +173,18 @@ fn check_into(s: &Schedule, out: &RunOutput, r: Reading, v: &mut Vec<String>) {
         {
             // An owner may claim again after a lost reply; if its key was lost in
             // between, the retry gets a new fence: the last one is the one it ran with.
-            owner_fence.insert(*owner, fence.get());
+            if let Some(&k) = key_index.get(e.key.as_str()) {
+                owner_fence.insert(*owner, (k, fence.get()));
+            }
             owner_claim_t.insert(*owner, e.t);
         }
     }
-    let mut fence_call: HashMap<u64, usize> = HashMap::new();
+    let mut fence_call: HashMap<KeyFence, usize> = HashMap::new();
     for (i, c) in calls.iter().enumerate() {
         if let Some((_, f)) = c.body_start
             && f > 0
         {
-            fence_call.insert(f, i);
+            fence_call.insert((out.calls[i].key, f), i);
         }
     }
     let cx = Ctx {
