@@ -27,6 +27,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +46,9 @@ pub(crate) struct Breaker {
     /// callers on two threads was a contended lock per operation.
     healthy: AtomicBool,
     state: Mutex<State>,
+    /// Woken when the breaker closes: background finishes that wait out an
+    /// open breaker ([`Breaker::wait_out`]) send as soon as a probe succeeded.
+    closed: Notify,
     threshold: u32,
     cooldown: Duration,
 }
@@ -54,6 +58,7 @@ impl Breaker {
         Breaker {
             healthy: AtomicBool::new(true),
             state: Mutex::new(State::Closed { failures: 0 }),
+            closed: Notify::new(),
             threshold: threshold.max(1),
             cooldown,
         }
@@ -89,6 +94,38 @@ impl Breaker {
         let mut st = self.lock();
         *st = State::Closed { failures: 0 };
         self.healthy.store(true, Ordering::Release);
+        drop(st);
+        self.closed.notify_waiters();
+    }
+
+    /// Waits, without sending anything, until the store may be tried again: the
+    /// breaker closed (another probe succeeded), this caller is let through as the
+    /// probe, or `deadline` passed (false). For the background finishes whose
+    /// lapse would undo a success ([`Op::outlasts_open_breaker`]): they keep
+    /// their result for the store's return instead of giving up, yet add no load
+    /// while it is down, and many of them make one probe, not a burst.
+    ///
+    /// [`Op::outlasts_open_breaker`]: crate::observe::Op::outlasts_open_breaker
+    pub(crate) async fn wait_out(&self, deadline: Instant) -> bool {
+        loop {
+            let closed = self.closed.notified();
+            tokio::pin!(closed);
+            closed.as_mut().enable();
+            if !self.is_open() || self.allow() {
+                return true;
+            }
+            let next = match *self.lock() {
+                State::Open { until } | State::HalfOpen { until } => until.min(deadline),
+                State::Closed { .. } => return true,
+            };
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::select! {
+                () = &mut closed => return true,
+                () = tokio::time::sleep_until(next) => {}
+            }
+        }
     }
 
     /// A new claim (or any operation the breaker gates) found the store
@@ -230,5 +267,43 @@ mod tests {
         assert!(!b.allow(), "half-open: still one probe only");
         b.success();
         assert!(b.allow() && !b.is_open(), "the probe's success closes it");
+    }
+
+    /// Background finishes waiting out an open breaker send nothing while it is
+    /// open; after the cooldown one of them is the probe, and its success wakes
+    /// the others at once. Past its deadline a waiter gives up.
+    #[tokio::test(start_paused = true)]
+    async fn waiters_make_one_probe_and_wake_when_it_closes() {
+        let b = std::sync::Arc::new(Breaker::new(1, Duration::from_secs(1)));
+        b.held_failure();
+        let t0 = Instant::now();
+        let waiters: Vec<_> = (0..5)
+            .map(|_| {
+                let b = std::sync::Arc::clone(&b);
+                tokio::spawn(async move {
+                    let ok = b.wait_out(t0 + Duration::from_secs(5)).await;
+                    (ok, t0.elapsed())
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let done = waiters.iter().filter(|w| w.is_finished()).count();
+        assert_eq!(done, 1, "exactly one waiter is let through as the probe");
+        assert!(!b.allow(), "half-open while the probe is out");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        b.success();
+        for w in waiters {
+            let (ok, at) = w.await.expect("a waiter");
+            assert!(ok);
+            assert!(
+                at >= Duration::from_secs(1) && at <= Duration::from_millis(1600),
+                "{at:?}"
+            );
+        }
+        b.held_failure();
+        let gave_up = b
+            .wait_out(Instant::now() + Duration::from_millis(300))
+            .await;
+        assert!(!gave_up, "the deadline comes before the cooldown ends");
     }
 }

@@ -203,10 +203,14 @@ impl Exec {
                     // In the background the breaker says when the store is down
                     // rather than slow: retrying then only adds load, and the claim
                     // lapses with its lease, except for the operations whose lapse
-                    // undoes a success (`Op::outlasts_open_breaker`).
+                    // undoes a success (`Op::outlasts_open_breaker`): they wait
+                    // the outage out, sending nothing until the store may be tried.
+                    let outlast = background && op.outlasts_open_breaker();
+                    let open = background && self.breaker.is_open();
                     let give_up = (!held && attempt >= 3)
-                        || (background && !op.outlasts_open_breaker() && self.breaker.is_open());
-                    if give_up || Instant::now() + pause >= deadline {
+                        || (open && !outlast)
+                        || (open && !self.breaker.wait_out(deadline).await);
+                    if give_up || (!open && Instant::now() + pause >= deadline) {
                         if held {
                             self.breaker.held_failure();
                         } else {
@@ -215,7 +219,9 @@ impl Exec {
                         tracing::debug!(key = %crate::observe::key_hash(key), op = op.as_str(), error = %msg, "store unavailable");
                         return Err(StoreError::Unavailable(msg));
                     }
-                    tokio::time::sleep(self.jitter.apply(pause)).await;
+                    if !open {
+                        tokio::time::sleep(self.jitter.apply(pause)).await;
+                    }
                 }
                 Err(other) => return Err(other),
             }

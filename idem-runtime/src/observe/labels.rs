@@ -307,13 +307,16 @@ impl Op {
         )
     }
 
-    /// An operation a detached finish keeps retrying for its whole budget even
-    /// while the breaker is open: a token's consume, whose body succeeded, and
-    /// whose lapse would let the token be accepted again (token simulation,
-    /// seed 645476). Other detached finishes stop at an open breaker and leave
-    /// the claim to lapse with its lease.
+    /// An operation a detached finish keeps for its whole budget even while the
+    /// breaker is open (waiting, without sending, until the store may be tried):
+    /// a finish whose body succeeded and whose lapse would run it again. A
+    /// guard's `complete`, whose lapse lets a duplicate execute the body a second
+    /// time, and a token's consume, whose lapse lets the token be accepted again
+    /// (token simulation, seed 645476). Other detached finishes (a release, a
+    /// give-back) stop at an open breaker and leave the claim to lapse with its
+    /// lease: that costs time, never a second run.
     pub(crate) const fn outlasts_open_breaker(self) -> bool {
-        matches!(self, Op::TokenConsume)
+        matches!(self, Op::Complete | Op::TokenConsume)
     }
 
     /// The position in [`Op::ALL`]: an index into per-operation metric keys.

@@ -9,7 +9,8 @@
 //! - `burst`: 8 tasks, 200 calls over 50 keys through a 3 s black hole, with
 //!   `degrade = "backstop"` and with the in-process claim (`degrade_local`);
 //! - `unstored`: a result whose `complete` met a black hole longer than the lease
-//!   is reported `not_stored`;
+//!   is reported `not_stored`; one whose outage healed within the lease is
+//!   stored by the background `complete`, through the open breaker;
 //! - `sockets`: the proxy's own faults, a cut and its recovery, and a slow claim
 //!   reply that must not let a duplicate run beside the body.
 
@@ -59,6 +60,11 @@ pub struct Rig {
 
 impl Rig {
     pub async fn start(cooldown: Duration) -> Rig {
+        Rig::start_with(THRESHOLD, cooldown).await
+    }
+
+    /// A rig whose breaker opens after `threshold` consecutive failures.
+    pub async fn start_with(threshold: u32, cooldown: Duration) -> Rig {
         let server = RedisServer::start();
         let proxy = Proxy::start(server.port).await;
         let store = RedisStore::connect(&proxy.redis_url())
@@ -68,7 +74,7 @@ impl Rig {
             .store(store)
             .namespace(unique_ns("outage"))
             .op_timeout(OP_TIMEOUT)
-            .circuit_breaker(THRESHOLD, cooldown)
+            .circuit_breaker(threshold, cooldown)
             .build()
             .unwrap();
         Rig {

@@ -84,3 +84,58 @@ async fn result_lost_in_a_black_hole_is_reported_not_stored() {
         "{stats:?}"
     );
 }
+
+/// The other side of the case above: a `complete` whose outage heals within the
+/// claim's lease. It fails within the call's budget and opens the breaker
+/// (threshold 1); the call returns `not_stored`, and the `complete` goes on in
+/// the background, waiting the open breaker out (it gave up there once, and the
+/// retry after the lapse ran the body a second time). The store comes back at
+/// 1.2 s, long before the 3 s lease lapses: the result is stored, and every
+/// retry replays it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn result_whose_outage_heals_within_the_lease_is_stored_in_the_background() {
+    let rig = Rig::start_with(1, Duration::from_millis(300)).await;
+    let idem = &rig.idem;
+    let runs = Counter::default();
+    let call =
+        |body: Duration| {
+            let runs = runs.clone();
+            reported(idem.guard("healed", &[&"order-7"]).lease(super::LEASE).run(
+                move || async move {
+                    let n = runs.hit();
+                    tokio::time::sleep(body).await;
+                    Ok::<_, Error>(n)
+                },
+            ))
+        };
+    let hole = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        rig.proxy.cut();
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        rig.proxy.heal();
+    };
+    let ((r, report), ()) = tokio::join!(call(Duration::from_millis(300)), hole);
+    let first = r.expect("the body's own value");
+    assert_eq!(first.how(), How::Executed);
+    assert!(!first.is_stored(), "the complete met the cut");
+    assert_eq!(report.unwrap().outcome(), CallOutcome::NotStored);
+
+    // Retries until the breaker lets calls through again, all within the lease.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let again = loop {
+        match call(Duration::ZERO).await.0 {
+            Ok(o) => break o,
+            Err(Error::StoreUnavailable { .. }) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    };
+    assert!(
+        matches!(again.how(), How::Replayed | How::Waited),
+        "the retry found the stored result, not {:?}",
+        again.how()
+    );
+    assert_eq!(*again.value(), 1, "the first run's value");
+    assert_eq!(runs.get(), 1, "the body ran once");
+}

@@ -220,6 +220,52 @@ fn sim_regression_complete_outlasts_a_blip() {
     );
 }
 
+/// Found by review, beside the token's seed 645476. A body succeeds as an
+/// outage begins; its `complete` fails within the call's budget, opens the
+/// breaker, and goes on in the background, which gave up at once "because the
+/// breaker is open". The store healed long before the claim's lease lapsed, but
+/// the result was never stored, and a duplicate after the lapse ran the body a
+/// second time. A background `complete` now waits the open breaker out (sending
+/// nothing until the store may be tried) for as long as its lease lasts.
+#[test]
+fn sim_regression_complete_outlasts_an_open_breaker() {
+    let s = Schedule {
+        seed: 0,
+        keys: vec![key(2500, false, false, false)],
+        procs: 1,
+        op_timeout: ms(300),
+        breaker: (1, ms(400)),
+        plan: None,
+        reply_delay: None,
+        events: vec![(ms(990), Event::Outage(ms(900)))],
+        calls: vec![
+            call(0, 0, BodyKind::Ok, 1000),
+            call(1, 5000, BodyKind::Ok, 100),
+        ],
+    };
+    assert!(!s.calm(), "an outage longer than the operation budget");
+    let out = run_checked(&s);
+    let runs = out
+        .events
+        .iter()
+        .filter(|(_, e)| matches!(e, super::history::Ev::BodyStart { .. }))
+        .count();
+    assert_eq!(
+        runs, 1,
+        "the body ran again after its result waited out an open breaker"
+    );
+    let stored = out.store_log.iter().any(|e| {
+        matches!(
+            e.op,
+            StoreOp::Complete {
+                res: Ok(idem::store::Owned::Applied),
+                ..
+            }
+        )
+    });
+    assert!(stored, "the background complete stored the result");
+}
+
 /// Issue 10 A1, found by review: the generator drew delayed replies, but
 /// `calm()` kept every such schedule away from `no-double-run` and `renewal`.
 /// The claim applies at 0 and its reply arrives 758 ms later, within the 800 ms
