@@ -38,12 +38,11 @@ pub(crate) enum Finish {
     /// Give the key up so a retry runs (a guard's failed body, a lock's end).
     Release,
     /// Delete the token: its body succeeded, it must never come back. A token
-    /// that is no longer ours (the lease lapsed while the body ran, and a late
-    /// take gave it back to issued) is taken again under the same owner and
-    /// deleted, in the same detached-if-dropped operation (found by the token
-    /// simulation, seeds 237719 and 221170). One another caller holds is
-    /// asked again while the operation's budget lasts (see `spend`).
-    TokenConsume { lease: Duration },
+    /// that is no longer ours (the lease lapsed while the body ran, and it was
+    /// given back to issued or taken over) is revoked, in the same
+    /// detached-if-dropped operation (token simulation, seeds 237719, 221170
+    /// and 3059487; see `spend`).
+    TokenConsume,
     /// Return the token to issued: its body failed, a retry may use it.
     TokenGiveBack,
 }
@@ -61,7 +60,7 @@ impl Finish {
         match self {
             Finish::Complete { .. } => Op::Complete,
             Finish::Release => Op::Release,
-            Finish::TokenConsume { .. } => Op::TokenConsume,
+            Finish::TokenConsume => Op::TokenConsume,
             Finish::TokenGiveBack => Op::TokenReturn,
         }
     }
@@ -97,9 +96,11 @@ impl Exec {
 
     /// A finish nobody waits for: worth trying for as long as the claim can still
     /// be ours (one lease), as one patient operation ([`Exec::op_patient`]) that
-    /// keeps its place in a slow store's queue, but not while the breaker says the
-    /// store is down (the claim then lapses with its lease, and retries would only
-    /// add load to a store that is struggling).
+    /// keeps its place in a slow store's queue. While the breaker says the store
+    /// is down, a finish whose lapse would run the body again (a `complete`, a
+    /// token's consume) waits the breaker out without sending; the others stop
+    /// and leave the claim to lapse with its lease, as retries would only add
+    /// load to a store that is struggling (`Op::outlasts_open_breaker`).
     async fn in_background(
         &self,
         key: &str,
@@ -139,9 +140,9 @@ impl Exec {
         match f {
             Finish::Complete { payload, ttl } => store.complete(key, owner, payload, *ttl),
             Finish::Release => store.release(key, owner),
-            Finish::TokenConsume { .. } | Finish::TokenGiveBack => match store.tokens() {
+            Finish::TokenConsume | Finish::TokenGiveBack => match store.tokens() {
                 Some(t) => match f {
-                    Finish::TokenConsume { lease } => spend(t, key, owner, *lease),
+                    Finish::TokenConsume => spend(t, key, owner),
                     _ => t.give_back(key, owner),
                 },
                 None => Box::pin(std::future::ready(Err(StoreError::config(
@@ -206,7 +207,8 @@ impl Exec {
     /// the value the degraded body produced, so a retry replays it; `Release`
     /// frees the key. Both are owner-checked: a claim that never applied, or a key
     /// someone else holds, is left alone. Tried for as long as the claim can
-    /// matter (its lease) unless the breaker says the store is down.
+    /// matter (its lease), through an open breaker for a `Complete` (see
+    /// [`Exec::in_background`]).
     pub(crate) fn settle_detached(
         self: &Arc<Self>,
         key: &str,
@@ -351,31 +353,21 @@ impl Drop for Armed<'_> {
     }
 }
 
-/// A succeeded body's token, deleted: consume, and if the token is no longer
-/// ours, take it again (same owner) and consume. Idempotent per owner, so a
-/// retry after a lost reply finds it taken by us or gone. A token someone else
-/// holds (often an orphaned take about to be given back, seed 843061) is
-/// asked again when its lease says, for as long as the operation's budget
-/// lasts (the caller's, then the detached finish's).
+/// A succeeded body's token, deleted: consume it, and if it is no longer ours
+/// (our lease lapsed while the body ran, and the token was given back or taken
+/// over), revoke it whoever holds it now. The body's success is the one
+/// acceptance, so none may follow it; waiting for the other holder to let go
+/// lost the race to the next submission (seed 3059487). Both are idempotent,
+/// so a retry after a lost reply finds the token gone (`Applied`).
 fn spend<'s>(
     t: &'s dyn crate::store::token::TokenStore,
     key: &'s str,
     owner: Owner,
-    lease: Duration,
 ) -> BoxFuture<'s, Result<Owned, StoreError>> {
     Box::pin(async move {
-        loop {
-            if let done @ Owned::Applied = t.consume(key, owner).await? {
-                return Ok(done);
-            }
-            match t.take(key, owner, lease).await? {
-                TokenTake::Taken { .. } => return t.consume(key, owner).await,
-                TokenTake::Invalid => return Ok(Owned::Applied),
-                TokenTake::Busy { remaining } => {
-                    let pause = remaining.min(lease / 3).max(Duration::from_millis(1));
-                    tokio::time::sleep(pause).await;
-                }
-            }
+        match t.consume(key, owner).await? {
+            done @ Owned::Applied => Ok(done),
+            _ => t.revoke(key).await,
         }
     })
 }

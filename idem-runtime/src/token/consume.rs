@@ -148,7 +148,7 @@ impl Consumption<'_> {
         // back, so the consume goes on in the background if this call is dropped
         // or the store does not confirm it in time (issue 24, e).
         let (finish, outcome) = match result {
-            Ok(_) => (Finish::TokenConsume { lease }, CallOutcome::Executed),
+            Ok(_) => (Finish::TokenConsume, CallOutcome::Executed),
             Err(_) => (Finish::TokenGiveBack, CallOutcome::Released),
         };
         if let Err(e) = exec.finish(&held, finish).await {

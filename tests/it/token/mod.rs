@@ -2,5 +2,6 @@
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod engine;
+pub mod lapsed;
 pub mod sql;
 pub mod stores;

@@ -88,6 +88,15 @@ impl<S: Store> TokenStore for FaultyStore<S> {
             }),
         )
     }
+
+    fn revoke<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        Box::pin(
+            self.run(Op::Mutate, Some(key), move || match self.inner_tokens() {
+                Ok(t) => t.revoke(key),
+                Err(e) => Box::pin(std::future::ready(Err(e))),
+            }),
+        )
+    }
 }
 
 impl<S: Store> StateStore for FaultyStore<S> {

@@ -201,6 +201,20 @@ pub(crate) async fn finish<C: ConnectionLike + Send>(
     owned("token finish", reply)
 }
 
+/// Deletes the token whoever holds it (`TokenStore::revoke`): one `DEL`.
+pub(crate) async fn revoke<C: ConnectionLike + Send>(
+    con: &mut C,
+    layout: &KeyLayout,
+    key: &str,
+) -> Result<Owned, StoreError> {
+    let _: i64 = redis::cmd("DEL")
+        .arg(layout.record_key(key))
+        .query_async(con)
+        .await
+        .map_err(map_err)?;
+    Ok(Owned::Applied)
+}
+
 /// `impl TokenStore` for a Redis store type with `con` and `layout` fields.
 macro_rules! token_store {
     ($store:ty) => {
@@ -290,6 +304,16 @@ macro_rules! token_store {
                         false,
                     )
                     .await
+                })
+            }
+            fn revoke<'a>(
+                &'a self,
+                key: &'a str,
+            ) -> crate::store::BoxFuture<'a, Result<crate::store::Owned, crate::store::StoreError>>
+            {
+                let mut con = self.conns.get();
+                Box::pin(async move {
+                    crate::store::redis::token_scripts::revoke(&mut con, &self.layout, key).await
                 })
             }
         }

@@ -279,6 +279,16 @@ impl TokenStore for SqlStore {
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(self.owned_change(&self.tok.give_back, &self.tok.live, key, owner))
     }
+
+    fn revoke<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        Box::pin(async move {
+            check_key(self.dialect, key)?;
+            self.execute(&self.tok.revoke, &[Arg::Text(key)])
+                .await
+                .map_err(map_err)?;
+            Ok(Owned::Applied)
+        })
+    }
 }
 
 #[cfg(test)]

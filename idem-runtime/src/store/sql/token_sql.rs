@@ -80,6 +80,8 @@ pub(crate) struct TokenStatements {
     pub(crate) renew: Stmt,
     /// Owner-checked delete (binds: key, owner).
     pub(crate) consume: Stmt,
+    /// Binds: key. Deletes the token whoever holds it (`TokenStore::revoke`).
+    pub(crate) revoke: Stmt,
     /// Owner-checked consuming → issued of a live token (binds: key, owner).
     pub(crate) give_back: Stmt,
     /// Is there a live row for the key? (binds: key).
@@ -152,6 +154,7 @@ impl TokenStatements {
             consume: s(format!(
                 "DELETE FROM {k} WHERE token_key = $1 AND owner = $2"
             )),
+            revoke: s(format!("DELETE FROM {k} WHERE token_key = $1")),
             give_back: s(format!(
                 "UPDATE {k} SET owner = NULL, lease_until = NULL \
                  WHERE token_key = $1 AND owner = $2 AND expires_at > statement_timestamp()"
@@ -206,6 +209,7 @@ impl TokenStatements {
                  WHERE token_key = ? AND owner = ? AND expires_at > {now}"
             )),
             consume: s(format!("DELETE FROM {k} WHERE token_key = ? AND owner = ?")),
+            revoke: s(format!("DELETE FROM {k} WHERE token_key = ?")),
             give_back: s(format!(
                 "UPDATE {k} SET owner = NULL, lease_until = NULL \
                  WHERE token_key = ? AND owner = ? AND expires_at > {now}"
@@ -253,6 +257,7 @@ impl TokenStatements {
             consume: s(format!(
                 "DELETE FROM {k} WHERE token_key = ?1 AND owner = ?2"
             )),
+            revoke: s(format!("DELETE FROM {k} WHERE token_key = ?1")),
             give_back: s(format!(
                 "UPDATE {k} SET owner = NULL, lease_until = NULL \
                  WHERE token_key = ?1 AND owner = ?2 AND expires_at > {now}"

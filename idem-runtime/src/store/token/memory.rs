@@ -155,4 +155,9 @@ impl TokenStore for MemoryTokens {
         let r = self.owned(key, owner, Owned::Applied, |s| *s = Some(State::Issued));
         Box::pin(std::future::ready(Ok(r)))
     }
+
+    fn revoke<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        self.map().remove(key);
+        Box::pin(std::future::ready(Ok(Owned::Applied)))
+    }
 }

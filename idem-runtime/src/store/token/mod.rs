@@ -77,4 +77,12 @@ pub trait TokenStore: Send + Sync {
         key: &'a str,
         owner: Owner,
     ) -> BoxFuture<'a, Result<Owned, StoreError>>;
+
+    /// Deletes the token in whatever state it is, for whoever holds it. Sent
+    /// only when a body the token admitted succeeded after its lease lapsed and
+    /// the token moved on (given back, or taken over by another submission): the
+    /// one acceptance is spent, so none may follow it. Waiting for the other
+    /// holder to let go instead lost the race to the next submission (token
+    /// simulation, seed 3059487). A token already gone is `Applied`.
+    fn revoke<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Owned, StoreError>>;
 }

@@ -266,13 +266,18 @@ fn sim_regression_consume_redelivered_message_id_is_labelled_message_id() {
 /// token was not spent: a lapsed lease with the token given back (237719), a
 /// background consume stopped by the open breaker (645476), a caller dropped
 /// while its consume retook the token (221170), and a token held for a moment
-/// by an orphaned take about to be given back (843061).
+/// by an orphaned take about to be given back (843061). The sweep of
+/// 2026-12-02 evening added 3059487: a hung body past `max_hold` succeeded while
+/// another submission held its lapsed token; its consume waited for that holder
+/// to give the token back, and the next submission took it first. A lapsed
+/// success now revokes the token whoever holds it (`TokenStore::revoke`).
 #[test]
 fn sim_regression_token_sweep_seeds() {
     use tech::token::{TokSchedule, run};
     use tech::token_check::{check, dump};
     let seeds = [
         237_719, 257_434, 271_387, 329_389, 645_476, 729_802, 221_170, 281_378, 601_863, 843_061,
+        3_059_487,
     ];
     for seed in seeds {
         let s = TokSchedule::generate(seed);

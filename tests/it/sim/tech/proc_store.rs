@@ -80,6 +80,17 @@ impl TokenStore for ProcTech {
             move |r| What::GiveBack { owner, res: *r },
         ))
     }
+
+    fn revoke<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        Box::pin(self.run(
+            key,
+            move |s| {
+                let t = Arc::clone(&lock(&s.tokens));
+                async move { t.revoke(key).await }
+            },
+            move |r| What::Revoke { res: *r },
+        ))
+    }
 }
 
 impl StateStore for ProcTech {
