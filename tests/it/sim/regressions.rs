@@ -187,35 +187,51 @@ fn sim_regression_open_breaker_does_not_starve_renewals() {
     assert_eq!(runs, 1, "key 1's body ran twice");
 }
 
+/// One key (2.5 s lease): a 1 s body from 0 whose `complete` meets an outage
+/// of `outage_ms` starting at 990 ms, and a duplicate at `again_ms`; the op
+/// timeout and the breaker (threshold, cooldown) as given, in ms.
+fn finished_body_then_outage(
+    seed: u64,
+    (op_ms, (threshold, cooldown_ms)): (u64, (u32, u64)),
+    outage_ms: u64,
+    again_ms: u64,
+) -> Schedule {
+    Schedule {
+        seed,
+        keys: vec![key(2500, false, false, false)],
+        procs: 1,
+        op_timeout: ms(op_ms),
+        breaker: (threshold, ms(cooldown_ms)),
+        plan: None,
+        reply_delay: None,
+        events: vec![(ms(990), Event::Outage(ms(outage_ms)))],
+        calls: vec![
+            call(0, 0, BodyKind::Ok, 1000),
+            call(1, again_ms, BodyKind::Ok, 100),
+        ],
+    }
+}
+
+/// How many bodies started.
+fn body_runs(out: &RunOutput) -> usize {
+    out.events
+        .iter()
+        .filter(|(_, e)| matches!(e, super::history::Ev::BodyStart { .. }))
+        .count()
+}
+
 /// Seed 121. A 100 ms blip hit the `complete` of a finished body; the guard gave
 /// up after three quick attempts (30 ms) of its 500 ms budget, the result was
 /// never stored, and the next duplicate ran the body again. Operations on a held
 /// claim now retry for their whole budget.
 #[test]
 fn sim_regression_complete_outlasts_a_blip() {
-    let s = Schedule {
-        seed: 121,
-        keys: vec![key(2500, false, false, false)],
-        procs: 1,
-        op_timeout: ms(500),
-        breaker: (5, ms(1000)),
-        plan: None,
-        reply_delay: None,
-        events: vec![(ms(990), Event::Outage(ms(100)))],
-        calls: vec![
-            call(0, 0, BodyKind::Ok, 1000),
-            call(1, 4000, BodyKind::Ok, 100),
-        ],
-    };
+    let s = finished_body_then_outage(121, (500, (5, 1000)), 100, 4000);
     assert!(s.calm(), "a blip shorter than the operation budget");
     let out = run_checked(&s);
-    let runs = out
-        .events
-        .iter()
-        .filter(|(_, e)| matches!(e, super::history::Ev::BodyStart { .. }))
-        .count();
     assert_eq!(
-        runs, 1,
+        body_runs(&out),
+        1,
         "the body ran again after its result was lost to a blip"
     );
 }
@@ -229,29 +245,12 @@ fn sim_regression_complete_outlasts_a_blip() {
 /// nothing until the store may be tried) for as long as its lease lasts.
 #[test]
 fn sim_regression_complete_outlasts_an_open_breaker() {
-    let s = Schedule {
-        seed: 0,
-        keys: vec![key(2500, false, false, false)],
-        procs: 1,
-        op_timeout: ms(300),
-        breaker: (1, ms(400)),
-        plan: None,
-        reply_delay: None,
-        events: vec![(ms(990), Event::Outage(ms(900)))],
-        calls: vec![
-            call(0, 0, BodyKind::Ok, 1000),
-            call(1, 5000, BodyKind::Ok, 100),
-        ],
-    };
+    let s = finished_body_then_outage(0, (300, (1, 400)), 900, 5000);
     assert!(!s.calm(), "an outage longer than the operation budget");
     let out = run_checked(&s);
-    let runs = out
-        .events
-        .iter()
-        .filter(|(_, e)| matches!(e, super::history::Ev::BodyStart { .. }))
-        .count();
     assert_eq!(
-        runs, 1,
+        body_runs(&out),
+        1,
         "the body ran again after its result waited out an open breaker"
     );
     let stored = out.store_log.iter().any(|e| {
