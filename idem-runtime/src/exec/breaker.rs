@@ -111,7 +111,8 @@ impl Breaker {
             let closed = self.closed.notified();
             tokio::pin!(closed);
             closed.as_mut().enable();
-            if !self.is_open() || self.allow() {
+            // Closed, or this caller is the probe.
+            if self.allow() {
                 return true;
             }
             let next = match *self.lock() {

@@ -208,8 +208,7 @@ impl Exec {
                     let outlast = background && op.outlasts_open_breaker();
                     let open = background && self.breaker.is_open();
                     let give_up = (!held && attempt >= 3)
-                        || (open && !outlast)
-                        || (open && !self.breaker.wait_out(deadline).await);
+                        || (open && (!outlast || !self.breaker.wait_out(deadline).await));
                     if give_up || (!open && Instant::now() + pause >= deadline) {
                         if held {
                             self.breaker.held_failure();
