@@ -60,16 +60,12 @@ async fn result_lost_in_a_black_hole_is_reported_not_stored() {
 
         // Nothing was stored: the retry runs the body again (once the breaker,
         // if the failed renewals opened it, lets it through).
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let again = loop {
-            match call(id, Duration::ZERO).await.0 {
-                Ok(o) => break o,
-                Err(Error::StoreUnavailable { .. }) if Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                Err(e) => panic!("{id}: {e:?}"),
-            }
-        };
+        let c = &call;
+        let again = once_admitted(Duration::from_secs(5), move || async move {
+            c(id, Duration::ZERO).await.0
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{id}: {e:?}"));
         assert_eq!(
             (again.how(), again.is_stored()),
             (How::Executed, true),
@@ -121,16 +117,12 @@ async fn result_whose_outage_heals_within_the_lease_is_stored_in_the_background(
     assert_eq!(report.unwrap().outcome(), CallOutcome::NotStored);
 
     // Retries until the breaker lets calls through again, all within the lease.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let again = loop {
-        match call(Duration::ZERO).await.0 {
-            Ok(o) => break o,
-            Err(Error::StoreUnavailable { .. }) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => panic!("{e:?}"),
-        }
-    };
+    let c = &call;
+    let again = once_admitted(Duration::from_secs(10), move || async move {
+        c(Duration::ZERO).await.0
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e:?}"));
     assert!(
         matches!(again.how(), How::Replayed | How::Waited),
         "the retry found the stored result, not {:?}",
@@ -138,4 +130,21 @@ async fn result_whose_outage_heals_within_the_lease_is_stored_in_the_background(
     );
     assert_eq!(*again.value(), 1, "the first run's value");
     assert_eq!(runs.get(), 1, "the body ran once");
+}
+
+/// Calls `f` until the breaker lets it through: `StoreUnavailable` is asked
+/// again every 50 ms for up to `within`; any other answer is returned.
+async fn once_admitted<T, Fut>(within: Duration, mut f: impl FnMut() -> Fut) -> Result<T, Error>
+where
+    Fut: std::future::Future<Output = Result<T, Error>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        match f().await {
+            Err(Error::StoreUnavailable { .. }) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => return other,
+        }
+    }
 }

@@ -19,59 +19,26 @@ use super::invariants::{self, Reading};
 use super::run::{self, RunOutput};
 use super::schedule::Schedule;
 
-/// Replaces every fence of `out` by its rank among its key's fences, from 1.
-fn per_key_ranks(out: &mut RunOutput) -> usize {
+/// Calls `f` with the key index and a mutable reference to every fence `out`
+/// records: the events' (body start, fenced write, result) and the store
+/// log's (claims granted, records read).
+fn each_fence(out: &mut RunOutput, mut f: impl FnMut(usize, &mut u64)) {
     let key_of: HashMap<String, usize> = out
         .keys
         .iter()
         .enumerate()
         .map(|(i, k)| (k.clone(), i))
         .collect();
-    let mut seen: HashMap<usize, BTreeSet<u64>> = HashMap::new();
-    let mut note = |k: usize, f: u64| {
-        if f > 0 {
-            seen.entry(k).or_default().insert(f);
-        }
-    };
-    for (_, e) in &out.events {
-        match e {
-            Ev::BodyStart { call, fence } | Ev::FencedWrite { call, fence, .. } => {
-                note(out.calls[*call].key, *fence);
-            }
-            Ev::CallEnd {
-                call,
-                result: CallResult::Ok { fence, .. },
-                ..
-            } => note(out.calls[*call].key, *fence),
-            _ => {}
-        }
-    }
-    for e in &out.store_log {
-        if let (Some(&k), StoreOp::Claim { res: Ok(c), .. }) = (key_of.get(&e.key), &e.op) {
-            match c {
-                Claim::Claimed { fence } => note(k, fence.get()),
-                Claim::Done(rec) => note(k, rec.fence.get()),
-                _ => {}
-            }
-        }
-    }
-    let rank = |k: usize, f: u64| -> u64 {
-        match seen.get(&k) {
-            Some(fs) if f > 0 => fs.range(..=f).count() as u64,
-            _ => f,
-        }
-    };
     let calls = out.calls.clone();
     for (_, e) in &mut out.events {
         match e {
-            Ev::BodyStart { call, fence } | Ev::FencedWrite { call, fence, .. } => {
-                *fence = rank(calls[*call].key, *fence);
-            }
-            Ev::CallEnd {
+            Ev::BodyStart { call, fence }
+            | Ev::FencedWrite { call, fence, .. }
+            | Ev::CallEnd {
                 call,
                 result: CallResult::Ok { fence, .. },
                 ..
-            } => *fence = rank(calls[*call].key, *fence),
+            } => f(calls[*call].key, fence),
             _ => {}
         }
     }
@@ -79,15 +46,39 @@ fn per_key_ranks(out: &mut RunOutput) -> usize {
         let Some(&k) = key_of.get(&e.key) else {
             continue;
         };
-        if let StoreOp::Claim { res: Ok(c), .. } = &mut e.op {
-            match c {
-                Claim::Claimed { fence } => *fence = Fence::new(rank(k, fence.get())),
-                Claim::Done(rec) => rec.fence = Fence::new(rank(k, rec.fence.get())),
-                _ => {}
-            }
-        }
+        let fence = match &mut e.op {
+            StoreOp::Claim {
+                res: Ok(Claim::Claimed { fence }),
+                ..
+            } => fence,
+            StoreOp::Claim {
+                res: Ok(Claim::Done(rec)),
+                ..
+            } => &mut rec.fence,
+            _ => continue,
+        };
+        let mut v = fence.get();
+        f(k, &mut v);
+        *fence = Fence::new(v);
     }
-    // How many fences now belong to more than one key.
+}
+
+/// Replaces every fence of `out` by its rank among its key's fences, from 1;
+/// returns how many fences now belong to more than one key.
+fn per_key_ranks(out: &mut RunOutput) -> usize {
+    let mut seen: HashMap<usize, BTreeSet<u64>> = HashMap::new();
+    each_fence(out, |k, f| {
+        if *f > 0 {
+            seen.entry(k).or_default().insert(*f);
+        }
+    });
+    let rank = |k: usize, f: u64| -> u64 {
+        match seen.get(&k) {
+            Some(fs) if f > 0 => fs.range(..=f).count() as u64,
+            _ => f,
+        }
+    };
+    each_fence(out, |k, f| *f = rank(k, *f));
     let mut keys_of_fence: HashMap<u64, BTreeSet<usize>> = HashMap::new();
     for (k, fs) in &seen {
         for f in fs {
