@@ -188,10 +188,17 @@ impl Call<'_> {
         // now on the body's effects may commit: a drop leaves the claim to lapse.
         claimed.disarm();
         let held = claimed.held;
-        let result = exec
-            .hold(&held, self.policy.max_hold(), body(held.fence))
-            .await;
-        self.after_body(&held, result, hooks).await
+        // Boxed: the body, its lease watchdog and the finish are most of the
+        // call's state, and a duplicate (the common case) never reaches them. Held
+        // inline they made every call's future 4 kB, copied once per layer
+        // between the caller and here (issue 29's memory-store profile).
+        Box::pin(async move {
+            let result = exec
+                .hold(&held, self.policy.max_hold(), body(held.fence))
+                .await;
+            self.after_body(&held, result, hooks).await
+        })
+        .await
     }
 
     /// The settings, and a backstop that can actually be detected.

@@ -195,23 +195,23 @@ impl Guard<'_> {
     /// `idem::Fence` parameter. Every other rule holds: the claim is
     /// owner-checked, and [`run_fenced`](Self::run_fenced) calls of the same key
     /// still get fences larger than every earlier one.
-    pub async fn run<T, E, B, Fut>(self, body: B) -> Result<Outcome<T>, E>
+    pub fn run<T, E, B, Fut>(self, body: B) -> impl Future<Output = Result<Outcome<T>, E>>
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
         B: FnOnce() -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        self.run_with(Hooks::new(), body).await
+        self.run_with(Hooks::new(), body)
     }
 
     /// [`run`](Self::run) with typed hooks: backstop detection, `on_conflict`,
     /// terminal errors.
-    pub async fn run_with<T, E, C, B, Fut>(
+    pub fn run_with<T, E, C, B, Fut>(
         self,
         hooks: Hooks<E, C>,
         body: B,
-    ) -> Result<Outcome<T>, E>
+    ) -> impl Future<Output = Result<Outcome<T>, E>>
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
@@ -219,7 +219,7 @@ impl Guard<'_> {
         B: FnOnce() -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        self.register_and_run(false, hooks, move |_| body()).await
+        self.drive(Register::Scene, false, hooks, move |_| body())
     }
 
     /// Runs `body` at most once for this key, handing it the claim's fence: a
@@ -244,22 +244,22 @@ impl Guard<'_> {
     /// assert_eq!(*out.value(), out.fence().get());
     /// # Ok(()) }
     /// ```
-    pub async fn run_fenced<T, E, B, Fut>(self, body: B) -> Result<Outcome<T>, E>
+    pub fn run_fenced<T, E, B, Fut>(self, body: B) -> impl Future<Output = Result<Outcome<T>, E>>
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        self.run_fenced_with(Hooks::new(), body).await
+        self.run_fenced_with(Hooks::new(), body)
     }
 
     /// [`run_fenced`](Self::run_fenced) with typed hooks.
-    pub async fn run_fenced_with<T, E, C, B, Fut>(
+    pub fn run_fenced_with<T, E, C, B, Fut>(
         self,
         hooks: Hooks<E, C>,
         body: B,
-    ) -> Result<Outcome<T>, E>
+    ) -> impl Future<Output = Result<Outcome<T>, E>>
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
@@ -267,32 +267,7 @@ impl Guard<'_> {
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        self.register_and_run(true, hooks, body).await
-    }
-
-    /// The public runs' one path: registers the scene as a non-macro one, then
-    /// [`run_registered`](Self::run_registered).
-    async fn register_and_run<T, E, C, B, Fut>(
-        self,
-        fenced: bool,
-        hooks: Hooks<E, C>,
-        body: B,
-    ) -> Result<Outcome<T>, E>
-    where
-        T: Serialize + DeserializeOwned + Send,
-        E: From<Error> + Send,
-        C: OnConflict<T, E>,
-        B: FnOnce(Fence) -> Fut + Send,
-        Fut: Future<Output = Result<T, E>> + Send,
-    {
-        if let Err(e) = self
-            .idem
-            .scenes()
-            .register_key(&self.key, self.idem.namespace())
-        {
-            return Err(e.into());
-        }
-        self.run_registered(fenced, hooks, body).await
+        self.drive(Register::Scene, true, hooks, body)
     }
 
     /// The guard protocol for a call whose scene is already registered: a
@@ -301,8 +276,29 @@ impl Guard<'_> {
     /// that does not claims through
     /// [`Store::claim_unfenced`](crate::store::Store::claim_unfenced) and
     /// receives whatever fence that claim carries ([`Fence::NONE`] on Redis).
-    pub(crate) async fn run_registered<T, E, C, B, Fut>(
+    pub(crate) fn run_registered<T, E, C, B, Fut>(
         self,
+        fenced: bool,
+        hooks: Hooks<E, C>,
+        body: B,
+    ) -> impl Future<Output = Result<Outcome<T>, E>>
+    where
+        T: Serialize + DeserializeOwned + Send,
+        E: From<Error> + Send,
+        C: OnConflict<T, E>,
+        B: FnOnce(Fence) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        self.drive(Register::Done, fenced, hooks, body)
+    }
+
+    /// Every run's one async layer: registers the scene as a non-macro one
+    /// when asked, then the engine. The public runs are plain functions
+    /// forwarding here: each `async fn` layer stored its callee's whole
+    /// future and copied it once more on every call (issue 29's profile).
+    async fn drive<T, E, C, B, Fut>(
+        self,
+        register: Register,
         fenced: bool,
         hooks: Hooks<E, C>,
         body: B,
@@ -314,6 +310,12 @@ impl Guard<'_> {
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
+        if register == Register::Scene {
+            let scenes = self.idem.scenes();
+            if let Err(e) = scenes.register_key(&self.key, self.idem.namespace()) {
+                return Err(e.into());
+            }
+        }
         let call = Call {
             idem: self.idem,
             key: &self.key,
@@ -323,4 +325,12 @@ impl Guard<'_> {
         };
         call.execute(self.fingerprint, hooks, body).await
     }
+}
+
+/// Whether [`Guard::drive`] registers the key's scene as a non-macro one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Register {
+    Scene,
+    /// A macro call: its site registered the scene under its own identity.
+    Done,
 }

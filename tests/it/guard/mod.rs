@@ -4,6 +4,7 @@
 pub mod burst;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod engine_keys;
+pub mod footprint;
 pub mod keys;
 pub mod safety;
 pub mod unanswered_claims;
