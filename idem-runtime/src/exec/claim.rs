@@ -119,7 +119,7 @@ impl Exec {
             let mut handed = false;
             // Under a burst the claim may queue in the client for what is left
             // of the caller's wait (issue 20); `sent` then moves to its turn.
-            let queue = waiter.queue(budget);
+            let queue = waiter.queue_until();
             armed.in_flight();
             let reply = self
                 .op_queued(spec.op, key, budget, queue, &mut sent, || {
@@ -155,7 +155,9 @@ impl Exec {
                 Ok(Answer::Busy(remaining)) => {
                     // The attempt answered: nothing of ours to undo while waiting.
                     armed.disarm();
-                    if !waiter.wait(self, key, remaining).await {
+                    // Boxed: only a busy key waits, and the wait's timers
+                    // inline enlarged every call's future (issue 29).
+                    if !Box::pin(waiter.wait(self, key, remaining)).await {
                         return Acquired::Busy {
                             waited: waiter.elapsed(),
                         };

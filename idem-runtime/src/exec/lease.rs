@@ -232,15 +232,13 @@ impl Waiter {
         self.started.elapsed()
     }
 
-    /// How long the next attempt may wait for a turn in the store's send queue
-    /// under a burst: what is left of this caller's wait, or, for a caller that
-    /// does not wait (`reject`, or its wait is spent), the operation budget it
-    /// always had.
-    pub(crate) fn queue(&self, op_budget: Duration) -> Duration {
-        match self.budget.saturating_sub(self.elapsed()) {
-            Duration::ZERO => op_budget,
-            left => left,
-        }
+    /// Until when the next attempt may wait for a turn in the store's send
+    /// queue under a burst: the end of this caller's wait. A caller that does
+    /// not wait (`reject`, or its wait is spent) gets the operation budget it
+    /// always had (`Exec::turn`). An instant, not a duration: a free turn then
+    /// needs no clock read.
+    pub(crate) fn queue_until(&self) -> Option<Instant> {
+        self.started.checked_add(self.budget)
     }
 
     /// True once the caller has waited at least once.

@@ -21,7 +21,7 @@
 //! reported as an outage (issue 20, the cluster's three client hops per round
 //! trip being hit first).
 
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -49,42 +49,41 @@ impl Exec {
     ///
     /// Only `StoreError::Unavailable` counts as a failure of the store; an input
     /// the store refuses or a record it cannot decode is an answer, not an outage.
-    pub(crate) async fn op<'s, R>(
+    pub(crate) fn op<'s, R>(
         &'s self,
         op: Op,
         key: &str,
         f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
-    ) -> Result<R, StoreError> {
-        self.op_in(op, key, self.op_timeout, f).await
+    ) -> impl Future<Output = Result<R, StoreError>> {
+        self.op_in(op, key, self.op_timeout, f)
     }
 
     /// [`op`](Self::op) within `budget` instead of the handle's `op_timeout` (a
     /// call whose lease needs shorter operations, see `Policy::op_budget`).
-    pub(crate) async fn op_in<'s, R>(
+    pub(crate) fn op_in<'s, R>(
         &'s self,
         op: Op,
         key: &str,
         budget: Duration,
         f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
-    ) -> Result<R, StoreError> {
-        self.op_with(op, key, budget, budget, None, false, f).await
+    ) -> impl Future<Output = Result<R, StoreError>> {
+        self.op_with(op, key, budget, None, None, false, f)
     }
 
     /// [`op_in`](Self::op_in) for a new claim whose caller is prepared to wait:
-    /// it may queue for a turn up to `queue` (see `Waiter::queue`), and `sent` moves
+    /// it may queue for a turn until `queue_until` (see `Waiter::queue_until`), and `sent` moves
     /// to the instant it got one, so a lease counted from `sent` is not shortened
     /// by the queueing (the store applies the claim after that instant).
-    pub(crate) async fn op_queued<'s, R>(
+    pub(crate) fn op_queued<'s, R>(
         &'s self,
         op: Op,
         key: &str,
         budget: Duration,
-        queue: Duration,
+        queue_until: Option<Instant>,
         sent: &mut Instant,
         f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
-    ) -> Result<R, StoreError> {
-        self.op_with(op, key, budget, queue, Some(sent), false, f)
-            .await
+    ) -> impl Future<Output = Result<R, StoreError>> {
+        self.op_with(op, key, budget, queue_until, Some(sent), false, f)
     }
 
     /// An operation on a held claim that nobody waits for (a detached finish): one
@@ -94,60 +93,58 @@ impl Exec {
     /// timeout leaves that queue before it applies, and its retry joins at the back
     /// again, behind the late claim it was meant to undo (issue 18, SQLite
     /// simulation under load: such an orphan held its key for a whole lease).
-    pub(crate) async fn op_patient<'s, R>(
+    pub(crate) fn op_patient<'s, R>(
         &'s self,
         op: Op,
         key: &str,
         budget: Duration,
         f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
-    ) -> Result<R, StoreError> {
+    ) -> impl Future<Output = Result<R, StoreError>> {
         debug_assert!(
             op.holds_claim(),
             "only a held claim's operations run detached"
         );
-        self.op_with(op, key, budget, budget, None, true, f).await
+        self.op_with(op, key, budget, None, None, true, f)
     }
 
     /// The claim an undo sends again for a dropped caller whose claim got no
     /// answer (see `Exec::undo_in_flight`): it works on a claim that may be ours
     /// already, so it runs as an operation on a held claim does (patient, never
     /// refused by the breaker, no send-queue turn), under the claim's label.
-    pub(crate) async fn op_reclaim<'s, R>(
+    pub(crate) fn op_reclaim<'s, R>(
         &'s self,
         op: Op,
         key: &str,
         budget: Duration,
         f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
-    ) -> Result<R, StoreError> {
-        self.op_held(op, key, budget, budget, None, true, true, f)
-            .await
+    ) -> impl Future<Output = Result<R, StoreError>> {
+        self.op_held(op, key, budget, None, None, true, true, f)
     }
 
     /// Operations on a held claim skip the send queue: they finish work already
     /// admitted (and free its key), so they must never wait behind new work; they
     /// are at most one per held claim.
     #[allow(clippy::too_many_arguments)]
-    async fn op_with<'s, R>(
+    fn op_with<'s, R>(
         &'s self,
         op: Op,
         key: &str,
         budget: Duration,
-        queue: Duration,
+        queue_until: Option<Instant>,
         sent: Option<&mut Instant>,
         background: bool,
         f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
-    ) -> Result<R, StoreError> {
+    ) -> impl Future<Output = Result<R, StoreError>> {
         self.op_held(
             op,
             key,
             budget,
-            queue,
+            queue_until,
             sent,
             background,
             op.holds_claim(),
             f,
         )
-        .await
     }
 
     /// [`op_with`](Self::op_with), `held` saying whether the operation works on
@@ -158,7 +155,7 @@ impl Exec {
         op: Op,
         key: &str,
         budget: Duration,
-        queue: Duration,
+        queue_until: Option<Instant>,
         sent: Option<&mut Instant>,
         background: bool,
         held: bool,
@@ -167,26 +164,42 @@ impl Exec {
         if !held && !self.breaker.allow() {
             return Err(StoreError::Unavailable("circuit breaker open".into()));
         }
+        let mut sent = sent;
         let _turn = if held {
             None
         } else {
-            self.turn(op, budget, queue, sent).await?
+            self.turn(op, budget, queue_until, sent.as_deref_mut())
+                .await?
         };
-        let mut t0 = Instant::now();
+        // A claim's first attempt was timed when it was sent (or got its turn):
+        // one clock read fewer on the path every duplicate takes.
+        let mut t0 = match sent {
+            Some(s) => *s,
+            None => Instant::now(),
+        };
         let deadline = t0 + budget;
         let mut attempt = 0u32;
         loop {
             if attempt > 0 {
                 t0 = Instant::now();
             }
-            let r = match answer(deadline, budget, f()).await {
-                Some(r) => r,
-                None => Err(StoreError::unavailable(format!(
-                    "no answer within {budget:?}"
-                ))),
+            let (r, waited) = match answer(deadline, budget, f()).await {
+                Some(answered) => answered,
+                None => (
+                    Err(StoreError::unavailable(format!(
+                        "no answer within {budget:?}"
+                    ))),
+                    true,
+                ),
             };
-            self.store_ops
-                .record(op, t0.elapsed().as_secs_f64(), r.is_ok());
+            // An answer ready at its first poll (the memory store, a refusal)
+            // took no measurable time: timed as zero, one clock read fewer.
+            let secs = if waited {
+                t0.elapsed().as_secs_f64()
+            } else {
+                0.0
+            };
+            self.store_ops.record(op, secs, r.is_ok());
             if !matches!(r, Err(StoreError::Unavailable(_)))
                 && let Some(q) = self.store.send_queue()
             {
@@ -207,8 +220,11 @@ impl Exec {
                     // the outage out, sending nothing until the store may be tried.
                     let outlast = background && op.outlasts_open_breaker();
                     let open = background && self.breaker.is_open();
+                    // The waits below are boxed: a failure path, kept out of
+                    // every operation's future (issue 29's profile: each
+                    // timer inline made the future every call copies larger).
                     let give_up = (!held && attempt >= 3)
-                        || (open && (!outlast || !self.breaker.wait_out(deadline).await));
+                        || (open && (!outlast || !Box::pin(self.breaker.wait_out(deadline)).await));
                     if give_up || (!open && Instant::now() + pause >= deadline) {
                         if held {
                             self.breaker.held_failure();
@@ -219,7 +235,7 @@ impl Exec {
                         return Err(StoreError::Unavailable(msg));
                     }
                     if !open {
-                        tokio::time::sleep(self.jitter.apply(pause)).await;
+                        Box::pin(tokio::time::sleep(self.jitter.apply(pause))).await;
                     }
                 }
                 Err(other) => return Err(other),
@@ -228,14 +244,16 @@ impl Exec {
     }
 
     /// A turn in the store's send queue for a new operation (`None`: the store
-    /// has no queue). Free turns cost one atomic operation; a caller that waited
+    /// has no queue), waited for until `queue_until` or, past it or without
+    /// it, for one operation `budget`. Free turns cost one atomic operation
+    /// and no clock read; a caller that waited
     /// is timed (`idem_store_queue_seconds`, give-ups included), and one that
     /// gave up within its budget is counted (`idem_store_overloaded_total`).
     async fn turn(
         &self,
         op: Op,
         budget: Duration,
-        queue: Duration,
+        queue_until: Option<Instant>,
         sent: Option<&mut Instant>,
     ) -> Result<Option<Turn<'_>>, StoreError> {
         let Some(q) = self.store.send_queue() else {
@@ -248,7 +266,10 @@ impl Exec {
         let t0 = Instant::now();
         // Stuck: nothing answered for as long as an operation in flight may
         // wait for its answer (its budget, and as much again if starved).
-        let turn = q.turn(t0 + queue, budget * 2).await;
+        // Boxed: only a backlog gets here, and its timer would otherwise sit
+        // in every operation's future.
+        let until = queue_until.filter(|u| *u > t0).unwrap_or(t0 + budget);
+        let turn = Box::pin(q.turn(until, budget * 2)).await;
         let now = Instant::now();
         self.store_ops.queued(op, (now - t0).as_secs_f64());
         match turn {
@@ -274,14 +295,32 @@ impl Exec {
 
 /// `fut`'s output if it comes by `deadline`, or later while this process was
 /// too starved to have read it (see the module docs), never later than one
-/// more `budget`. `None`: the store did not answer.
-async fn answer<T>(deadline: Instant, budget: Duration, mut fut: BoxFuture<'_, T>) -> Option<T> {
+/// more `budget`, and whether it had to be waited for (not ready at the first
+/// poll). `None`: the store did not answer.
+async fn answer<T>(
+    deadline: Instant,
+    budget: Duration,
+    mut fut: BoxFuture<'_, T>,
+) -> Option<(T, bool)> {
     // A store that answers at once (the memory store, a refusal) needs no
     // timer: `timeout_at` would build one (a runtime handle taken and dropped)
     // around a future that is already done (issue 29).
     if let Poll::Ready(v) = poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await {
-        return Some(v);
+        return Some((v, false));
     }
+    // Boxed: the timer is only needed by a store that did not answer at once,
+    // which also pays a round trip; inline it enlarged every call's future.
+    Box::pin(answer_late(deadline, budget, fut))
+        .await
+        .map(|v| (v, true))
+}
+
+/// [`answer`] for a store that did not answer at once.
+async fn answer_late<T>(
+    deadline: Instant,
+    budget: Duration,
+    mut fut: BoxFuture<'_, T>,
+) -> Option<T> {
     let cap = deadline + budget;
     let mut until = deadline;
     loop {
