@@ -6,6 +6,8 @@
 //!
 //! [`floor`]: SpaceSaving::floor
 
+use crate::digest::digest;
+
 pub(super) const TOP_CAPACITY: usize = 64;
 
 /// Space-Saving summary: `TOP_CAPACITY` slots in a min-heap by count, so a key
@@ -35,23 +37,6 @@ struct Slot {
     count: u64,
     /// Overestimate: the count the slot had when this key took it over.
     error: u64,
-}
-
-/// A cheap digest of a key (8 bytes at a time, multiply and rotate): only
-/// used to skip string comparisons in the scan, never to place anything.
-fn digest(key: &str) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let b = key.as_bytes();
-    let mut h = b.len() as u64;
-    let mut chunks = b.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K).rotate_left(29);
-    }
-    let mut w = [0u8; 8];
-    w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    (h ^ u64::from_le_bytes(w)).wrapping_mul(K)
 }
 
 impl SpaceSaving {
@@ -87,13 +72,24 @@ impl SpaceSaving {
         self.sift_down(0);
     }
 
-    /// The slot tracking `key` (whose digest is `d`).
+    /// The slot tracking `key` (whose digest is `d`). Eight digests at a time
+    /// into a bit mask, without an early exit, so the compiler vectorises the
+    /// scan: every hit of a key outside the summary scans all the slots.
     fn find(&self, d: u64, key: &str) -> Option<usize> {
-        self.digests
-            .iter()
-            .enumerate()
-            .find(|&(s, &x)| x == d && self.slots[s].key == key)
-            .map(|(s, _)| s)
+        for (c, chunk) in self.digests.chunks(8).enumerate() {
+            let mut mask = 0u32;
+            for (i, &x) in chunk.iter().enumerate() {
+                mask |= u32::from(x == d) << i;
+            }
+            while mask != 0 {
+                let s = c * 8 + mask.trailing_zeros() as usize;
+                if self.slots[s].key == key {
+                    return Some(s);
+                }
+                mask &= mask - 1;
+            }
+        }
+        None
     }
 
     /// The tracked keys with their counts and overestimates, in no order.

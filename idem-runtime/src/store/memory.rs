@@ -8,7 +8,6 @@
 //! under paused, virtual time.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -58,7 +57,6 @@ impl Entry {
 #[derive(Debug)]
 pub struct MemoryStore {
     shards: Box<[Mutex<HashMap<String, Entry>>]>,
-    hasher: RandomState,
     last_fence: AtomicU64,
     tokens: super::token::memory::MemoryTokens,
     states: super::state::MemoryStates,
@@ -75,7 +73,6 @@ impl MemoryStore {
     pub fn new() -> Self {
         MemoryStore {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            hasher: RandomState::new(),
             last_fence: AtomicU64::new(0),
             tokens: Default::default(),
             states: Default::default(),
@@ -83,7 +80,9 @@ impl MemoryStore {
     }
 
     fn shard(&self, key: &str) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        let i = (self.hasher.hash_one(key) as usize) % SHARDS;
+        // Unkeyed: a key can only choose its shard, each shard's map keeps
+        // its seeded hasher (one SipHash per look-up instead of two).
+        let i = (crate::digest::digest(key) % SHARDS as u64) as usize;
         // A poisoned shard only means another thread panicked mid-update of a map
         // whose every update is a single insert/remove: the data is consistent.
         self.shards[i].lock().unwrap_or_else(|p| p.into_inner())

@@ -1,0 +1,44 @@
+//! A cheap, unkeyed 64-bit digest of a string: 8 bytes at a time, multiply
+//! and rotate. For choosing among a fixed number of places (a memory-store
+//! shard, a top-K slot to compare) where a colliding input costs a little
+//! contention or one string comparison, never a slower look-up: the maps
+//! behind it keep their seeded hashers. SipHash there cost a memory-store
+//! duplicate a second full hash of its key (issue 29's profile).
+
+/// The digest of `s`.
+pub(crate) fn digest(s: &str) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let b = s.as_bytes();
+    let mut h = b.len() as u64;
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K).rotate_left(29);
+    }
+    let mut w = [0u8; 8];
+    w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    let h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    // Fold the high bits down: a caller taking `digest % n` for a small `n`
+    // would otherwise see only the low bits of the last multiply.
+    h ^ (h >> 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::digest;
+
+    /// Spreads keys that differ only in their last characters (the usual
+    /// `scope:parts:<n>` shape) over 32 shards evenly enough.
+    #[test]
+    fn similar_keys_spread_over_shards() {
+        let mut per = [0u32; 32];
+        for i in 0..32_000 {
+            per[(digest(&format!("ns:order-create:dup:{i}")) % 32) as usize] += 1;
+        }
+        let (min, max) = (per.iter().min().unwrap(), per.iter().max().unwrap());
+        assert!(*min > 700 && *max < 1300, "{per:?}");
+        assert_ne!(digest("a"), digest("b"));
+        assert_ne!(digest(""), digest("\0"));
+    }
+}
