@@ -98,7 +98,7 @@ impl Key {
     /// assert_eq!(k.as_str(), "shop:order-create:42:a%3Ab");
     /// ```
     pub fn from_parts(namespace: &str, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Key {
-        let mut w = KeyWriter::with_capacity(scene.len() + 16 * parts.len());
+        let mut w = KeyWriter::in_namespace(namespace, scene.len() + 16 * parts.len());
         w.scene(scene);
         for p in parts {
             w.literal(":");

@@ -186,3 +186,27 @@ proptest::proptest! {
         proptest::prop_assert!(via_macro.in_namespace(&ns));
     }
 }
+
+/// The namespace written first (the non-macro path) or put in front at the end
+/// (the macro path, which learns it late) renders the same key, scope and
+/// scene, hashed or not.
+#[test]
+fn namespace_first_or_last_renders_the_same_key() {
+    let long = "y".repeat(MAX_KEY_LEN);
+    for ns in ["", "ns", "n:s", "{tenant}"] {
+        for part in ["p", "a:b", long.as_str()] {
+            let mut last = writer::KeyWriter::with_capacity(8);
+            let mut first = writer::KeyWriter::in_namespace(ns, 8);
+            for w in [&mut last, &mut first] {
+                w.scene("order:create");
+                w.literal(":");
+                w.part(part);
+            }
+            let (last, first) = (last.finish(ns), first.finish(ns));
+            assert_eq!(first.as_str(), last.as_str(), "{ns} {part}");
+            assert_eq!(first.scope(), last.scope());
+            assert_eq!(first.scene(), last.scene());
+            assert!(first.in_namespace(ns) && first.as_str().len() <= MAX_KEY_LEN);
+        }
+    }
+}

@@ -4,6 +4,8 @@
 //! Template text and escaped parts go straight into one buffer; the namespace,
 //! which the macro expansion only learns from the handle at `run`, is put in
 //! front once in [`KeyWriter::finish`], where an over-long key is also hashed.
+//! The non-macro path knows the namespace first and writes it first
+//! ([`KeyWriter::in_namespace`]): no shift of the whole key, no regrowth.
 
 use std::borrow::Cow;
 
@@ -14,10 +16,12 @@ use super::{DIGEST_MARK, Key, MAX_KEY_LEN, hex};
 /// Incremental key builder: scene, literal template text and escaped parts.
 #[derive(Debug)]
 pub(crate) struct KeyWriter {
-    /// The key without its namespace.
+    /// The key, without its namespace unless `ns_len` says it is written.
     text: String,
     /// End of the scene in `text`, once known.
     scene_end: Option<usize>,
+    /// Length of the namespace and its `:` at the front of `text`, once written.
+    ns_len: Option<usize>,
 }
 
 impl KeyWriter {
@@ -25,6 +29,22 @@ impl KeyWriter {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         KeyWriter {
             text: String::with_capacity(capacity),
+            scene_end: None,
+            ns_len: None,
+        }
+    }
+
+    /// An empty key under `namespace` (escaped, written now), with room for
+    /// `capacity` more bytes. For a scene written with [`scene`](Self::scene).
+    pub(crate) fn in_namespace(namespace: &str, capacity: usize) -> Self {
+        let mut text = String::with_capacity(namespace.len() + 1 + capacity);
+        if !namespace.is_empty() {
+            escape_into(&mut text, namespace);
+            text.push(':');
+        }
+        KeyWriter {
+            ns_len: Some(text.len()),
+            text,
             scene_end: None,
         }
     }
@@ -58,6 +78,12 @@ impl KeyWriter {
     /// forge a hashed key.
     pub(crate) fn finish(mut self, namespace: &str) -> Key {
         let mut scene_end = self.scene_end.unwrap_or(self.text.len());
+        if let Some(ns_len) = self.ns_len {
+            if self.text.len() > MAX_KEY_LEN {
+                self.hash_parts(scene_end);
+            }
+            return Key::new(self.text, ns_len, scene_end);
+        }
         let namespace: Cow<'_, str> = if is_plain(namespace) {
             Cow::Borrowed(namespace)
         } else {
@@ -71,11 +97,7 @@ impl KeyWriter {
             namespace.len() + 1
         };
         if ns_len + self.text.len() > MAX_KEY_LEN {
-            let digest = blake3::hash(&self.text.as_bytes()[scene_end..]);
-            self.text.truncate(scene_end);
-            self.text.push(':');
-            self.text.push_str(DIGEST_MARK);
-            self.text.push_str(&hex(&digest.as_bytes()[..20]));
+            self.hash_parts(scene_end);
         }
         if ns_len > 0 {
             self.text.insert(0, ':');
@@ -83,5 +105,14 @@ impl KeyWriter {
             scene_end += ns_len;
         }
         Key::new(self.text, ns_len, scene_end)
+    }
+
+    /// Replaces the text after the scene (at `scene_end`) by its digest.
+    fn hash_parts(&mut self, scene_end: usize) {
+        let digest = blake3::hash(&self.text.as_bytes()[scene_end..]);
+        self.text.truncate(scene_end);
+        self.text.push(':');
+        self.text.push_str(DIGEST_MARK);
+        self.text.push_str(&hex(&digest.as_bytes()[..20]));
     }
 }
