@@ -23,7 +23,10 @@ async fn a_guarded_call_future_stays_small_and_still_runs() -> Result<(), idem::
     let fenced = idem
         .guard("order-create", &[&"u1", &1u64])
         .run_fenced(|fence| async move { Ok::<_, idem::Error>(format!("order-{}", fence.get())) });
-    let sizes = (std::mem::size_of_val(&plain), std::mem::size_of_val(&fenced));
+    let sizes = (
+        std::mem::size_of_val(&plain),
+        std::mem::size_of_val(&fenced),
+    );
     assert!(sizes.0 <= MAX_FUTURE && sizes.1 <= MAX_FUTURE, "{sizes:?}");
     // Small and still the whole protocol: the first runs, the second replays it.
     let first = plain.await?;
