@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 /// Runs a multi-statement transaction so that a caller that stops waiting (an
 /// operation timeout, a dropped request) cannot cut it between `BEGIN` and
-/// `COMMIT` ([`run_to_end`]). A cut inside sqlx's `begin()` (after `BEGIN`
+/// `COMMIT` (`run_to_end`). A cut inside sqlx's `begin()` (after `BEGIN`
 /// was sent, before the transaction object exists) returns the connection to
 /// the pool with the transaction still open: every later statement on it runs
 /// inside that transaction and never commits, and its locks stay. idem's stress
