@@ -156,7 +156,7 @@ impl Exec {
         key: &str,
         budget: Duration,
         queue_until: Option<Instant>,
-        sent: Option<&mut Instant>,
+        mut sent: Option<&mut Instant>,
         background: bool,
         held: bool,
         mut f: impl FnMut() -> BoxFuture<'s, Result<R, StoreError>>,
@@ -164,7 +164,6 @@ impl Exec {
         if !held && !self.breaker.allow() {
             return Err(StoreError::Unavailable("circuit breaker open".into()));
         }
-        let mut sent = sent;
         let _turn = if held {
             None
         } else {

@@ -37,9 +37,10 @@ impl KeyWriter {
     /// An empty key under `namespace` (escaped, written now), with room for
     /// `capacity` more bytes. For a scene written with [`scene`](Self::scene).
     pub(crate) fn in_namespace(namespace: &str, capacity: usize) -> Self {
+        let namespace = escaped(namespace);
         let mut text = String::with_capacity(namespace.len() + 1 + capacity);
         if !namespace.is_empty() {
-            escape_into(&mut text, namespace);
+            text.push_str(&namespace);
             text.push(':');
         }
         KeyWriter {
@@ -75,22 +76,22 @@ impl KeyWriter {
     /// if the key would be longer than [`MAX_KEY_LEN`]: `ns:scene:%#<40 hex>`.
     /// `%#` never occurs in an unhashed key (literals have no `%`, escaping writes
     /// `%` plus a hex digit, options write `%-`/`%+`), so a short value cannot
-    /// forge a hashed key.
+    /// forge a hashed key. A writer made [`in_namespace`](Self::in_namespace)
+    /// has its namespace already: `namespace` must be that one.
     pub(crate) fn finish(mut self, namespace: &str) -> Key {
         let mut scene_end = self.scene_end.unwrap_or(self.text.len());
         if let Some(ns_len) = self.ns_len {
+            debug_assert_eq!(
+                self.text[..ns_len].strip_suffix(':').unwrap_or(""),
+                escaped(namespace),
+                "finished under another namespace than it was written in"
+            );
             if self.text.len() > MAX_KEY_LEN {
                 self.hash_parts(scene_end);
             }
             return Key::new(self.text, ns_len, scene_end);
         }
-        let namespace: Cow<'_, str> = if is_plain(namespace) {
-            Cow::Borrowed(namespace)
-        } else {
-            let mut esc = String::with_capacity(namespace.len() + 8);
-            escape_into(&mut esc, namespace);
-            Cow::Owned(esc)
-        };
+        let namespace = escaped(namespace);
         let ns_len = if namespace.is_empty() {
             0
         } else {
@@ -114,5 +115,16 @@ impl KeyWriter {
         self.text.push(':');
         self.text.push_str(DIGEST_MARK);
         self.text.push_str(&hex(&digest.as_bytes()[..20]));
+    }
+}
+
+/// The namespace as keys carry it: escaped like a part.
+fn escaped(namespace: &str) -> Cow<'_, str> {
+    if is_plain(namespace) {
+        Cow::Borrowed(namespace)
+    } else {
+        let mut esc = String::with_capacity(namespace.len() + 8);
+        escape_into(&mut esc, namespace);
+        Cow::Owned(esc)
     }
 }
