@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 
 use crate::error::Error;
-use crate::key::Key;
+use crate::key::{Key, Namespace};
 
 /// Who renders keys under a scene.
 #[derive(Debug, Clone, Copy)]
@@ -79,8 +79,9 @@ impl SceneRegistry {
     /// Registers the scene of a key given to the non-macro API. A key rendered
     /// under another namespace could equal any key of this handle's (its
     /// namespace may look like a scene of ours), so it is refused.
-    pub(crate) fn register_key(&self, key: &Key, namespace: &str) -> Result<(), Error> {
-        if !key.in_namespace(namespace) {
+    pub(crate) fn register_key(&self, key: &Key, namespace: &Namespace) -> Result<(), Error> {
+        if !key.in_escaped_namespace(namespace.escaped()) {
+            let namespace = namespace.raw();
             return Err(Error::Config(format!(
                 "key `{key}` was not rendered under this handle's namespace `{namespace}`; \
                  build it with `Idem::key`"

@@ -312,7 +312,7 @@ impl Guard<'_> {
     {
         if register == Register::Scene {
             let scenes = self.idem.scenes();
-            if let Err(e) = scenes.register_key(&self.key, self.idem.namespace()) {
+            if let Err(e) = scenes.register_key(&self.key, self.idem.key_namespace()) {
                 return Err(e.into());
             }
         }

@@ -164,7 +164,7 @@ impl IdemBuilder {
         Ok(Idem {
             inner: Arc::new(Inner {
                 exec: Exec::new(store, self.op_timeout, breaker),
-                namespace: self.namespace,
+                namespace: crate::key::Namespace::new(&self.namespace),
                 recorder,
                 scenes: SceneRegistry::default(),
                 backstops: Backstops::declared(self.catalog, self.detection, self.backstop_decls),
@@ -179,7 +179,7 @@ impl IdemBuilder {
 pub(crate) struct Inner {
     /// The store and the machinery every operation runs through.
     pub(crate) exec: Arc<Exec>,
-    pub(crate) namespace: String,
+    pub(crate) namespace: crate::key::Namespace,
     pub(crate) recorder: Recorder,
     /// Which function renders keys under which scene.
     scenes: SceneRegistry,
@@ -202,7 +202,7 @@ impl std::fmt::Debug for Idem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Idem")
             .field("store", &self.inner.exec.store.name())
-            .field("namespace", &self.inner.namespace)
+            .field("namespace", &self.inner.namespace.raw())
             .finish_non_exhaustive()
     }
 }
@@ -264,14 +264,14 @@ impl Idem {
 
     /// The namespace every key starts with.
     pub fn namespace(&self) -> &str {
-        &self.inner.namespace
+        self.inner.namespace.raw()
     }
 
     /// Renders a key the way `guard(scene, parts)` does, for `inspect`/`forget`.
     /// The scene is escaped like a part; for a scene without `:` this is also the
     /// key of an `#[idempotent]` function with template `scene:<p1>:<p2>…`.
     pub fn key(&self, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Key {
-        Key::from_parts(&self.inner.namespace, scene, parts)
+        Key::from_parts_in(&self.inner.namespace, scene, parts)
     }
 
     /// The monitoring figures so far: calls per outcome, interception rate,
@@ -367,7 +367,7 @@ impl Idem {
     /// Where the SQL helpers count calls made with this handle.
     #[cfg(feature = "sql")]
     pub(crate) fn observer(&self) -> crate::observe::Observer<'_> {
-        crate::observe::Observer::of(&self.inner.recorder, &self.inner.namespace)
+        crate::observe::Observer::of(&self.inner.recorder, self.inner.namespace.raw())
     }
 
     /// Remembers a call's backstop constraint for `verify()`.

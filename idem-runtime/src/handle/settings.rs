@@ -101,6 +101,11 @@ impl Idem {
         self.inner.exec.jitter.reseed(seed);
     }
 
+    /// The namespace, escaped once for every key the handle renders or checks.
+    pub(crate) fn key_namespace(&self) -> &crate::key::Namespace {
+        &self.inner.namespace
+    }
+
     /// The resolved settings (what a call in a scene starts from).
     pub(crate) fn settings(&self) -> &crate::settings::Resolved {
         &self.inner.settings

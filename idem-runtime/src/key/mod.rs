@@ -24,9 +24,11 @@
 use std::fmt::{self, Write as _};
 
 mod escape;
+mod namespace;
 mod part;
 mod writer;
 
+pub(crate) use namespace::Namespace;
 pub use part::{KeyPart, PartWriter};
 pub(crate) use writer::KeyWriter;
 
@@ -77,15 +79,16 @@ impl Key {
     }
 
     /// Was this key rendered under `namespace`?
+    #[cfg(test)]
     pub(crate) fn in_namespace(&self, namespace: &str) -> bool {
+        self.in_escaped_namespace(&writer::escaped(namespace))
+    }
+
+    /// Was this key rendered under the namespace whose escaped form is `escaped`?
+    pub(crate) fn in_escaped_namespace(&self, escaped: &str) -> bool {
         match self.text[..self.ns_len].strip_suffix(':') {
-            None => namespace.is_empty(),
-            Some(ns) if escape::is_plain(namespace) => ns == namespace,
-            Some(ns) => {
-                let mut escaped = String::with_capacity(ns.len());
-                escape::escape_into(&mut escaped, namespace);
-                ns == escaped
-            }
+            None => escaped.is_empty(),
+            Some(ns) => ns == escaped,
         }
     }
 
@@ -98,13 +101,27 @@ impl Key {
     /// assert_eq!(k.as_str(), "shop:order-create:42:a%3Ab");
     /// ```
     pub fn from_parts(namespace: &str, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Key {
-        let mut w = KeyWriter::in_namespace(namespace, scene.len() + 16 * parts.len());
+        Key::render(&writer::escaped(namespace), scene, parts)
+    }
+
+    /// [`Key::from_parts`] under a namespace escaped beforehand (a handle's).
+    pub(crate) fn from_parts_in(
+        namespace: &Namespace,
+        scene: &str,
+        parts: &[&(dyn KeyPart + Sync)],
+    ) -> Key {
+        Key::render(namespace.escaped(), scene, parts)
+    }
+
+    /// The non-macro rendering under the escaped namespace `ns`.
+    fn render(ns: &str, scene: &str, parts: &[&(dyn KeyPart + Sync)]) -> Key {
+        let mut w = KeyWriter::in_namespace(ns, scene.len() + 16 * parts.len());
         w.scene(scene);
         for p in parts {
             w.literal(":");
             w.part(*p);
         }
-        w.finish(namespace)
+        w.finish(ns)
     }
 
     /// A short, stable hex digest of the key, for logs where the key is sensitive.

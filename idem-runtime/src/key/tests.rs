@@ -169,7 +169,7 @@ proptest::proptest! {
             }
             buf = buf.arg(p);
         }
-        let via_macro = buf.finish().into_key(&ns);
+        let via_macro = buf.finish().into_key(&super::Namespace::new(&ns));
         let dyn_parts: Vec<&(dyn KeyPart + Sync)> =
             parts.iter().map(|p| p as &(dyn KeyPart + Sync)).collect();
         let plain = Key::from_parts(&ns, &scene, &dyn_parts);
@@ -194,19 +194,22 @@ proptest::proptest! {
 fn namespace_first_or_last_renders_the_same_key() {
     let long = "y".repeat(MAX_KEY_LEN);
     for ns in ["", "ns", "n:s", "{tenant}"] {
+        let escaped = super::Namespace::new(ns);
+        let esc = escaped.escaped();
         for part in ["p", "a:b", long.as_str()] {
             let mut last = writer::KeyWriter::with_capacity(8);
-            let mut first = writer::KeyWriter::in_namespace(ns, 8);
+            let mut first = writer::KeyWriter::in_namespace(esc, 8);
             for w in [&mut last, &mut first] {
                 w.scene("order:create");
                 w.literal(":");
                 w.part(part);
             }
-            let (last, first) = (last.finish(ns), first.finish(ns));
+            let (last, first) = (last.finish(esc), first.finish(esc));
             assert_eq!(first.as_str(), last.as_str(), "{ns} {part}");
             assert_eq!(first.scope(), last.scope());
             assert_eq!(first.scene(), last.scene());
-            assert!(first.in_namespace(ns) && first.as_str().len() <= MAX_KEY_LEN);
+            assert!(first.in_namespace(ns) && first.in_escaped_namespace(esc));
+            assert!(first.as_str().len() <= MAX_KEY_LEN);
         }
     }
 }

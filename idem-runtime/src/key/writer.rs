@@ -34,13 +34,12 @@ impl KeyWriter {
         }
     }
 
-    /// An empty key under `namespace` (escaped, written now), with room for
+    /// An empty key under `namespace` (already escaped, written now), with room for
     /// `capacity` more bytes. For a scene written with [`scene`](Self::scene).
     pub(crate) fn in_namespace(namespace: &str, capacity: usize) -> Self {
-        let namespace = escaped(namespace);
         let mut text = String::with_capacity(namespace.len() + 1 + capacity);
         if !namespace.is_empty() {
-            text.push_str(&namespace);
+            text.push_str(namespace);
             text.push(':');
         }
         KeyWriter {
@@ -72,7 +71,7 @@ impl KeyWriter {
         part.write_part(&mut PartWriter::new(&mut self.text));
     }
 
-    /// Puts the (escaped) namespace in front and hashes the text after the scene
+    /// Puts the namespace (already escaped) in front and hashes the text after the scene
     /// if the key would be longer than [`MAX_KEY_LEN`]: `ns:scene:%#<40 hex>`.
     /// `%#` never occurs in an unhashed key (literals have no `%`, escaping writes
     /// `%` plus a hex digit, options write `%-`/`%+`), so a short value cannot
@@ -83,7 +82,7 @@ impl KeyWriter {
         if let Some(ns_len) = self.ns_len {
             debug_assert_eq!(
                 self.text[..ns_len].strip_suffix(':').unwrap_or(""),
-                escaped(namespace),
+                namespace,
                 "finished under another namespace than it was written in"
             );
             if self.text.len() > MAX_KEY_LEN {
@@ -91,7 +90,6 @@ impl KeyWriter {
             }
             return Key::new(self.text, ns_len, scene_end);
         }
-        let namespace = escaped(namespace);
         let ns_len = if namespace.is_empty() {
             0
         } else {
@@ -102,7 +100,7 @@ impl KeyWriter {
         }
         if ns_len > 0 {
             self.text.insert(0, ':');
-            self.text.insert_str(0, &namespace);
+            self.text.insert_str(0, namespace);
             scene_end += ns_len;
         }
         Key::new(self.text, ns_len, scene_end)
@@ -119,7 +117,7 @@ impl KeyWriter {
 }
 
 /// The namespace as keys carry it: escaped like a part.
-fn escaped(namespace: &str) -> Cow<'_, str> {
+pub(super) fn escaped(namespace: &str) -> Cow<'_, str> {
     if is_plain(namespace) {
         Cow::Borrowed(namespace)
     } else {

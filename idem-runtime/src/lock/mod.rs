@@ -134,7 +134,7 @@ impl Lock<'_> {
         if let Err(e) = self
             .idem
             .scenes()
-            .register_key(&self.key, self.idem.namespace())
+            .register_key(&self.key, self.idem.key_namespace())
         {
             return Err(e.into());
         }

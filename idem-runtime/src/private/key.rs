@@ -43,7 +43,7 @@ impl KeyBuf {
         self
     }
 
-    pub(crate) fn into_key(self, namespace: &str) -> Key {
-        self.0.finish(namespace)
+    pub(crate) fn into_key(self, namespace: &crate::key::Namespace) -> Key {
+        self.0.finish(namespace.escaped())
     }
 }

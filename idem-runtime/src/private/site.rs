@@ -56,7 +56,7 @@ impl<'h, P> Site<'h, P> {
         let policy = spec.policy(idem, dynamic)?;
         Ok(Site {
             idem,
-            key: key.into_key(idem.namespace()),
+            key: key.into_key(idem.key_namespace()),
             policy,
         })
     }

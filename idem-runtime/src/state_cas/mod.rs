@@ -87,7 +87,7 @@ impl StateKey<'_> {
         crate::policy::within_bounds("ttl", ttl).map_err(Error::Config)?;
         self.idem
             .scenes()
-            .register_key(&self.key, self.idem.namespace())?;
+            .register_key(&self.key, self.idem.key_namespace())?;
         let exec = &self.idem.inner.exec;
         let states = exec.store.states().ok_or_else(|| {
             Error::Config(format!(

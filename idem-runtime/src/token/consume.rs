@@ -86,7 +86,11 @@ impl Consumption<'_> {
         let Some(key) = self.key else {
             return fail(CallOutcome::TokenInvalid, self.invalid());
         };
-        if let Err(e) = self.idem.scenes().register_key(key, self.idem.namespace()) {
+        if let Err(e) = self
+            .idem
+            .scenes()
+            .register_key(key, self.idem.key_namespace())
+        {
             return fail(CallOutcome::Failed, e);
         }
         let policy = crate::policy::LockPolicy {

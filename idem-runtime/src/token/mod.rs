@@ -65,7 +65,7 @@ impl<'h> Tokens<'h> {
         let key = self.key(scope, &token);
         self.idem
             .scenes()
-            .register_key(&key, self.idem.namespace())?;
+            .register_key(&key, self.idem.key_namespace())?;
         let tokens = self.store(&key)?;
         let exec = &self.idem.inner.exec;
         let k = key.as_str();

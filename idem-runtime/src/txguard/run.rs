@@ -32,7 +32,7 @@ impl<'g, 't, DB: TxDb> TxGuard<'_, 'g, 't, DB> {
         let idem = self.guard.idem;
         if let Err(e) = idem
             .scenes()
-            .register_key(&self.guard.key, idem.namespace())
+            .register_key(&self.guard.key, idem.key_namespace())
         {
             return Err(e.into());
         }
