@@ -9,11 +9,8 @@
 //! answer (its own claim is never mistaken for someone else's), while a stale owner
 //! (whose lease lapsed and whose key was taken over) changes nothing.
 
-use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::fingerprint::Fingerprint;
@@ -22,6 +19,7 @@ use crate::outcome::Fence;
 pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use census::{Census, Counted, PurgeReport, SceneCount};
 pub use error::{BoxError, Reason, StoreError};
+pub use owner::Owner;
 pub use queue::SendQueue;
 pub use stored_result::StoredResult;
 pub use url::redact_url;
@@ -31,6 +29,7 @@ mod census;
 mod error;
 pub mod faulty;
 pub mod memory;
+mod owner;
 pub(crate) mod queue;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
@@ -48,45 +47,6 @@ mod url;
 
 /// A boxed, sendable future: the store trait stays object-safe (`Arc<dyn Store>`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Who holds a claim: a random 128-bit id made per guarded call.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Owner(pub u128);
-
-impl Owner {
-    /// A fresh owner id: unique within this process, and across processes and
-    /// restarts with overwhelming probability.
-    ///
-    /// It is a random 128-bit base drawn once per process (a UUID v4) XOR a
-    /// counter: two ids of one process always differ, ids of two processes can
-    /// only meet if the 64 high random bits of their bases are equal. The UUID's
-    /// version nibble sits in the high half, so an id is never 0. Drawing a UUID per
-    /// call instead cost a `getrandom` system call per guarded call (about 6% of a
-    /// memory-store replay in the overhead benchmark). A child `fork`ed without
-    /// `exec` would share the parent's sequence; idem does not support that.
-    pub fn random() -> Self {
-        static BASE: OnceLock<u128> = OnceLock::new();
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let base = *BASE.get_or_init(|| uuid::Uuid::new_v4().as_u128());
-        Owner(base ^ u128::from(NEXT.fetch_add(1, Ordering::Relaxed)))
-    }
-
-    /// The 16 big-endian bytes, as stores keep them.
-    pub fn to_bytes(self) -> [u8; 16] {
-        self.0.to_be_bytes()
-    }
-
-    /// Reads 16 big-endian bytes.
-    pub fn from_bytes(b: [u8; 16]) -> Self {
-        Owner(u128::from_be_bytes(b))
-    }
-}
-
-impl fmt::Debug for Owner {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Owner({:032x})", self.0)
-    }
-}
 
 /// A claim request: take `key` for `lease` unless it is held or finished.
 #[derive(Debug, Clone, Copy)]
