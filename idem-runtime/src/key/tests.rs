@@ -213,3 +213,29 @@ fn namespace_first_or_last_renders_the_same_key() {
         }
     }
 }
+
+/// Integer parts render exactly as `Display` writes them (the key format
+/// must not change), at the edges of every width.
+#[test]
+fn integer_parts_render_as_display() {
+    fn check<T: KeyPart + Sync + std::fmt::Display>(v: T) {
+        let k = Key::from_parts("", "s", &[&v]);
+        assert_eq!(k.as_str(), format!("s:{v}"));
+    }
+    for v in [0, 1, 9, 10, u64::MAX, u64::MAX / 10, 1_000_000_007] {
+        check(v);
+    }
+    for v in [0, -1, 1, i64::MIN, i64::MAX, -10, -1_000_000_007] {
+        check(v);
+    }
+    check(u8::MAX);
+    check(i8::MIN);
+    check(u16::MAX);
+    check(i16::MIN);
+    check(u32::MAX);
+    check(i32::MIN);
+    check(usize::MAX);
+    check(isize::MIN);
+    check(u128::MAX);
+    check(i128::MIN);
+}
