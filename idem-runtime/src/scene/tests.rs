@@ -207,3 +207,46 @@ proptest! {
         }
     }
 }
+
+/// The per-thread memo of the last non-macro scene belongs to one handle: a
+/// scene a macro function owns on another handle still refuses `guard`, and
+/// on the same handle a macro function arriving after a memoised `guard`
+/// still conflicts.
+#[test]
+fn last_plain_scene_memo_is_per_handle() {
+    static SPEC: Spec = Spec {
+        function: "m::owner",
+        template: "s:<p0>",
+        scene: "s",
+        ..Spec::DEFAULT
+    };
+    let build = || Idem::builder().store(MemoryStore::new()).build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let macro_call = |idem: &Idem| {
+        let key = KeyBuf::new(&SPEC).lit("s:").arg(&"1").finish();
+        rt.block_on(
+            Guarded::<Result<u8, Error>>::new(&SPEC, key)
+                .handle(idem)
+                .run(async { Ok(1) }),
+        )
+    };
+    let plain_call = |idem: &Idem| {
+        rt.block_on(
+            idem.guard("s", &[&"1"])
+                .run(|| async { Ok::<_, Error>(2u8) }),
+        )
+        .map(crate::outcome::Outcome::into_inner)
+    };
+    let (a, b) = (build(), build());
+    assert_eq!(plain_call(&a).unwrap(), 2);
+    assert_eq!(macro_call(&b).unwrap(), 1);
+    assert!(
+        matches!(plain_call(&b), Err(Error::SceneConflict { .. })),
+        "handle a's memo let guard into a scene b's macro function owns"
+    );
+    assert_eq!(plain_call(&a).unwrap(), 2, "memo hit on a: replay");
+    assert!(matches!(macro_call(&a), Err(Error::SceneConflict { .. })));
+}
