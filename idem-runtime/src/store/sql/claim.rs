@@ -75,3 +75,25 @@ pub(super) async fn finish_in_turn<T: Send + 'static>(
         )))
     })
 }
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    use std::sync::Arc;
+
+    use super::SqlStore;
+
+    /// A claim clones its store into the task that runs it to the end, so a
+    /// clone must share the statement texts and table names, not copy them
+    /// (by value it copied every statement of every table per claim).
+    #[tokio::test]
+    async fn a_clone_shares_the_statement_texts() {
+        let pool = sqlx::SqlitePool::connect_lazy("sqlite::memory:").unwrap();
+        let store = SqlStore::sqlite(pool);
+        let clone = store.clone();
+        assert!(Arc::ptr_eq(&store.sql, &clone.sql));
+        assert!(Arc::ptr_eq(&store.tok, &clone.tok));
+        assert!(Arc::ptr_eq(&store.log, &clone.log));
+        assert!(Arc::ptr_eq(&store.outbox, &clone.outbox));
+        assert!(Arc::ptr_eq(&store.names, &clone.names));
+    }
+}

@@ -3,6 +3,7 @@
 //! the dialect modules; every other operation is one statement from `ddl.rs`.
 //! The constructors are in `connect.rs`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::bind::{Arg, Sent, complete_args};
@@ -44,21 +45,24 @@ use crate::store::{
 #[derive(Debug, Clone)]
 pub struct SqlStore {
     pub(crate) pool: Pool,
-    pub(crate) names: TableNames,
-    pub(crate) sql: Statements,
+    // The names and statement texts are shared, not copied: a claim clones
+    // the store into the task that runs it to its end, and by value that
+    // copied every statement string of every table on each call (issue 29).
+    pub(crate) names: Arc<TableNames>,
+    pub(crate) sql: Arc<Statements>,
     /// The one-time token table's statements (`token.rs`).
-    pub(crate) tok: TokenStatements,
+    pub(crate) tok: Arc<TokenStatements>,
     /// The consume log's purge and probe (`consume_sql.rs`).
-    pub(crate) log: ConsumeStatements,
+    pub(crate) log: Arc<ConsumeStatements>,
     /// The outbox's purge and probe (`outbox_sql.rs`).
-    pub(crate) outbox: OutboxStatements,
+    pub(crate) outbox: Arc<OutboxStatements>,
     /// The operators' counts (`census_sql.rs`).
-    census: CensusStatements,
+    census: Arc<CensusStatements>,
     pub(crate) dialect: Dialect,
-    pub(super) locks: std::sync::Arc<KeyLocks>,
-    pub(super) local: std::sync::Arc<LocalClaims>,
+    pub(super) locks: Arc<KeyLocks>,
+    pub(super) local: Arc<LocalClaims>,
     /// Bounds the operations in flight to the pool's size (see `pool.rs`).
-    queue: std::sync::Arc<crate::store::SendQueue>,
+    queue: Arc<crate::store::SendQueue>,
     pub(crate) sent: Sent,
 }
 
@@ -68,13 +72,13 @@ impl SqlStore {
         let limit = (pool.max_connections() as usize).saturating_mul(IN_FLIGHT_PER_CONNECTION);
         SqlStore {
             queue: std::sync::Arc::new(crate::store::SendQueue::new(limit)),
-            sql: Statements::new(dialect, &names),
-            tok: TokenStatements::new(dialect, &names),
-            log: ConsumeStatements::new(dialect, &names),
-            outbox: OutboxStatements::new(dialect, &names),
-            census: CensusStatements::new(dialect, &names),
+            sql: Arc::new(Statements::new(dialect, &names)),
+            tok: Arc::new(TokenStatements::new(dialect, &names)),
+            log: Arc::new(ConsumeStatements::new(dialect, &names)),
+            outbox: Arc::new(OutboxStatements::new(dialect, &names)),
+            census: Arc::new(CensusStatements::new(dialect, &names)),
             pool,
-            names,
+            names: Arc::new(names),
             dialect,
             locks: std::sync::Arc::default(),
             local: std::sync::Arc::default(),
