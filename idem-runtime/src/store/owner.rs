@@ -23,7 +23,7 @@ impl Owner {
     /// memory-store replay in the overhead benchmark). A child `fork`ed without
     /// `exec` would share the parent's sequence; idem does not support that.
     ///
-    /// Each thread takes counter values in blocks of [`OWNER_BLOCK`]: one
+    /// Each thread takes counter values in blocks of 1,024: one
     /// shared counter bumped on every call moved its cache line between the
     /// cores on every guarded call.
     pub fn random() -> Self {
