@@ -8,7 +8,7 @@
 use super::writer::escaped;
 
 /// The namespace as configured and as keys carry it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct Namespace {
     raw: Box<str>,
     /// Escaped like a part: what keys start with, before their `:`.

@@ -34,7 +34,7 @@ pub(super) struct SpaceSaving {
     slots: Vec<Slot>,
     /// `tag(slots[i].key)`, by slot id; 0 past `slots.len()`, which `find`
     /// masks off.
-    digests: [u32; TOP_CAPACITY],
+    tags: [u32; TOP_CAPACITY],
     /// Slot ids in ascending order of count.
     order: Vec<usize>,
     /// `counts[i]` is the count of `order[i]`: ascending.
@@ -54,7 +54,7 @@ impl Default for SpaceSaving {
     fn default() -> Self {
         SpaceSaving {
             slots: Vec::new(),
-            digests: [0; TOP_CAPACITY],
+            tags: [0; TOP_CAPACITY],
             order: Vec::new(),
             counts: Vec::new(),
             pos: Vec::new(),
@@ -62,10 +62,10 @@ impl Default for SpaceSaving {
     }
 }
 
-/// A key's tag: the low half of its digest folded with the high half.
+/// A key's tag: the low half of its digest, into which `digest` has already
+/// folded the high half.
 fn tag(key: &str) -> u32 {
-    let d = digest(key);
-    (d ^ (d >> 32)) as u32
+    digest(key) as u32
 }
 
 impl SpaceSaving {
@@ -83,7 +83,7 @@ impl SpaceSaving {
                 key: key.to_owned(),
                 error: 0,
             });
-            self.digests[s] = d;
+            self.tags[s] = d;
             self.order.insert(0, s);
             self.counts.insert(0, 1);
             self.pos.push(0);
@@ -99,7 +99,7 @@ impl SpaceSaving {
         slot.key.clear();
         slot.key.push_str(key);
         slot.error = self.counts[0];
-        self.digests[s] = d;
+        self.tags[s] = d;
         self.bump(0);
     }
 
@@ -121,7 +121,7 @@ impl SpaceSaving {
     /// the scan; only the matching slots' keys are compared.
     fn find(&self, d: u32, key: &str) -> Option<usize> {
         let mut mask = 0u64;
-        for (i, &x) in self.digests.iter().enumerate() {
+        for (i, &x) in self.tags.iter().enumerate() {
             mask |= u64::from(x == d) << i;
         }
         if self.slots.len() < TOP_CAPACITY {
@@ -194,7 +194,7 @@ mod tests {
             );
             let at = ss.slots.iter().position(|x| x.key == key).unwrap();
             assert_eq!(ss.find(tag(key), key), Some(at));
-            assert_eq!(ss.digests[at], tag(key));
+            assert_eq!(ss.tags[at], tag(key));
         }
         for (k, t) in &truth {
             if *t > n / TOP_CAPACITY as u64 {
@@ -261,7 +261,7 @@ mod tests {
             ss.hit(k);
         }
         // "a" takes "c"'s tag: both slots match, the key decides.
-        ss.digests[0] = tag("c");
+        ss.tags[0] = tag("c");
         assert_eq!(ss.find(tag("c"), "a"), Some(0));
         assert_eq!(ss.find(tag("c"), "c"), Some(2));
         assert_eq!(ss.find(tag("c"), "z"), None);
