@@ -114,7 +114,7 @@ pub use idem_macros::{distributed_lock, idempotent};
 // The handle and the guarded call.
 pub use idem_runtime::{Guard, Idem, IdemBuilder, global, install};
 // The distributed lock.
-pub use idem_runtime::{Lock, LockGrant, LockPolicy};
+pub use idem_runtime::{Lock, LockGrant, LockLease, LockPolicy};
 // One-time tokens.
 pub use idem_runtime::{Consume, Token, Tokens};
 // The state check-and-set.

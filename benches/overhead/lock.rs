@@ -1,8 +1,10 @@
 //! The distributed lock on Redis: one uncontended acquire + release per call,
 //! each on a fresh key (the cost of the lock itself, not of waiting for it).
 //!
-//! - A: `idem.lock(..).run(body)` on `RedisStore` (the claim script, which
-//!   stamps a fence, the watchdog armed for the body, the release script);
+//! - A: `idem.lock(..).run_unfenced(body)` on `RedisStore` (one native
+//!   `SET … NX PX … GET`, the watchdog armed for the body, the release
+//!   script); in the fenced row `run(body)`, whose claim is the script that
+//!   stamps a fence;
 //! - B: the native floor: `SET key owner NX PX`, then a Lua compare-and-delete,
 //!   by hand on the same multiplexed connection (no fence, no renewal);
 //! - C: `rslock` 0.10 (Redlock, on this one server): `LockManager::lock`
@@ -29,7 +31,7 @@ end
 return 0
 "#;
 
-pub(crate) async fn acquire_release(env: &Env) -> anyhow::Result<Vec<Side>> {
+pub(crate) async fn acquire_release(env: &Env, fenced: bool) -> anyhow::Result<Vec<Side>> {
     let store = store(env, PREFIX).await?;
     let con = store.connection();
     let idem = idem_on(env, store)?;
@@ -37,12 +39,18 @@ pub(crate) async fn acquire_release(env: &Env) -> anyhow::Result<Vec<Side>> {
     let a = op(move |i| {
         let (idem, tag) = (idem.clone(), Arc::clone(&tag));
         async move {
-            let fence = idem
-                .lock("lock:bench", &[&&*tag, &i])
-                .lease(LEASE)
-                .run(|grant| async move { Ok::<_, idem::Error>(grant.fence()) })
-                .await?;
-            black_box(fence);
+            let lock = idem.lock("lock:bench", &[&&*tag, &i]).lease(LEASE);
+            if fenced {
+                let fence = lock
+                    .run(|grant| async move { Ok::<_, idem::Error>(grant.fence()) })
+                    .await?;
+                black_box(fence);
+            } else {
+                let valid = lock
+                    .run_unfenced(|lease| async move { Ok::<_, idem::Error>(lease.is_valid()) })
+                    .await?;
+                black_box(valid);
+            }
             Ok(())
         }
     });
@@ -92,7 +100,11 @@ pub(crate) async fn acquire_release(env: &Env) -> anyhow::Result<Vec<Side>> {
     Ok(sides(
         [a, b, c],
         [
-            "A idem.lock (claim script + release script)",
+            if fenced {
+                "A idem.lock run (claim script + release script)"
+            } else {
+                "A idem.lock run_unfenced (native SET NX PX GET + release script)"
+            },
             "B native floor: SET NX PX + Lua release by hand",
             "C rslock 0.10 (Redlock, one server)",
         ],

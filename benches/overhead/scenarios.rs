@@ -22,6 +22,9 @@ pub(crate) enum Kind {
     HttpFirst,
     /// Issue 29: every other technique against its floor (and its peers).
     Lock,
+    /// The lock whose body reads its fence (`run_fenced`): the same floor and
+    /// peer, which stamp no fence; recorded, no target.
+    LockFenced,
     Token,
     StateCas,
     Transition,
@@ -208,6 +211,13 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
         let lock = vec![(1, Cost(1.20)), (2, Cost(1.0))];
         add(Lock, "lock acquire + release (Redis)", c, 1, lock);
         add(
+            LockFenced,
+            "lock acquire + release, fenced (Redis)",
+            c,
+            1,
+            Vec::new(),
+        );
+        add(
             Token,
             "token issue + consume (Redis)",
             c,
@@ -269,6 +279,7 @@ pub(crate) fn kind_id(k: Kind) -> String {
         Kind::HttpDuplicate => "http-dup".into(),
         Kind::HttpFirst => "http-first".into(),
         Kind::Lock => "lock".into(),
+        Kind::LockFenced => "lock-fenced".into(),
         Kind::Token => "token".into(),
         Kind::StateCas => "state-cas".into(),
         Kind::Transition => "pg-transition".into(),

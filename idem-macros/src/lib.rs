@@ -113,7 +113,9 @@ pub fn idempotent(args: TokenStream, item: TokenStream) -> TokenStream {
 /// the body runs (up to `max_hold`); the lock is released when the body ends or
 /// its future is dropped. A parameter of type `idem::Fence` receives this
 /// acquisition's fence (callers pass `Fence::NONE`): write it with the rows the
-/// lock protects (`idem::lock::FencedUpdate`).
+/// lock protects (`idem::lock::FencedUpdate`). A function without one takes the
+/// lock with the store's cheapest claim (Redis: one native `SET … NX PX … GET`
+/// instead of the fence-stamping script), as `Lock::run_unfenced` does.
 ///
 /// | option | value | default |
 /// |---|---|---|

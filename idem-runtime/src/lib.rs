@@ -64,7 +64,7 @@ pub use guard::Guard;
 pub use handle::{Idem, IdemBuilder, global, install};
 pub use hooks::{Hooks, NoConflict, Terminal};
 pub use key::{Key, KeyPart};
-pub use lock::{Lock, LockGrant};
+pub use lock::{Lock, LockGrant, LockLease};
 /// The `metrics` crate idem records to (0.24): install a recorder of this major
 /// version, or idem's counters go nowhere (a recorder of another version sees
 /// nothing and nothing can tell).

@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! claim ──Claimed(fence)──> body(grant) under the watchdog ──> release (owner-checked)
+//!   │  (fenced: the store's `claim`; unfenced: `claim_unfenced`, one native
+//!   │   `SET … NX PX … GET` on Redis, and the grant's fence is `Fence::NONE`)
 //!   ├─Busy──> wait (local wake-up or backoff) and claim again, or LockBusy
 //!   ├─Done──> the key holds a guard's finished record: Error::Config
 //!   └─unavailable──> StoreUnavailable (a claim that may have applied is released)
@@ -10,7 +12,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use super::LockGrant;
+use super::{LockGrant, LockLease};
 use crate::error::Error;
 use crate::exec::{Acquired, Answer, ClaimSpec, Finish, Kind, Liveness};
 use crate::fence::Fence;
@@ -26,6 +28,11 @@ pub(crate) struct Acquire<'a> {
     pub(crate) idem: &'a Idem,
     pub(crate) key: &'a Key,
     pub(crate) policy: &'a LockPolicy,
+    /// Whether the body reads its fence. One that does not claims through
+    /// [`Store::claim_unfenced`](crate::store::Store::claim_unfenced): on Redis
+    /// one native command instead of the fence-stamping script, the same
+    /// trade as the guard's `run` (issue 29).
+    pub(crate) fenced: bool,
 }
 
 /// A lock call's result with the fence it ran under, for the span.
@@ -93,7 +100,15 @@ impl Acquire<'_> {
         // Unlike a guarded call, a lock protects only the code in its body, and a
         // dropped body runs no more: the claim stays armed while the body runs,
         // so a caller dropped then gives the lock up at once (owner-checked).
-        let mut claimed = match exec.acquire(spec, || exec.store.claim(req), read).await {
+        let fenced = self.fenced;
+        let send = || {
+            if fenced {
+                exec.store.claim(req)
+            } else {
+                exec.store.claim_unfenced(req)
+            }
+        };
+        let mut claimed = match exec.acquire(spec, send, read).await {
             Acquired::Held(c) => c,
             Acquired::Stopped { .. } => {
                 let e = Error::Config(format!(
@@ -118,9 +133,15 @@ impl Acquire<'_> {
         // Local contenders wait on `claimed` instead of polling (dropped last,
         // after the release, so the first one woken finds the key free).
         let live = Arc::new(Liveness::new(held.sent, lease));
+        // An unfenced claim may still carry a fence (stores other than Redis
+        // stamp one anyway), but nobody asked for it: the grant says NONE on
+        // every store, so no body comes to rely on a fence it did not ask for.
+        let fence = if fenced { held.fence } else { Fence::NONE };
         let grant = LockGrant {
-            fence: held.fence,
-            live: Arc::clone(&live),
+            fence,
+            lease: LockLease {
+                live: Arc::clone(&live),
+            },
         };
         let result = exec
             .hold_tracked(&held, self.policy.max_hold(), Some(&live), body(grant))
@@ -136,6 +157,6 @@ impl Acquire<'_> {
         } else {
             CallOutcome::Released
         };
-        (outcome, Some(held.fence), result)
+        (outcome, fenced.then_some(fence), result)
     }
 }

@@ -2,17 +2,21 @@
 //! `#[idem::distributed_lock]`.
 //!
 //! A lock is a claim that is never completed: it is taken with the store's
-//! owner-checked `claim` (one script on Redis, where the key, its fence and the
-//! lock are one value in one slot), kept alive by the execution layer's watchdog
+//! owner-checked `claim` when its body gets a fence (`run`; one script on
+//! Redis, where the key, its fence and the lock are one value in one slot), or
+//! `claim_unfenced` when it does not (`run_unfenced`; one native
+//! `SET … NX PX … GET` on Redis), kept alive by the execution layer's watchdog
 //! (`Exec::hold_tracked` in `exec/`: renewal every `lease / 3` counted
 //! from the send instant, up to `max_hold`), and given up with the owner-checked
 //! `release` (one script). So the lock works on every store the guard does
 //! (memory, Redis, Redis Cluster, the SQL stores, where it is a lease row in the
 //! records table, not an advisory lock: it survives connection loss and needs no
 //! session), and it hands out the same fences: never backwards per key, across
-//! expiry, `FLUSHALL` and failover.
+//! expiry, `FLUSHALL` and failover, whatever unfenced acquisitions came between.
 //!
-//! - [`grant`]: [`LockGrant`], what the body receives (fence, `is_valid()`);
+//! - [`grant`]: what the body receives: [`LockGrant`] (the lease and its
+//!   fence) from [`Lock::run`], [`LockLease`] (`is_valid()`) from
+//!   [`Lock::run_unfenced`];
 //! - `acquire`: the protocol (claim or wait, hold, release);
 //! - [`fenced`]: the fenced SQL write (`… AND fence <= $f`) and its typed result.
 //!
@@ -36,7 +40,7 @@ pub mod grant;
 pub(crate) use acquire::Acquire;
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use fenced::{FencedUpdate, FencedWrite};
-pub use grant::LockGrant;
+pub use grant::{LockGrant, LockLease};
 
 use crate::policy::LockPolicy;
 
@@ -124,12 +128,60 @@ impl Lock<'_> {
     /// the lock is released at once (in the background, owner-checked; if the store
     /// does not answer it lapses within one lease). Tasks the body spawned are not
     /// covered by the lock once the body's future is gone.
+    ///
+    /// The body gets a [`LockGrant`]: the lease and this acquisition's fence,
+    /// larger than the fence of every earlier fenced acquisition of the key. On
+    /// Redis the claim is then a script reading the server clock (about twice a
+    /// native command's server cost): a body that writes no fence should call
+    /// [`run_unfenced`](Self::run_unfenced).
     pub async fn run<T, E, B, Fut>(self, body: B) -> Result<T, E>
     where
         T: Send,
         E: From<Error> + Send,
         B: FnOnce(LockGrant) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
+    {
+        self.acquire(true, body).await
+    }
+
+    /// [`run`](Self::run) for a body that writes no fence: it gets the
+    /// [`LockLease`] (`is_valid()`) and no fence, so the store may take the
+    /// lock with its cheapest command (Redis: one native `SET … NX PX … GET`
+    /// instead of the script that stamps a fence), as `#[distributed_lock]`
+    /// does for a function without an `idem::Fence` parameter. Mutual
+    /// exclusion, renewal and release are `run`'s; fenced acquisitions of the
+    /// key still get fences larger than every earlier one.
+    ///
+    /// ```
+    /// # use idem::{Idem, store::memory::MemoryStore};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), idem::Error> {
+    /// let idem = Idem::builder().store(MemoryStore::new()).namespace("shop").build()?;
+    /// let sent = idem
+    ///     .lock("lock:report", &[&"2026-12"])
+    ///     .run_unfenced(|lease| async move {
+    ///         // One report job at a time; nothing here writes a fence.
+    ///         Ok::<_, idem::Error>(lease.is_valid())
+    ///     })
+    ///     .await?;
+    /// assert!(sent);
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_unfenced<T, E, B, Fut>(self, body: B) -> Result<T, E>
+    where
+        T: Send,
+        E: From<Error> + Send,
+        B: FnOnce(LockLease) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+    {
+        self.acquire(false, move |grant: LockGrant| body(grant.lease))
+            .await
+    }
+
+    async fn acquire<T, E, B, Fut>(self, fenced: bool, body: B) -> Result<T, E>
+    where
+        E: From<Error>,
+        B: FnOnce(LockGrant) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
     {
         if let Err(e) = self
             .idem
@@ -142,6 +194,7 @@ impl Lock<'_> {
             idem: self.idem,
             key: &self.key,
             policy: &self.policy,
+            fenced,
         }
         .execute(body)
         .await

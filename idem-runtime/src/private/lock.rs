@@ -163,10 +163,13 @@ impl<'h, R: IsResult> Locked<'h, R> {
             Err(e) => return R::from_result(Err(e.into())),
         };
         let cell = self.fence;
+        // A function without an `idem::Fence` parameter never reads the fence:
+        // it claims unfenced, as `Lock::run_unfenced` does.
         let acquire = Acquire {
             idem: site.idem,
             key: &site.key,
             policy: &site.policy,
+            fenced: cell.is_some(),
         };
         let result = acquire
             .execute(move |grant| {

@@ -2,4 +2,6 @@
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod fenced;
+#[cfg(feature = "redis")]
+pub mod native;
 pub mod stores;
