@@ -24,7 +24,7 @@ use super::{Exec, Held, Inflight, Waiter};
 use crate::fence::Fence;
 use crate::fingerprint::Fingerprint;
 use crate::observe::Op;
-use crate::store::{BoxFuture, Owner, StoreError};
+use crate::store::{BoxFuture, Claim, ClaimRequest, Owner, StoreError};
 
 /// One claim attempt's answer, as the technique reads the store's reply.
 #[derive(Debug)]
@@ -92,6 +92,21 @@ impl Claimed<'_> {
 }
 
 impl Exec {
+    /// The store's claim for a caller whose body reads its fence (`claim`) or
+    /// does not (`claim_unfenced`: on Redis one native command instead of the
+    /// fence-stamping script).
+    pub(crate) fn send_claim<'s>(
+        &'s self,
+        fenced: bool,
+        req: ClaimRequest<'s>,
+    ) -> BoxFuture<'s, Result<Claim, StoreError>> {
+        if fenced {
+            self.store.claim(req)
+        } else {
+            self.store.claim_unfenced(req)
+        }
+    }
+
     /// The per-operation budget of a claim with `lease` (the one rule,
     /// `policy::op_budget`).
     pub(crate) fn op_budget(&self, lease: Duration) -> Duration {

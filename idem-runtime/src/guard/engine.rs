@@ -113,13 +113,7 @@ impl Call<'_> {
             lease: self.policy.lease,
         };
         let fenced = self.fenced;
-        let send = || {
-            if fenced {
-                exec.store.claim(req)
-            } else {
-                exec.store.claim_unfenced(req)
-            }
-        };
+        let send = || exec.send_claim(fenced, req);
         let read = |claim| match claim {
             Claim::Claimed { fence } => Answer::Claimed(fence),
             Claim::Done(rec) => Answer::Stop(Err(rec)),

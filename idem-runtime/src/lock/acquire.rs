@@ -101,13 +101,7 @@ impl Acquire<'_> {
         // dropped body runs no more: the claim stays armed while the body runs,
         // so a caller dropped then gives the lock up at once (owner-checked).
         let fenced = self.fenced;
-        let send = || {
-            if fenced {
-                exec.store.claim(req)
-            } else {
-                exec.store.claim_unfenced(req)
-            }
-        };
+        let send = || exec.send_claim(fenced, req);
         let mut claimed = match exec.acquire(spec, send, read).await {
             Acquired::Held(c) => c,
             Acquired::Stopped { .. } => {

@@ -24,14 +24,7 @@ async fn fenced(idem: &Idem, id: u32, fence: Fence) -> Result<Fence, Error> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_unfenced_locks_natively_and_run_by_script() {
     let server = RedisServer::start();
-    let store = idem::store::redis::RedisStore::connect(&server.url())
-        .await
-        .unwrap();
-    let idem = Idem::builder()
-        .store(store)
-        .namespace("lk")
-        .build()
-        .unwrap();
+    let idem = server.handle("lk").await;
     // Loads the scripts, so every count below is one command per round trip.
     let warm = idem
         .lock("lock:warm", &[&0u8])
@@ -90,14 +83,7 @@ async fn run_unfenced_locks_natively_and_run_by_script() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unfenced_holder_excludes_both_kinds_of_contender() {
     let server = RedisServer::start();
-    let store = idem::store::redis::RedisStore::connect(&server.url())
-        .await
-        .unwrap();
-    let idem = Idem::builder()
-        .store(store)
-        .namespace("lk")
-        .build()
-        .unwrap();
+    let idem = server.handle("lk").await;
     let idem_ref = &idem;
     let try_plain = || {
         idem_ref

@@ -184,14 +184,7 @@ async fn fenced_write(idem: &Idem, id: u32, fence: Fence) -> Result<u64, Error> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_trips_without_a_fence() {
     let server = RedisServer::start();
-    let store = idem::store::redis::RedisStore::connect(&server.url())
-        .await
-        .unwrap();
-    let idem = Idem::builder()
-        .store(store)
-        .namespace("rt")
-        .build()
-        .unwrap();
+    let idem = server.handle("rt").await;
     let mut mon = Monitor::attach(server.port);
     let _ = mon.take();
 

@@ -160,6 +160,18 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// A handle on this server alone (a fresh `RedisStore`), in `namespace`.
+    pub(crate) async fn handle(&self, namespace: &str) -> idem::Idem {
+        let store = idem::store::redis::RedisStore::connect(&self.url())
+            .await
+            .unwrap();
+        idem::Idem::builder()
+            .store(store)
+            .namespace(namespace)
+            .build()
+            .unwrap()
+    }
+
     pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().expect("server not running").id()
     }
