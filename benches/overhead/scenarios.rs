@@ -22,7 +22,7 @@ pub(crate) enum Kind {
     HttpFirst,
     /// Issue 29: every other technique against its floor (and its peers).
     Lock,
-    /// The lock whose body reads its fence (`run_fenced`): the same floor and
+    /// The lock whose body reads its fence (`Lock::run`): the same floor and
     /// peer, which stamp no fence; recorded, no target.
     LockFenced,
     Token,

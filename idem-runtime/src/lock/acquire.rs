@@ -3,7 +3,7 @@
 //! ```text
 //! claim ──Claimed(fence)──> body(grant) under the watchdog ──> release (owner-checked)
 //!   │  (fenced: the store's `claim`; unfenced: `claim_unfenced`, one native
-//!   │   `SET … NX PX … GET` on Redis, and the grant's fence is `Fence::NONE`)
+//!   │   `SET … NX PX … GET` on Redis, and the body gets no fence)
 //!   ├─Busy──> wait (local wake-up or backoff) and claim again, or LockBusy
 //!   ├─Done──> the key holds a guard's finished record: Error::Config
 //!   └─unavailable──> StoreUnavailable (a claim that may have applied is released)
@@ -127,12 +127,11 @@ impl Acquire<'_> {
         // Local contenders wait on `claimed` instead of polling (dropped last,
         // after the release, so the first one woken finds the key free).
         let live = Arc::new(Liveness::new(held.sent, lease));
-        // An unfenced claim may still carry a fence (stores other than Redis
-        // stamp one anyway), but nobody asked for it: the grant says NONE on
-        // every store, so no body comes to rely on a fence it did not ask for.
-        let fence = if fenced { held.fence } else { Fence::NONE };
+        // An unfenced body never sees the grant's fence (`run_unfenced` hands
+        // it the lease alone, the macro has no cell to set), so the grant
+        // carries whatever the claim did; only the span must not show it.
         let grant = LockGrant {
-            fence,
+            fence: held.fence,
             lease: LockLease {
                 live: Arc::clone(&live),
             },
@@ -151,6 +150,6 @@ impl Acquire<'_> {
         } else {
             CallOutcome::Released
         };
-        (outcome, fenced.then_some(fence), result)
+        (outcome, fenced.then_some(held.fence), result)
     }
 }

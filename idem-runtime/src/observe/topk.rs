@@ -70,8 +70,8 @@ fn tag(key: &str) -> u32 {
 
 impl SpaceSaving {
     pub(super) fn hit(&mut self, key: &str) {
-        let d = tag(key);
-        if let Some(s) = self.find(d, key) {
+        let t = tag(key);
+        if let Some(s) = self.find(t, key) {
             self.bump(self.pos[s]);
             return;
         }
@@ -83,7 +83,7 @@ impl SpaceSaving {
                 key: key.to_owned(),
                 error: 0,
             });
-            self.tags[s] = d;
+            self.tags[s] = t;
             self.order.insert(0, s);
             self.counts.insert(0, 1);
             self.pos.push(0);
@@ -99,7 +99,7 @@ impl SpaceSaving {
         slot.key.clear();
         slot.key.push_str(key);
         slot.error = self.counts[0];
-        self.tags[s] = d;
+        self.tags[s] = t;
         self.bump(0);
     }
 
@@ -116,13 +116,13 @@ impl SpaceSaving {
         self.counts[last] = c + 1;
     }
 
-    /// The slot tracking `key` (whose tag is `d`): all the tags compared
+    /// The slot tracking `key` (whose tag is `t`): all the tags compared
     /// into one bit mask, without an early exit, so the compiler vectorises
     /// the scan; only the matching slots' keys are compared.
-    fn find(&self, d: u32, key: &str) -> Option<usize> {
+    fn find(&self, t: u32, key: &str) -> Option<usize> {
         let mut mask = 0u64;
         for (i, &x) in self.tags.iter().enumerate() {
-            mask |= u64::from(x == d) << i;
+            mask |= u64::from(x == t) << i;
         }
         if self.slots.len() < TOP_CAPACITY {
             mask &= (1u64 << self.slots.len()) - 1;
