@@ -10,6 +10,8 @@ pub mod faults;
 pub mod native;
 #[cfg(feature = "redis")]
 pub mod procs;
+#[cfg(feature = "redis")]
+pub mod script_calls;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
 pub mod stalls;
 #[cfg(feature = "redis")]

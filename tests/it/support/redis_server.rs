@@ -261,8 +261,9 @@ fn ping(port: u16) -> bool {
     s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
 
-/// Counts the commands clients send to a server (script-internal commands
-/// excluded) through `MONITOR`.
+/// Counts the commands clients send to a server through `MONITOR`: their round
+/// trips ([`take`](Self::take)), or those and the commands their scripts run
+/// ([`take_with_scripts`](Self::take_with_scripts)), the server's own work.
 pub(crate) struct Monitor {
     reader: BufReader<TcpStream>,
     port: u16,
@@ -288,6 +289,16 @@ impl Monitor {
     /// The client commands executed since the last call (or since attaching),
     /// as their names. Uses an `ECHO` marker from another connection as the fence.
     pub(crate) fn take(&mut self) -> Vec<String> {
+        self.collect(false)
+    }
+
+    /// [`take`](Self::take), with each command a script ran after the script's
+    /// own `EVALSHA`, named `lua:<NAME>`.
+    pub(crate) fn take_with_scripts(&mut self) -> Vec<String> {
+        self.collect(true)
+    }
+
+    fn collect(&mut self, scripts: bool) -> Vec<String> {
         self.seq += 1;
         let marker = format!("idem-monitor-marker-{}", self.seq);
         cli(self.port, &["ECHO", &marker]);
@@ -298,12 +309,15 @@ impl Monitor {
             if line.contains(&marker) {
                 return cmds;
             }
-            if line.contains(" lua]") {
-                continue; // a command run by a script, not a round trip
-            }
-            if let Some(name) = line.split('"').nth(1) {
-                cmds.push(name.to_ascii_uppercase());
-            }
+            let Some(name) = line.split('"').nth(1) else {
+                continue;
+            };
+            let name = name.to_ascii_uppercase();
+            if !line.contains(" lua]") {
+                cmds.push(name);
+            } else if scripts {
+                cmds.push(format!("lua:{name}"));
+            } // else: a command run by a script, not a round trip
         }
     }
 }

@@ -42,23 +42,21 @@ end
 /// Absent key: a new claim whose fence is the server clock in microseconds; returns
 /// the fence. Present key (done, in progress by anyone, including this owner after
 /// a lost reply, or foreign data): returns `{value, pttl}` unchanged and the client
-/// decides. A key is only ever written when absent, so the previous fence of the key
+/// decides; a done record's `pttl` is `0`, unread (only a holder's time left is
+/// used, to cap a waiter's sleep), which spares a duplicate one `redis.call`.
+/// A key is only ever written when absent, so the previous fence of the key
 /// was issued at an earlier server time: the new one is larger (see the module docs
-/// for the clock assumption).
+/// for the clock assumption). `struct.pack('>L', f)` is the fence as 8 big-endian
+/// bytes, exact below 2^53 µs (285 years).
 pub(crate) const CLAIM: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if v then
+  if string.byte(v, 1) == 209 then return {v, 0} end
   return {v, redis.call('PTTL', KEYS[1])}
 end
 local t = redis.call('TIME')
 local f = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local b = {}
-local x = f
-for i = 8, 1, -1 do
-  b[i] = x % 256
-  x = math.floor(x / 256)
-end
-redis.call('SET', KEYS[1], '\193' .. ARGV[1] .. string.char(unpack(b)) .. ARGV[2], 'PX', ARGV[3])
+redis.call('SET', KEYS[1], '\193' .. ARGV[1] .. struct.pack('>L', f) .. ARGV[2], 'PX', ARGV[3])
 return f
 "#;
 
