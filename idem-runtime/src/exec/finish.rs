@@ -37,11 +37,10 @@ pub(crate) enum Finish {
     Complete { payload: Vec<u8>, ttl: Duration },
     /// Give the key up so a retry runs (a guard's failed body, a lock's end).
     Release,
-    /// Delete the token: its body succeeded, it must never come back. A token
-    /// that is no longer ours (the lease lapsed while the body ran, and it was
-    /// given back to issued or taken over) is revoked, in the same
-    /// detached-if-dropped operation (token simulation, seeds 237719, 221170
-    /// and 3059487; see `spend`).
+    /// Delete the token: its body succeeded, it must never come back, whoever
+    /// holds it by now (`TokenStore::revoke`: the lease may have lapsed while
+    /// the body ran, and the token been given back to issued or taken over;
+    /// token simulation, seeds 237719, 221170 and 3059487).
     TokenConsume,
     /// Return the token to issued: its body failed, a retry may use it.
     TokenGiveBack,
@@ -142,7 +141,7 @@ impl Exec {
             Finish::Release => store.release(key, owner),
             Finish::TokenConsume | Finish::TokenGiveBack => match store.tokens() {
                 Some(t) => match f {
-                    Finish::TokenConsume => spend(t, key, owner),
+                    Finish::TokenConsume => t.revoke(key),
                     _ => t.give_back(key, owner),
                 },
                 None => Box::pin(std::future::ready(Err(StoreError::config(
@@ -351,23 +350,4 @@ impl Drop for Armed<'_> {
             };
         });
     }
-}
-
-/// A succeeded body's token, deleted: consume it, and if it is no longer ours
-/// (our lease lapsed while the body ran, and the token was given back or taken
-/// over), revoke it whoever holds it now. The body's success is the one
-/// acceptance, so none may follow it; waiting for the other holder to let go
-/// lost the race to the next submission (seed 3059487). Both are idempotent,
-/// so a retry after a lost reply finds the token gone (`Applied`).
-fn spend<'s>(
-    t: &'s dyn crate::store::token::TokenStore,
-    key: &'s str,
-    owner: Owner,
-) -> BoxFuture<'s, Result<Owned, StoreError>> {
-    Box::pin(async move {
-        match t.consume(key, owner).await? {
-            done @ Owned::Applied => Ok(done),
-            _ => t.revoke(key).await,
-        }
-    })
 }

@@ -67,10 +67,9 @@ async fn cycle(a: &dyn TokenStore, b: &dyn TokenStore) {
     // Issuing an existing token changes nothing: still a's.
     b.issue(k, Duration::from_secs(60)).await.unwrap();
     busy(b.take(k, ob, lease).await.unwrap(), lease);
-    // Only the owner renews, gives back or consumes.
+    // Only the owner renews or gives back.
     assert_eq!(b.renew(k, ob, lease).await.unwrap(), Owned::NotOwner);
     assert_eq!(b.give_back(k, ob).await.unwrap(), Owned::NotOwner);
-    assert_eq!(b.consume(k, ob).await.unwrap(), Owned::NotOwner);
     assert_eq!(a.renew(k, oa, lease).await.unwrap(), Owned::Applied);
     assert_eq!(a.give_back(k, oa).await.unwrap(), Owned::Applied);
     // Given back: issued, nobody's; a's repeated give-back is not its own any more.
@@ -78,10 +77,11 @@ async fn cycle(a: &dyn TokenStore, b: &dyn TokenStore) {
     assert_eq!(a.renew(k, oa, lease).await.unwrap(), Owned::NotOwner);
     let f2 = fence(b.take(k, ob, lease).await.unwrap());
     assert!(f2 > f1, "{f2} > {f1}");
-    assert_eq!(a.consume(k, oa).await.unwrap(), Owned::NotOwner);
-    assert_eq!(b.consume(k, ob).await.unwrap(), Owned::Applied);
-    // Consumed: a retried consume (lost reply) is applied; every take is invalid.
-    assert_eq!(b.consume(k, ob).await.unwrap(), Owned::Applied);
+    assert_eq!(a.give_back(k, oa).await.unwrap(), Owned::NotOwner);
+    // b's body succeeded: the token goes. A retried revoke (lost reply) is
+    // applied; every take is invalid.
+    assert_eq!(b.revoke(k).await.unwrap(), Owned::Applied);
+    assert_eq!(b.revoke(k).await.unwrap(), Owned::Applied);
     assert_eq!(b.give_back(k, ob).await.unwrap(), Owned::Applied);
     assert_eq!(b.renew(k, ob, lease).await.unwrap(), Owned::NotOwner);
     assert_eq!(a.take(k, oa, lease).await.unwrap(), TokenTake::Invalid);
@@ -99,8 +99,12 @@ async fn cycle(a: &dyn TokenStore, b: &dyn TokenStore) {
     assert!(g2 > g1, "{g2} > {g1}");
     busy(a.take(k2, oa, short).await.unwrap(), lease);
     assert_eq!(a.renew(k2, oa, lease).await.unwrap(), Owned::NotOwner);
-    assert_eq!(a.consume(k2, oa).await.unwrap(), Owned::NotOwner);
-    assert_eq!(b.consume(k2, ob).await.unwrap(), Owned::Applied);
+    assert_eq!(a.give_back(k2, oa).await.unwrap(), Owned::NotOwner);
+    // A body that succeeded after its lease lapsed spends the token whoever
+    // holds it now: a's revoke ends b's hold, and nothing takes it again.
+    assert_eq!(a.revoke(k2).await.unwrap(), Owned::Applied);
+    assert_eq!(b.take(k2, ob, lease).await.unwrap(), TokenTake::Invalid);
+    assert_eq!(b.give_back(k2, ob).await.unwrap(), Owned::Applied);
 
     // An expired token is invalid, even for the owner it was taken by.
     let k3 = "shop:token:form:00000000ffffffff";
@@ -109,7 +113,7 @@ async fn cycle(a: &dyn TokenStore, b: &dyn TokenStore) {
     tokio::time::sleep(Duration::from_millis(1300)).await;
     assert_eq!(a.take(k3, oa, lease).await.unwrap(), TokenTake::Invalid);
     assert_eq!(a.renew(k3, oa, lease).await.unwrap(), Owned::NotOwner);
-    assert_eq!(a.consume(k3, oa).await.unwrap(), Owned::Applied);
+    assert_eq!(a.revoke(k3).await.unwrap(), Owned::Applied);
     // An expired key is issued anew.
     a.issue(k3, Duration::from_secs(60)).await.unwrap();
     fence(b.take(k3, ob, lease).await.unwrap());
@@ -261,7 +265,7 @@ async fn purge_removes_expired_tokens(d: Dialect) {
     };
     fx.exec(&bulk).await;
     assert_eq!(fx.store.purge_expired().await.unwrap(), 2_500);
-    assert_eq!(t.consume("long", o).await.unwrap(), Owned::Applied);
+    assert_eq!(t.revoke("long").await.unwrap(), Owned::Applied);
 }
 
 async fn verify_names_missing_token_table(d: Dialect) {
@@ -364,7 +368,7 @@ async fn unstorable_token_keys_are_invalid_input(d: Dialect) {
         input(t.issue(k, lease).await);
         input(t.take(k, o, lease).await.map(drop));
         input(t.renew(k, o, lease).await.map(drop));
-        input(t.consume(k, o).await.map(drop));
+        input(t.revoke(k).await.map(drop));
         input(t.give_back(k, o).await.map(drop));
     }
 }

@@ -63,19 +63,6 @@ impl<S: Store> TokenStore for FaultyStore<S> {
         )
     }
 
-    fn consume<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(
-            self.run(Op::Mutate, Some(key), move || match self.inner_tokens() {
-                Ok(t) => t.consume(key, owner),
-                Err(e) => Box::pin(std::future::ready(Err(e))),
-            }),
-        )
-    }
-
     fn give_back<'a>(
         &'a self,
         key: &'a str,

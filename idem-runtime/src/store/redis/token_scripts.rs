@@ -1,5 +1,6 @@
 //! One-time tokens on Redis: one key per token (`<prefix>{<token key>}`, so a
-//! token is one slot in a cluster), each operation one script. Shared by the
+//! token is one slot in a cluster), each operation one command (a script, or
+//! a native `SET` / `DEL` where nothing needs checking). Shared by the
 //! single-node and cluster stores, like the record scripts.
 //!
 //! ```text
@@ -21,10 +22,12 @@
 //!
 //! Each `redis.call` inside a script costs the server about a microsecond on
 //! Redis 7 (more than a native `SET` in all), so the scripts make as few as
-//! they can: only the take and the renewal read the clock (`TIME`), and the
-//! take writes with one `SETRANGE` instead of `PTTL` and `SET … PX` (issue 29:
-//! the take went from 4 calls to 3, the consume from 3 to 2; see
-//! `tests/it/token/redis_calls.rs`).
+//! they can, and a step that needs no check is no script at all (issue 29):
+//! only the take and the renewal read the clock (`TIME`), the take writes with
+//! one `SETRANGE` instead of `PTTL` and `SET … PX` (4 calls to 3), and a
+//! succeeded body's token goes with one native `DEL` (`revoke`, whoever holds
+//! it), where a script checked the owner first. `tests/it/redis/script_calls.rs`
+//! counts them.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -111,20 +114,16 @@ return 1
 "#
 );
 
-/// KEYS[1] token; ARGV owner(16), mode ('D' delete, 'I' back to issued).
-/// 1 applied (or the token is gone already), 0 another owner's. Reads no
-/// clock: the owner in the value is all it checks.
-const FINISH: &str = concat!(
+/// KEYS[1] token; ARGV owner(16): back to issued. 1 applied (or the token is
+/// gone already), 0 another owner's. Reads no clock: the owner in the value is
+/// all it checks.
+const GIVE_BACK: &str = concat!(
     put!(),
     r#"
 local v = redis.call('GET', KEYS[1])
 if not v then return 1 end
 if string.sub(v, 1, 1) ~= 'C' or string.sub(v, 2, 17) ~= ARGV[1] then return 0 end
-if ARGV[2] == 'D' then
-  redis.call('DEL', KEYS[1])
-else
-  put(v, 'I')
-end
+put(v, 'I')
 return 1
 "#
 );
@@ -132,13 +131,13 @@ return 1
 struct Scripts {
     take: Script,
     renew: Script,
-    finish: Script,
+    give_back: Script,
 }
 
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     take: Script::new(TAKE),
     renew: Script::new(RENEW),
-    finish: Script::new(FINISH),
+    give_back: Script::new(GIVE_BACK),
 });
 
 pub(crate) async fn issue<C: ConnectionLike + Send>(
@@ -210,23 +209,21 @@ pub(crate) async fn renew<C: ConnectionLike + Send>(
     owned("token renew", reply)
 }
 
-/// Deletes the token (`consume`) or returns it to issued (`give_back`).
-pub(crate) async fn finish<C: ConnectionLike + Send>(
+/// Returns `owner`'s token to issued (`TokenStore::give_back`).
+pub(crate) async fn give_back<C: ConnectionLike + Send>(
     con: &mut C,
     layout: &KeyLayout,
     key: &str,
     owner: Owner,
-    delete: bool,
 ) -> Result<Owned, StoreError> {
     let reply: Reply = SCRIPTS
-        .finish
+        .give_back
         .key(layout.record_key(key))
         .arg(&owner.to_bytes()[..])
-        .arg(if delete { "D" } else { "I" })
         .invoke_async(con)
         .await
         .map_err(map_err)?;
-    owned("token finish", reply)
+    owned("token give back", reply)
 }
 
 /// Deletes the token whoever holds it (`TokenStore::revoke`): one `DEL`.
@@ -298,24 +295,6 @@ macro_rules! token_store {
                     .await
                 })
             }
-            fn consume<'a>(
-                &'a self,
-                key: &'a str,
-                owner: crate::store::Owner,
-            ) -> crate::store::BoxFuture<'a, Result<crate::store::Owned, crate::store::StoreError>>
-            {
-                let mut con = self.conns.get();
-                Box::pin(async move {
-                    crate::store::redis::token_scripts::finish(
-                        &mut con,
-                        &self.layout,
-                        key,
-                        owner,
-                        true,
-                    )
-                    .await
-                })
-            }
             fn give_back<'a>(
                 &'a self,
                 key: &'a str,
@@ -324,12 +303,11 @@ macro_rules! token_store {
             {
                 let mut con = self.conns.get();
                 Box::pin(async move {
-                    crate::store::redis::token_scripts::finish(
+                    crate::store::redis::token_scripts::give_back(
                         &mut con,
                         &self.layout,
                         key,
                         owner,
-                        false,
                     )
                     .await
                 })

@@ -18,9 +18,10 @@
 //! take after a lost reply: `Taken` with the same fence, never a lost token),
 //! another owner's live lease (`Busy`), or no live row (`Invalid`). A row that
 //! is takeable but was not taken (another take won between the read and the
-//! update, or PostgreSQL's snapshot predates a concurrent take) is asked again. `consume` and `give_back` that change nothing read whether a
-//! live row is left, as a record's `release` does: gone means applied (a
-//! retry, or a token that expired while its body ran).
+//! update, or PostgreSQL's snapshot predates a concurrent take) is asked again.
+//! A `give_back` that changes nothing reads whether a live row is left, as a
+//! record's `release` does: gone means applied (a retry, or a token that
+//! expired while its body ran).
 
 use std::time::Duration;
 
@@ -164,7 +165,7 @@ impl SqlStore {
     }
 
     /// Runs an owner-checked change (binds: key, owner): a record's release, a
-    /// token's consume or give-back. When it touches no row, `probe` (binds:
+    /// token's give-back. When it touches no row, `probe` (binds:
     /// key) decides: nothing left means the change already happened (a retry
     /// after a lost reply, or the row expired), so it is applied as far as this
     /// owner is concerned; a row still there belongs to another owner.
@@ -262,14 +263,6 @@ impl TokenStore for SqlStore {
                 Owned::NotOwner
             })
         })
-    }
-
-    fn consume<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(self.owned_change(&self.tok.consume, &self.tok.live, key, owner))
     }
 
     fn give_back<'a>(

@@ -78,8 +78,6 @@ pub(crate) struct TokenStatements {
     pub(crate) read: Stmt,
     /// Owner-checked lease extension of a live token (binds: lease µs, key, owner).
     pub(crate) renew: Stmt,
-    /// Owner-checked delete (binds: key, owner).
-    pub(crate) consume: Stmt,
     /// Binds: key. Deletes the token whoever holds it (`TokenStore::revoke`).
     pub(crate) revoke: Stmt,
     /// Owner-checked consuming → issued of a live token (binds: key, owner).
@@ -151,9 +149,6 @@ impl TokenStatements {
                  WHERE token_key = $2 AND owner = $3 AND expires_at > statement_timestamp()",
                 lease = plus("$1"),
             )),
-            consume: s(format!(
-                "DELETE FROM {k} WHERE token_key = $1 AND owner = $2"
-            )),
             revoke: s(format!("DELETE FROM {k} WHERE token_key = $1")),
             give_back: s(format!(
                 "UPDATE {k} SET owner = NULL, lease_until = NULL \
@@ -208,7 +203,6 @@ impl TokenStatements {
                 "UPDATE {k} SET lease_until = {now} + INTERVAL ? MICROSECOND \
                  WHERE token_key = ? AND owner = ? AND expires_at > {now}"
             )),
-            consume: s(format!("DELETE FROM {k} WHERE token_key = ? AND owner = ?")),
             revoke: s(format!("DELETE FROM {k} WHERE token_key = ?")),
             give_back: s(format!(
                 "UPDATE {k} SET owner = NULL, lease_until = NULL \
@@ -253,9 +247,6 @@ impl TokenStatements {
             renew: s(format!(
                 "UPDATE {k} SET lease_until = {now} + ?1 \
                  WHERE token_key = ?2 AND owner = ?3 AND expires_at > {now}"
-            )),
-            consume: s(format!(
-                "DELETE FROM {k} WHERE token_key = ?1 AND owner = ?2"
             )),
             revoke: s(format!("DELETE FROM {k} WHERE token_key = ?1")),
             give_back: s(format!(

@@ -138,15 +138,6 @@ impl TokenStore for MemoryTokens {
         Box::pin(std::future::ready(Ok(r)))
     }
 
-    fn consume<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        let r = self.owned(key, owner, Owned::Applied, |s| *s = None);
-        Box::pin(std::future::ready(Ok(r)))
-    }
-
     fn give_back<'a>(
         &'a self,
         key: &'a str,

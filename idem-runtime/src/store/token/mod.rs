@@ -4,14 +4,15 @@
 //! is created by its claim; a token exists before anyone consumes it):
 //!
 //! ```text
-//! issue ──> issued ──take(owner, lease)──> consuming(owner, lease) ──consume──> deleted
-//!              ^                                │
+//! issue ──> issued ──take(owner, lease)──> consuming(owner, lease) ──revoke──> deleted
+//!              ^                                │                 (body succeeded)
 //!              └──── give_back (body failed) ───┤
 //!              └──── lease lapsed (crash) ──────┘   (a later take takes it over)
 //! ```
 //!
-//! Every call is atomic per token and owner-checked, and idempotent for its
-//! owner (a retried `take` after a lost reply is `Taken` again with the same
+//! Every call is atomic per token, owner-checked but `revoke` (a succeeded
+//! body's token goes whoever holds it by then), and idempotent for its owner
+//! (a retried `take` after a lost reply is `Taken` again with the same
 //! fence). A token keeps its issue-time expiry through the whole cycle. Stores
 //! that keep tokens return themselves from [`Store::tokens`](super::Store::tokens).
 
@@ -63,14 +64,6 @@ pub trait TokenStore: Send + Sync {
         lease: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>>;
 
-    /// consuming(owner) → deleted. A token already gone is `Applied` (a retry
-    /// after a lost reply, or a token that expired while its body ran).
-    fn consume<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>>;
-
     /// consuming(owner) → issued, so another submission can use it.
     fn give_back<'a>(
         &'a self,
@@ -78,11 +71,15 @@ pub trait TokenStore: Send + Sync {
         owner: Owner,
     ) -> BoxFuture<'a, Result<Owned, StoreError>>;
 
-    /// Deletes the token in whatever state it is, for whoever holds it. Sent
-    /// only when a body the token admitted succeeded after its lease lapsed and
-    /// the token moved on (given back, or taken over by another submission): the
-    /// one acceptance is spent, so none may follow it. Waiting for the other
-    /// holder to let go instead lost the race to the next submission (token
-    /// simulation, seed 3059487). A token already gone is `Applied`.
+    /// Deletes the token in whatever state it is, for whoever holds it: sent
+    /// when a body the token admitted succeeded. That success is the one
+    /// acceptance, so none may follow it, even if the body outlived its lease
+    /// and the token moved on (given back, or taken over by another
+    /// submission): waiting for the other holder to let go lost the race to
+    /// the next submission (token simulation, seed 3059487). One ownerless
+    /// delete, where an owner-checked one then this took two operations for
+    /// the same end (one native `DEL` on Redis instead of a script). A token
+    /// already gone is `Applied` (a retry after a lost reply, or a token that
+    /// expired while its body ran).
     fn revoke<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Owned, StoreError>>;
 }

@@ -62,15 +62,11 @@ pub(crate) enum What {
         owner: Owner,
         res: Owned,
     },
-    Consume {
-        owner: Owner,
-        res: Owned,
-    },
     GiveBack {
         owner: Owner,
         res: Owned,
     },
-    /// A lapsed success's token, deleted whoever held it.
+    /// A succeeded body's token, deleted whoever held it.
     Revoke {
         res: Owned,
     },

@@ -51,21 +51,6 @@ impl TokenStore for ProcTech {
         ))
     }
 
-    fn consume<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(self.run(
-            key,
-            move |s| {
-                let t = Arc::clone(&lock(&s.tokens));
-                async move { t.consume(key, owner).await }
-            },
-            move |r| What::Consume { owner, res: *r },
-        ))
-    }
-
     fn give_back<'a>(
         &'a self,
         key: &'a str,

@@ -43,7 +43,7 @@ pub(crate) fn check(s: &TokSchedule, out: &TokOutput) -> Result<(), String> {
                         && *tc >= a_end
                         && !out.log.iter().any(|l| {
                             l.call == Some(ai)
-                                && matches!(l.what, What::Consume { .. } | What::Revoke { .. })
+                                && matches!(l.what, What::Revoke { .. })
                                 && l.t <= *tc
                         })
                 })
