@@ -2,7 +2,7 @@
 //!
 //! - A: `idem.tokens().issue(..)` (one `SET PX` of the token's digest key),
 //!   then `consume(..).run(body)` (the take script, the body under the
-//!   watchdog, the finish script that deletes the token): 3 round trips;
+//!   watchdog, one `DEL` of the token): 3 round trips;
 //! - B: the native floor: a token of the same size (two UUID v4s) `SET PX`
 //!   by hand, then a Lua get-and-delete: 2 round trips, no lease (a token
 //!   whose consumer fails is lost, not given back), no digest.
@@ -69,7 +69,7 @@ pub(crate) async fn issue_consume(env: &Env) -> anyhow::Result<Vec<Side>> {
     Ok(sides(
         [a, b],
         [
-            "A idem tokens: issue + consume (SET, take + finish scripts)",
+            "A idem tokens: issue + consume (SET, take script, DEL)",
             "B native floor: SET PX + Lua get-and-delete by hand",
         ],
     ))
