@@ -184,7 +184,10 @@ impl IdempotencyLayer {
         self.with(|s| s.retry_after = d)
     }
 
-    /// What the fingerprint covers (default: method, path and body).
+    /// What the fingerprint covers (default: method, path and body). A body
+    /// left out is not read by the layer (unless an `on_conflict` lookup needs
+    /// a copy of the request): a first call streams it to the handler, and a
+    /// duplicate never reads it.
     pub fn fingerprint(self, over: Fingerprinted) -> Self {
         self.with(|s| s.fingerprint = over)
     }
@@ -225,7 +228,10 @@ impl IdempotencyLayer {
         self.with(|s| s.max_key_len = n)
     }
 
-    /// The largest request body buffered (default 1 MiB); larger is `413`.
+    /// The largest request body buffered (default 1 MiB); larger is `413`. A
+    /// body the layer does not read (see [`fingerprint`](Self::fingerprint))
+    /// is `413` only when its declared length is larger; otherwise the
+    /// handler's own limits apply to it.
     pub fn max_request_body(self, n: usize) -> Self {
         self.with(|s| s.max_request_body = n)
     }

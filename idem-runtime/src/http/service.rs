@@ -163,27 +163,20 @@ where
     parts
         .extensions
         .insert(IdempotencyKey::checked(key.clone()));
-    let bytes = match body::buffer(body, cfg.max_request_body).await {
-        Ok(b) => b,
-        Err(ReadError::TooLarge) => {
-            let detail = format!(
-                "request bodies are limited to {} bytes",
-                cfg.max_request_body
-            );
-            return Ok(problem(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "request body too large",
-                &detail,
-            ));
+    // Read only when something needs the bytes: the fingerprint, or a copy of
+    // the request for an `on_conflict` lookup. Otherwise it is not held in
+    // memory: a first call streams it to the handler, and a duplicate (whose
+    // handler never runs) never reads it.
+    let lookup_needs_it = cfg.backstop.is_some() && cfg.on_conflict.is_some();
+    let body = if cfg.fingerprint.body || lookup_needs_it {
+        match body::buffer(body, cfg.max_request_body).await {
+            Ok(b) => Incoming::Read(b),
+            Err(e) => return Ok(unreadable(e, cfg.max_request_body)),
         }
-        Err(ReadError::Broken(e)) => {
-            let detail = format!("the request body could not be read: {e}");
-            return Ok(problem(
-                StatusCode::BAD_REQUEST,
-                "unreadable request body",
-                &detail,
-            ));
-        }
+    } else if body.size_hint().lower() > cfg.max_request_body as u64 {
+        return Ok(unreadable(ReadError::TooLarge, cfg.max_request_body));
+    } else {
+        Incoming::Unread(Body::new(body))
     };
     let scope = cfg
         .scope
@@ -196,7 +189,10 @@ where
         path: over
             .path
             .then(|| parts.uri.path_and_query().map_or("/", |p| p.as_str())),
-        body: over.body.then_some(Raw(&bytes)),
+        body: match &body {
+            Incoming::Read(bytes) if over.body => Some(Raw(bytes)),
+            _ => None,
+        },
     };
     // Starts from the handle's settings for the scene; the layer's own win.
     let mut guard = idem
@@ -206,15 +202,21 @@ where
         .technique(Technique::Http);
     cfg.durations.apply(&mut guard.policy);
     guard.policy.backstop.clone_from(&cfg.backstop);
-    let lookup = match (&cfg.backstop, &cfg.on_conflict) {
-        (Some(_), Some(f)) => Some((f.clone(), Request::from_parts(parts.clone(), bytes.clone()))),
+    let lookup = match (&cfg.on_conflict, &body) {
+        (Some(f), Incoming::Read(bytes)) if lookup_needs_it => {
+            Some((f.clone(), Request::from_parts(parts.clone(), bytes.clone())))
+        }
         _ => None,
     };
     let hooks = Hooks::new().detect(cause_of).on_conflict(LayerConflict {
         lookup,
         settings: cfg.clone(),
     });
-    let req = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
+    let body = match body {
+        Incoming::Read(bytes) => Body::from(bytes),
+        Incoming::Unread(body) => body,
+    };
+    let req = Request::from_parts(parts.clone(), body);
     // The first response keeps all its headers and its whole body; only its
     // stored copy is trimmed (or marked "body not kept").
     let mut first: Option<(http::response::Parts, Body)> = None;
@@ -267,6 +269,30 @@ where
             Ok(from_error(&e, cfg.retry_after, named))
         }
         Err(NotStored::Inner(e)) => Err(e),
+    }
+}
+
+/// The request body, read whole or left for the handler.
+enum Incoming {
+    Read(Bytes),
+    Unread(Body),
+}
+
+/// The answer to a request body the layer could not read.
+fn unreadable(e: ReadError, limit: usize) -> Response {
+    match e {
+        ReadError::TooLarge => {
+            let detail = format!("request bodies are limited to {limit} bytes");
+            problem(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request body too large",
+                &detail,
+            )
+        }
+        ReadError::Broken(e) => {
+            let detail = format!("the request body could not be read: {e}");
+            problem(StatusCode::BAD_REQUEST, "unreadable request body", &detail)
+        }
     }
 }
 

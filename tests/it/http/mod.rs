@@ -2,6 +2,7 @@
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod backstop;
+pub mod body_reads;
 pub mod concurrency;
 pub mod headers;
 pub mod keep;
