@@ -9,7 +9,10 @@
 //! The peer needs a session: set-up opens one (`POST /session`) and every
 //! request carries its cookie, as its docs require. It deduplicates per
 //! session and is best-effort (its README: concurrent copies can both run);
-//! idem's rows pay for the claim that makes them exactly-once.
+//! idem's rows pay for the claim that makes them exactly-once. Its header mode
+//! also leaves the body out of the check, so it never reads a body; A reads
+//! it to fingerprint it (a changed body under the same key is `422`), and D is
+//! idem with the body left out of the fingerprint, as C does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +31,8 @@ use crate::Env;
 use crate::harness::{Op, Side, op};
 
 const DUP_KEYS: u64 = 1_000;
+/// Side D: the peer's semantics (its header mode ignores the body).
+const NO_BODY: &str = "D idem layer, body not fingerprinted (as C's header mode)";
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
@@ -122,8 +127,9 @@ fn side(
     Side { name, op }
 }
 
-/// The three servers; returns their URLs and the peer's session cookie.
-async fn servers(env: &Env) -> anyhow::Result<(String, String, String, String)> {
+/// The servers (idem, bare, the peer, idem without the body in the
+/// fingerprint); returns their URLs and the peer's session cookie.
+async fn servers(env: &Env) -> anyhow::Result<(String, String, String, String, String)> {
     let idem = idem::Idem::builder()
         .store(idem::MemoryStore::new())
         .namespace(env.ns.clone())
@@ -132,7 +138,14 @@ async fn servers(env: &Env) -> anyhow::Result<(String, String, String, String)> 
         .scene("orders")
         .lease(Duration::from_secs(5))
         .ttl(Duration::from_secs(3_600));
-    let a = serve(orders().layer(layer)).await?;
+    let a = serve(orders().layer(layer.clone())).await?;
+    // The peer's header mode never reads the body: D fingerprints without it,
+    // so the layer does not read it either.
+    let no_body = idem::http::Fingerprinted {
+        body: false,
+        ..Default::default()
+    };
+    let d = serve(orders().layer(layer.scene("orders-d").fingerprint(no_body))).await?;
     let b = serve(orders()).await?;
     let store = Arc::new(ruts::store::moka::MokaStore::builder().build());
     let cookie = ruts::CookieOptions::build()
@@ -163,13 +176,13 @@ async fn servers(env: &Env) -> anyhow::Result<(String, String, String, String)> 
     let cookie = post_key(&client(), &session, "session", None, None)
         .await?
         .ok_or_else(|| anyhow::anyhow!("the peer set no session cookie"))?;
-    Ok((a, b, c, cookie))
+    Ok((a, b, c, d, cookie))
 }
 
 pub(crate) async fn first(env: &Env) -> anyhow::Result<Vec<Side>> {
-    let (a, b, c, cookie) = servers(env).await?;
+    let (a, b, c, d, cookie) = servers(env).await?;
     let tag = env.tag.clone();
-    let (t1, t2, t3) = (tag.clone(), tag.clone(), tag);
+    let (t1, t2, t3, t4) = (tag.clone(), tag.clone(), tag.clone(), tag);
     Ok(vec![
         side("A idem layer (memory)", a, None, Some(false), move |i| {
             format!("{t1}-a-{i}")
@@ -184,14 +197,18 @@ pub(crate) async fn first(env: &Env) -> anyhow::Result<Vec<Side>> {
             Some(false),
             move |i| format!("{t3}-c-{i}"),
         ),
+        side(NO_BODY, d, None, Some(false), move |i| {
+            format!("{t4}-d-{i}")
+        }),
     ])
 }
 
 pub(crate) async fn duplicate(env: &Env) -> anyhow::Result<Vec<Side>> {
-    let (a, b, c, cookie) = servers(env).await?;
+    let (a, b, c, d, cookie) = servers(env).await?;
     let (ca, cc) = (client(), client());
     for k in 0..DUP_KEYS {
         post_key(&ca, &a, &format!("d-{k}"), None, Some(false)).await?;
+        post_key(&ca, &d, &format!("d-{k}"), None, Some(false)).await?;
         post_key(&cc, &c, &format!("d-{k}"), Some(&cookie), Some(false)).await?;
     }
     let key = |i: u64| format!("d-{}", i % DUP_KEYS);
@@ -205,5 +222,6 @@ pub(crate) async fn duplicate(env: &Env) -> anyhow::Result<Vec<Side>> {
             Some(true),
             key,
         ),
+        side(NO_BODY, d, None, Some(true), key),
     ])
 }
