@@ -163,20 +163,10 @@ where
     parts
         .extensions
         .insert(IdempotencyKey::checked(key.clone()));
-    // Read only when something needs the bytes: the fingerprint, or a copy of
-    // the request for an `on_conflict` lookup. Otherwise it is not held in
-    // memory: a first call streams it to the handler, and a duplicate (whose
-    // handler never runs) never reads it.
     let lookup_needs_it = cfg.backstop.is_some() && cfg.on_conflict.is_some();
-    let body = if cfg.fingerprint.body || lookup_needs_it {
-        match body::buffer(body, cfg.max_request_body).await {
-            Ok(b) => Incoming::Read(b),
-            Err(e) => return Ok(unreadable(e, cfg.max_request_body)),
-        }
-    } else if body.size_hint().lower() > cfg.max_request_body as u64 {
-        return Ok(unreadable(ReadError::TooLarge, cfg.max_request_body));
-    } else {
-        Incoming::Unread(Body::new(body))
+    let body = match RequestBody::take(body, &cfg, lookup_needs_it).await {
+        Ok(body) => body,
+        Err(answer) => return Ok(answer),
     };
     let scope = cfg
         .scope
@@ -190,7 +180,7 @@ where
             .path
             .then(|| parts.uri.path_and_query().map_or("/", |p| p.as_str())),
         body: match &body {
-            Incoming::Read(bytes) if over.body => Some(Raw(bytes)),
+            RequestBody::Read(bytes) if over.body => Some(Raw(bytes)),
             _ => None,
         },
     };
@@ -203,7 +193,7 @@ where
     cfg.durations.apply(&mut guard.policy);
     guard.policy.backstop.clone_from(&cfg.backstop);
     let lookup = match (&cfg.on_conflict, &body) {
-        (Some(f), Incoming::Read(bytes)) if lookup_needs_it => {
+        (Some(f), RequestBody::Read(bytes)) if lookup_needs_it => {
             Some((f.clone(), Request::from_parts(parts.clone(), bytes.clone())))
         }
         _ => None,
@@ -212,11 +202,7 @@ where
         lookup,
         settings: cfg.clone(),
     });
-    let body = match body {
-        Incoming::Read(bytes) => Body::from(bytes),
-        Incoming::Unread(body) => body,
-    };
-    let req = Request::from_parts(parts.clone(), body);
+    let req = Request::from_parts(parts.clone(), body.into_body());
     // The first response keeps all its headers and its whole body; only its
     // stored copy is trimmed (or marked "body not kept").
     let mut first: Option<(http::response::Parts, Body)> = None;
@@ -272,10 +258,43 @@ where
     }
 }
 
-/// The request body, read whole or left for the handler.
-enum Incoming {
+/// A keyed request's body: read whole, or left for the handler.
+enum RequestBody {
     Read(Bytes),
     Unread(Body),
+}
+
+impl RequestBody {
+    /// Reads `body` only when something needs the bytes: the fingerprint, or
+    /// a copy of the request for an `on_conflict` lookup (`lookup`).
+    /// Otherwise the layer holds no copy of it: a first call streams it to
+    /// the handler, and a duplicate (whose handler never runs) never reads
+    /// it. `Err` is the answer to a body that is too large or unreadable.
+    async fn take<B>(body: B, cfg: &Settings, lookup: bool) -> Result<Self, Response>
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let limit = cfg.max_request_body;
+        if cfg.fingerprint.body || lookup {
+            return body::buffer(body, limit)
+                .await
+                .map(RequestBody::Read)
+                .map_err(|e| unreadable(e, limit));
+        }
+        if body.size_hint().lower() > limit as u64 {
+            return Err(unreadable(ReadError::TooLarge, limit));
+        }
+        Ok(RequestBody::Unread(Body::new(body)))
+    }
+
+    /// The body to hand the handler.
+    fn into_body(self) -> Body {
+        match self {
+            RequestBody::Read(bytes) => Body::from(bytes),
+            RequestBody::Unread(body) => body,
+        }
+    }
 }
 
 /// The answer to a request body the layer could not read.
