@@ -74,6 +74,13 @@ impl Settings {
             None => self.keep.keeps(status),
         }
     }
+
+    /// Whether a constraint hit may run the `on_conflict` lookup, which gets
+    /// a copy of the request: the layer then reads the body whatever the
+    /// fingerprint covers.
+    pub(super) fn looks_up(&self) -> bool {
+        self.backstop.is_some() && self.on_conflict.is_some()
+    }
 }
 
 /// A `tower::Layer` guarding requests by their `Idempotency-Key` header (see

@@ -163,8 +163,7 @@ where
     parts
         .extensions
         .insert(IdempotencyKey::checked(key.clone()));
-    let lookup_needs_it = cfg.backstop.is_some() && cfg.on_conflict.is_some();
-    let body = match RequestBody::take(body, &cfg, lookup_needs_it).await {
+    let body = match RequestBody::take(body, &cfg).await {
         Ok(body) => body,
         Err(answer) => return Ok(answer),
     };
@@ -193,7 +192,7 @@ where
     cfg.durations.apply(&mut guard.policy);
     guard.policy.backstop.clone_from(&cfg.backstop);
     let lookup = match (&cfg.on_conflict, &body) {
-        (Some(f), RequestBody::Read(bytes)) if lookup_needs_it => {
+        (Some(f), RequestBody::Read(bytes)) if cfg.looks_up() => {
             Some((f.clone(), Request::from_parts(parts.clone(), bytes.clone())))
         }
         _ => None,
@@ -266,17 +265,17 @@ enum RequestBody {
 
 impl RequestBody {
     /// Reads `body` only when something needs the bytes: the fingerprint, or
-    /// a copy of the request for an `on_conflict` lookup (`lookup`).
+    /// a copy of the request for an `on_conflict` lookup.
     /// Otherwise the layer holds no copy of it: a first call streams it to
     /// the handler, and a duplicate (whose handler never runs) never reads
     /// it. `Err` is the answer to a body that is too large or unreadable.
-    async fn take<B>(body: B, cfg: &Settings, lookup: bool) -> Result<Self, Response>
+    async fn take<B>(body: B, cfg: &Settings) -> Result<Self, Response>
     where
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
         let limit = cfg.max_request_body;
-        if cfg.fingerprint.body || lookup {
+        if cfg.fingerprint.body || cfg.looks_up() {
             return body::buffer(body, limit)
                 .await
                 .map(RequestBody::Read)
