@@ -16,7 +16,7 @@ use super::codec::KeyLayout;
 use super::conn::Conns;
 use super::native::NativeClaim;
 use super::shared::Shared;
-use super::{census, native, scripts};
+use super::{census, native, scripts, server};
 use crate::store::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
@@ -214,10 +214,10 @@ impl Store for RedisClusterStore {
                 .await
                 .map_err(scripts::map_err)?;
             let mut texts = Vec::new();
-            scripts::strings(&info, &mut texts);
+            server::strings(&info, &mut texts);
             let mut warnings = Vec::new();
             for text in texts.iter().filter(|t| t.contains("redis_version:")) {
-                warnings.extend(scripts::check_version(text)?);
+                warnings.extend(server::check_version(text)?);
             }
             warnings.dedup_by(|a, b| a.0 == b.0);
             let mut cmd = redis::cmd("CONFIG");
@@ -225,8 +225,8 @@ impl Store for RedisClusterStore {
             warnings.extend(match con.route_command(cmd, all_masters()).await {
                 Ok(v) => {
                     let mut s = Vec::new();
-                    scripts::strings(&v, &mut s);
-                    scripts::policy_warnings(&s)
+                    server::strings(&v, &mut s);
+                    server::policy_warnings(&s)
                 }
                 Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
                     return Err(scripts::map_err(e));

@@ -123,6 +123,7 @@ mod from;
 mod native;
 mod ops;
 mod scripts;
+mod server;
 mod shared;
 mod state_scripts;
 mod token_scripts;
@@ -274,7 +275,7 @@ impl Store for RedisStore {
                 .query_async(&mut con)
                 .await
                 .map_err(scripts::map_err)?;
-            let mut warnings: Vec<Warning> = scripts::check_version(&info)?.into_iter().collect();
+            let mut warnings: Vec<Warning> = server::check_version(&info)?.into_iter().collect();
             let cluster: String = redis::cmd("INFO")
                 .arg("cluster")
                 .query_async(&mut con)
@@ -295,8 +296,8 @@ impl Store for RedisStore {
             warnings.extend(match policy {
                 Ok(v) => {
                     let mut s = Vec::new();
-                    scripts::strings(&v, &mut s);
-                    scripts::policy_warnings(&s)
+                    server::strings(&v, &mut s);
+                    server::policy_warnings(&s)
                 }
                 Err(e) => vec![cannot_read_policy(&e)],
             });

@@ -38,6 +38,7 @@ use redis::aio::ConnectionLike;
 
 use super::codec::{self, KeyLayout, Value, millis};
 use super::scripts::{self, map_err, unexpected};
+use super::server;
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, StoreError};
 
@@ -119,12 +120,12 @@ impl NativeClaim {
     /// server that does not answer is left to the first claim to find out.
     pub(super) fn follow(&self, reply: &Reply) {
         let mut texts = Vec::new();
-        scripts::strings(reply, &mut texts);
+        server::strings(reply, &mut texts);
         for info in &texts {
-            if scripts::major_version(info).is_some_and(|v| v < NATIVE_SINCE) {
+            if server::major_version(info).is_some_and(|v| v < NATIVE_SINCE) {
                 self.turn_off(&format!(
                     "INFO reports redis_version {}",
-                    scripts::version(info).unwrap_or("?")
+                    server::version(info).unwrap_or("?")
                 ));
             }
         }
