@@ -220,22 +220,23 @@ where
             anyhow::ensure!(claimed == Value::Nil, "expected a new key, got {claimed:?}");
             let value = black_box(result());
             let payload = framed(&value)?;
+            let mut done = Vec::with_capacity(41 + payload.len());
+            done.extend_from_slice(&pending(&owner));
+            done[0] = 0xD1;
+            done.extend_from_slice(&payload);
             match complete {
                 Some(script) => {
                     let done: i64 = script
                         .key(&key)
+                        .arg(&pending(&owner)[..])
                         .arg(&owner[..])
-                        .arg(payload)
+                        .arg(done)
                         .arg(TTL.as_millis() as u64)
                         .invoke_async(&mut con)
                         .await?;
                     anyhow::ensure!(done == 1, "complete answered {done}");
                 }
                 None => {
-                    let mut done = Vec::with_capacity(41 + payload.len());
-                    done.extend_from_slice(&pending(&owner));
-                    done[0] = 0xD1;
-                    done.extend_from_slice(&payload);
                     let ok: Option<String> = redis::cmd("SET")
                         .arg(&key)
                         .arg(done)

@@ -149,6 +149,7 @@ impl Exec {
                         key,
                         owner: spec.owner,
                         fence,
+                        fingerprint: spec.fingerprint,
                         lease: spec.lease,
                         sent,
                         budget,

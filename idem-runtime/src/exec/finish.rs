@@ -19,7 +19,7 @@ use super::{Exec, Held};
 use crate::fingerprint::Fingerprint;
 use crate::observe::Op;
 use crate::store::token::TokenTake;
-use crate::store::{BoxFuture, Claim, ClaimRequest, Owned, Owner, StoreError};
+use crate::store::{BoxFuture, Claim, ClaimRequest, Owned, Owner, StoreError, Taken};
 
 /// What kind of claim is held: decides its renewal, its undo and its finishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +33,13 @@ pub(crate) enum Kind {
 /// How a held claim ends: every way goes through [`Exec::finish`].
 #[derive(Debug, Clone)]
 pub(crate) enum Finish {
-    /// Store the encoded result for `ttl`.
-    Complete { payload: Vec<u8>, ttl: Duration },
+    /// Store the encoded result for `ttl`; `taken` describes the claim when
+    /// the holder knows it (`Store::complete_taken`).
+    Complete {
+        payload: Vec<u8>,
+        ttl: Duration,
+        taken: Option<Taken>,
+    },
     /// Give the key up so a retry runs (a guard's failed body, a lock's end).
     Release,
     /// Delete the token: its body succeeded, it must never come back, whoever
@@ -137,7 +142,16 @@ impl Exec {
     ) -> BoxFuture<'s, Result<Owned, StoreError>> {
         let store = &*self.store;
         match f {
-            Finish::Complete { payload, ttl } => store.complete(key, owner, payload, *ttl),
+            Finish::Complete {
+                payload,
+                ttl,
+                taken: Some(t),
+            } => store.complete_taken(key, owner, *t, payload, *ttl),
+            Finish::Complete {
+                payload,
+                ttl,
+                taken: None,
+            } => store.complete(key, owner, payload, *ttl),
             Finish::Release => store.release(key, owner),
             Finish::TokenConsume | Finish::TokenGiveBack => match store.tokens() {
                 Some(t) => match f {

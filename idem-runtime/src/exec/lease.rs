@@ -21,8 +21,9 @@ use tokio::time::Instant;
 use super::Exec;
 use super::finish::Kind;
 use crate::fence::Fence;
+use crate::fingerprint::Fingerprint;
 use crate::observe::Op;
-use crate::store::{Owned, Owner};
+use crate::store::{Owned, Owner, Taken};
 
 /// A claim this caller holds.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +31,8 @@ pub(crate) struct Held<'a> {
     pub(crate) key: &'a str,
     pub(crate) owner: Owner,
     pub(crate) fence: Fence,
+    /// The fingerprint the claim was sent with.
+    pub(crate) fingerprint: Fingerprint,
     /// The claim's life without renewal.
     pub(crate) lease: Duration,
     /// When the claim that took the key was sent (its first attempt).
@@ -38,6 +41,16 @@ pub(crate) struct Held<'a> {
     pub(crate) budget: Duration,
     /// A record claim or a token take: renewed, undone and finished in its store.
     pub(crate) kind: Kind,
+}
+
+impl Held<'_> {
+    /// The claim as its holder took it, for `Store::complete_taken`.
+    pub(crate) fn taken(&self) -> Taken {
+        Taken {
+            fence: self.fence,
+            fingerprint: self.fingerprint,
+        }
+    }
 }
 
 impl Exec {

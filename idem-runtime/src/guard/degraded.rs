@@ -61,9 +61,11 @@ impl Call<'_> {
                 .ok()
                 .map(|o| encode_ok(key, policy.version, o.value()))
             {
+                // The claim got no answer: its fence is unknown.
                 Some(Ok(payload)) => Finish::Complete {
                     payload,
                     ttl: policy.ttl,
+                    taken: None,
                 },
                 _ => Finish::Release,
             };

@@ -91,7 +91,18 @@ impl Call<'_> {
         };
         let ttl = self.policy.ttl;
         let exec = &self.idem.inner.exec;
-        match exec.finish(held, Finish::Complete { payload, ttl }).await {
+        let taken = Some(held.taken());
+        match exec
+            .finish(
+                held,
+                Finish::Complete {
+                    payload,
+                    ttl,
+                    taken,
+                },
+            )
+            .await
+        {
             Ok(Owned::Applied) => true,
             Ok(Owned::NotOwner) => {
                 tracing::warn!(

@@ -61,6 +61,18 @@ pub struct ClaimRequest<'a> {
     pub lease: Duration,
 }
 
+/// What the holder of a claim knows of it: the fence its claim answered and
+/// the fingerprint it was sent with. [`Store::complete_taken`] passes it on,
+/// so a store that keeps both in the claim can write the finished record
+/// without reading them back first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Taken {
+    /// The fence the claim answered ([`Fence::NONE`] for a claim taken without one).
+    pub fence: Fence,
+    /// The fingerprint the claim was sent with.
+    pub fingerprint: Fingerprint,
+}
+
 /// A finished record as a claim or `inspect` returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DoneRecord {
@@ -173,6 +185,25 @@ pub trait Store: Send + Sync + 'static {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Owned, StoreError>>;
 
+    /// [`complete`](Store::complete) for a claim its owner took as `taken`.
+    /// A store may use `taken` to write the finished record in one step
+    /// (Redis: the script compares the claim's value with the one `taken`
+    /// describes and writes the record the client built, instead of
+    /// rebuilding it in Lua). The contract is `complete`'s whatever `taken`
+    /// says: a fence or fingerprint that does not match the claim costs
+    /// only the shortcut. The default is `complete`.
+    fn complete_taken<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+        taken: Taken,
+        payload: &'a [u8],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        let _ = taken;
+        self.complete(key, owner, payload, ttl)
+    }
+
     /// Drops `owner`'s in-progress claim so a retry can run the body again.
     fn release<'a>(
         &'a self,
@@ -280,6 +311,16 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         (**self).complete(key, owner, payload, ttl)
     }
+    fn complete_taken<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+        taken: Taken,
+        payload: &'a [u8],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        (**self).complete_taken(key, owner, taken, payload, ttl)
+    }
     fn release<'a>(
         &'a self,
         key: &'a str,
@@ -333,28 +374,4 @@ pub(crate) fn unix_micros() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_micros() as u64)
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn owners_are_distinct_and_never_zero() {
-        let mut seen = std::collections::HashSet::new();
-        for _ in 0..10_000 {
-            let o = Owner::random();
-            assert_ne!(o.0, 0, "0 is the degraded path's marker");
-            assert!(seen.insert(o), "{o:?} handed out twice");
-        }
-        let from_threads: Vec<Owner> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..4)
-                .map(|_| s.spawn(|| (0..1_000).map(|_| Owner::random()).collect::<Vec<_>>()))
-                .collect();
-            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
-        });
-        for o in from_threads {
-            assert!(seen.insert(o), "{o:?} handed out twice");
-        }
-    }
 }

@@ -62,3 +62,27 @@ impl fmt::Debug for Owner {
         write!(f, "Owner({:032x})", self.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_are_distinct_and_never_zero() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..10_000 {
+            let o = Owner::random();
+            assert_ne!(o.0, 0, "0 is the degraded path's marker");
+            assert!(seen.insert(o), "{o:?} handed out twice");
+        }
+        let from_threads: Vec<Owner> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..1_000).map(|_| Owner::random()).collect::<Vec<_>>()))
+                .collect();
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        for o in from_threads {
+            assert!(seen.insert(o), "{o:?} handed out twice");
+        }
+    }
+}

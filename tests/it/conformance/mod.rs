@@ -9,3 +9,4 @@ pub mod outages;
 pub mod owners;
 pub mod stores;
 pub mod suite;
+pub mod taken;

@@ -28,7 +28,7 @@ macro_rules! conformance_suite {
             hostile_key_parts, breaker_stops_paying_timeouts, complete_failure_still_returns_ok,
             inspect_and_forget, max_hold_lets_hung_body_lapse, failed_claim_is_released,
             hung_claim_is_released, huge_durations_are_capped, census_counts_by_scene_and_state,
-            purge_report_counts_then_deletes
+            purge_report_counts_then_deletes, complete_taken_holds_for_any_description
         );
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn many_keys_concurrent() {
@@ -58,3 +58,4 @@ pub use super::calls::*;
 pub use super::failures::*;
 pub use super::outages::*;
 pub use super::owners::*;
+pub use super::taken::*;

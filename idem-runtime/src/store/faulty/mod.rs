@@ -14,7 +14,7 @@ use std::time::Duration;
 mod techniques;
 
 use super::{
-    BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
+    BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Taken, Warning,
 };
 
 /// Probabilities (0.0–1.0) of each fault per store operation, with the seed that
@@ -284,6 +284,19 @@ impl<S: Store> Store for FaultyStore<S> {
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
         Box::pin(self.run(Op::Mutate, Some(key), move || {
             self.inner.complete(key, owner, payload, ttl)
+        }))
+    }
+
+    fn complete_taken<'a>(
+        &'a self,
+        key: &'a str,
+        owner: Owner,
+        taken: Taken,
+        payload: &'a [u8],
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+        Box::pin(self.run(Op::Mutate, Some(key), move || {
+            self.inner.complete_taken(key, owner, taken, payload, ttl)
         }))
     }
 

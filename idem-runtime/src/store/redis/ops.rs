@@ -31,7 +31,23 @@ macro_rules! record_ops {
         ) -> BoxFuture<'a, Result<Owned, StoreError>> {
             let mut con = self.conns.get();
             Box::pin(async move {
-                scripts::complete(&mut con, &self.layout, key, owner, payload, ttl).await
+                scripts::complete(&mut con, &self.layout, key, owner, None, payload, ttl).await
+            })
+        }
+
+        /// The complete script's shortcut: see `scripts::COMPLETE`.
+        fn complete_taken<'a>(
+            &'a self,
+            key: &'a str,
+            owner: Owner,
+            taken: crate::store::Taken,
+            payload: &'a [u8],
+            ttl: Duration,
+        ) -> BoxFuture<'a, Result<Owned, StoreError>> {
+            let mut con = self.conns.get();
+            let taken = Some(taken);
+            Box::pin(async move {
+                scripts::complete(&mut con, &self.layout, key, owner, taken, payload, ttl).await
             })
         }
 

@@ -15,9 +15,9 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::{Script, Value as Reply};
 
-use super::codec::{self, KeyLayout, Value, millis};
+use super::codec::{self, DONE, HEADER, KeyLayout, Value, encode_pending, millis};
 use crate::outcome::Fence;
-use crate::store::{Claim, ClaimRequest, Owned, Owner, RecordState, StoreError};
+use crate::store::{Claim, ClaimRequest, Owned, Owner, RecordState, StoreError, Taken};
 
 /// Shared prologue: classifies a value as in progress (1), done (2) or foreign (0).
 /// Byte values: 193 = 0xC1 (in progress), 209 = 0xD1 (done); header length 41.
@@ -60,18 +60,30 @@ redis.call('SET', KEYS[1], '\193' .. ARGV[1] .. struct.pack('>L', f) .. ARGV[2],
 return f
 "#;
 
-/// KEYS[1] record; ARGV owner(16), payload, ttl ms.
+/// KEYS[1] record; ARGV the claim's value as its holder took it (41 bytes),
+/// owner(16), the finished value (`0xD1`, the claim's header, the payload),
+/// ttl ms.
 /// 1 = applied (now, or already by this owner: a retry after a lost reply),
 /// 0 = not the owner (absent, someone else's, lapsed), -1 = foreign data.
+/// A claim still as the holder took it (the common case) is overwritten with
+/// the value the client built: no header taken apart and put together again
+/// in Lua (0.5 µs of about 3.5 µs of server time). Any other value goes the
+/// long way, which rebuilds the header from the stored claim, so a wrong
+/// description costs only the shortcut. ARGV[1] holds this owner's bytes, so
+/// an equal value is this owner's claim.
 pub(crate) const COMPLETE: &str = lua!(
     r#"
 local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+  return 1
+end
 if not v then return 0 end
 local s = state(v)
 if s == 0 then return -1 end
-if string.sub(v, 2, 17) ~= ARGV[1] then return 0 end
+if string.sub(v, 2, 17) ~= ARGV[2] then return 0 end
 if s == 2 then return 1 end
-redis.call('SET', KEYS[1], '\209' .. string.sub(v, 2, 41) .. ARGV[2], 'PX', ARGV[3])
+redis.call('SET', KEYS[1], '\209' .. string.sub(v, 2, 41) .. string.sub(ARGV[3], 42), 'PX', ARGV[4])
 return 1
 "#
 );
@@ -195,19 +207,34 @@ pub(super) fn owned(op: &str, r: Reply) -> Result<Owned, StoreError> {
     }
 }
 
+/// Completes `owner`'s claim of `key`; `taken` describes the claim when the
+/// caller knows it (see [`COMPLETE`]). Without it the claim is described
+/// with no fence and a zero fingerprint, which is exactly right for a claim
+/// taken that way and otherwise takes the long way.
 pub(crate) async fn complete<C: ConnectionLike + Send>(
     con: &mut C,
     layout: &KeyLayout,
     key: &str,
     owner: Owner,
+    taken: Option<Taken>,
     payload: &[u8],
     ttl: Duration,
 ) -> Result<Owned, StoreError> {
+    let header = encode_pending(
+        owner,
+        taken.map_or(Fence::NONE, |t| t.fence),
+        taken.map_or_else(Default::default, |t| t.fingerprint),
+    );
+    let mut done = Vec::with_capacity(HEADER + payload.len());
+    done.push(DONE);
+    done.extend_from_slice(&header[1..]);
+    done.extend_from_slice(payload);
     let reply: Reply = SCRIPTS
         .complete
         .key(layout.arg(key))
+        .arg(&header[..])
         .arg(&owner.to_bytes()[..])
-        .arg(payload)
+        .arg(done)
         .arg(millis(ttl))
         .invoke_async(con)
         .await
