@@ -142,14 +142,22 @@ impl KeyLayout {
 pub(crate) struct RecordKey<'a> {
     prefix: &'a str,
     key: &'a str,
+    suffix: &'static str,
 }
 
 impl KeyLayout {
     /// The Redis key of an idem key, as a command argument.
     pub(crate) fn arg<'a>(&'a self, key: &'a str) -> RecordKey<'a> {
+        self.arg_beside(key, "")
+    }
+
+    /// The Redis key `suffix` names beside an idem key's record, in its slot
+    /// (the hash tag is the record key's braces), as a command argument.
+    pub(crate) fn arg_beside<'a>(&'a self, key: &'a str, suffix: &'static str) -> RecordKey<'a> {
         RecordKey {
             prefix: &self.prefix,
             key,
+            suffix,
         }
     }
 }
@@ -163,6 +171,7 @@ impl redis::ToRedisArgs for RecordKey<'_> {
         let _ = w.write_all(b"{");
         let _ = w.write_all(self.key.as_bytes());
         let _ = w.write_all(b"}");
+        let _ = w.write_all(self.suffix.as_bytes());
     }
 }
 

@@ -119,6 +119,7 @@ mod cluster;
 mod codec;
 mod conn;
 mod errors;
+mod eval;
 mod from;
 mod native;
 mod ops;

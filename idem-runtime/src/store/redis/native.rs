@@ -37,6 +37,7 @@ use redis::Value as Reply;
 use redis::aio::ConnectionLike;
 
 use super::codec::{self, KeyLayout, Value, millis};
+use super::eval;
 use super::scripts::{self, map_err, unexpected};
 use super::server;
 use crate::outcome::Fence;
@@ -54,7 +55,7 @@ pub(crate) async fn claim_unfenced<C: ConnectionLike + Send>(
         return scripts::claim(con, layout, req).await;
     }
     let pending = codec::encode_pending(req.owner, Fence::NONE, req.fingerprint);
-    let sent = redis::cmd("SET")
+    let sent = eval::command("SET", req.key.len() + 96)
         .arg(layout.arg(req.key))
         .arg(&pending[..])
         .arg("NX")

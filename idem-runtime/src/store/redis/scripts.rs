@@ -16,6 +16,7 @@ use redis::aio::ConnectionLike;
 use redis::{Script, Value as Reply};
 
 use super::codec::{self, DONE, HEADER, KeyLayout, Value, encode_pending, millis};
+use super::eval::{Eval, Parts};
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, Owned, Owner, RecordState, StoreError, Taken};
 
@@ -169,13 +170,12 @@ pub(crate) async fn claim<C: ConnectionLike + Send>(
     layout: &KeyLayout,
     req: ClaimRequest<'_>,
 ) -> Result<Claim, StoreError> {
-    let reply: Reply = SCRIPTS
-        .claim
+    let reply: Reply = Eval::new(&SCRIPTS.claim, 1, req.key.len() + 64)
         .key(layout.arg(req.key))
         .arg(&req.owner.to_bytes()[..])
         .arg(&req.fingerprint.0[..])
         .arg(millis(req.lease))
-        .invoke_async(con)
+        .query(con)
         .await
         .map_err(map_err)?;
     if let Reply::Int(f) = reply {
@@ -225,20 +225,19 @@ pub(crate) async fn complete<C: ConnectionLike + Send>(
         taken.map_or(Fence::NONE, |t| t.fence),
         taken.map_or_else(Default::default, |t| t.fingerprint),
     );
-    let mut done = Vec::with_capacity(HEADER + payload.len());
-    done.push(DONE);
-    done.extend_from_slice(&header[1..]);
-    done.extend_from_slice(payload);
-    let reply: Reply = SCRIPTS
-        .complete
-        .key(layout.arg(key))
-        .arg(&header[..])
-        .arg(&owner.to_bytes()[..])
-        .arg(done)
-        .arg(millis(ttl))
-        .invoke_async(con)
-        .await
-        .map_err(map_err)?;
+    let reply: Reply = Eval::new(
+        &SCRIPTS.complete,
+        1,
+        key.len() + 2 * HEADER + payload.len() + 64,
+    )
+    .key(layout.arg(key))
+    .arg(&header[..])
+    .arg(&owner.to_bytes()[..])
+    .arg(Parts([&[DONE], &header[1..], payload]))
+    .arg(millis(ttl))
+    .query(con)
+    .await
+    .map_err(map_err)?;
     owned("complete", reply)
 }
 
@@ -248,11 +247,10 @@ pub(crate) async fn release<C: ConnectionLike + Send>(
     key: &str,
     owner: Owner,
 ) -> Result<Owned, StoreError> {
-    let reply: Reply = SCRIPTS
-        .release
+    let reply: Reply = Eval::new(&SCRIPTS.release, 1, key.len() + 32)
         .key(layout.arg(key))
         .arg(&owner.to_bytes()[..])
-        .invoke_async(con)
+        .query(con)
         .await
         .map_err(map_err)?;
     owned("release", reply)
@@ -265,12 +263,11 @@ pub(crate) async fn renew<C: ConnectionLike + Send>(
     owner: Owner,
     lease: Duration,
 ) -> Result<Owned, StoreError> {
-    let reply: Reply = SCRIPTS
-        .renew
+    let reply: Reply = Eval::new(&SCRIPTS.renew, 1, key.len() + 48)
         .key(layout.arg(key))
         .arg(&owner.to_bytes()[..])
         .arg(millis(lease))
-        .invoke_async(con)
+        .query(con)
         .await
         .map_err(map_err)?;
     owned("renew", reply)
@@ -281,10 +278,9 @@ pub(crate) async fn inspect<C: ConnectionLike + Send>(
     layout: &KeyLayout,
     key: &str,
 ) -> Result<Option<RecordState>, StoreError> {
-    let reply: Reply = SCRIPTS
-        .inspect
+    let reply: Reply = Eval::new(&SCRIPTS.inspect, 1, key.len() + 16)
         .key(layout.arg(key))
-        .invoke_async(con)
+        .query(con)
         .await
         .map_err(map_err)?;
     let Some((bytes, pttl)) = value_and_ttl("inspect", reply)? else {

@@ -9,6 +9,7 @@ use redis::aio::ConnectionLike;
 use redis::{Script, Value as Reply};
 
 use super::codec::{KeyLayout, millis};
+use super::eval::{self, Eval};
 use super::scripts::{map_err, unexpected};
 use crate::store::state::StateCas;
 use crate::store::{Owner, StoreError};
@@ -44,19 +45,16 @@ pub(crate) async fn cas<C: ConnectionLike + Send>(
     to: &str,
     ttl: Duration,
 ) -> Result<StateCas, StoreError> {
-    let state = layout.record_key(key);
-    // Beside the state, in its slot (the hash tag is the record key's braces).
-    let mut by = state.clone();
-    by.extend_from_slice(b":by");
-    let reply: Reply = SCRIPT
-        .key(state)
-        .key(by)
+    let bytes = 2 * key.len() + from.map_or(0, str::len) + to.len() + 64;
+    let reply: Reply = Eval::new(&SCRIPT, 2, bytes)
+        .key(layout.arg(key))
+        .key(layout.arg_beside(key, ":by"))
         .arg(if from.is_some() { "V" } else { "N" })
         .arg(from.unwrap_or(""))
         .arg(to)
         .arg(millis(ttl).max(1))
         .arg(owner.to_bytes().as_slice())
-        .invoke_async(con)
+        .query(con)
         .await
         .map_err(map_err)?;
     let Reply::Array(a) = &reply else {
@@ -78,8 +76,8 @@ pub(crate) async fn get<C: ConnectionLike + Send>(
     layout: &KeyLayout,
     key: &str,
 ) -> Result<Option<String>, StoreError> {
-    let v: Option<Vec<u8>> = redis::cmd("GET")
-        .arg(layout.record_key(key))
+    let v: Option<Vec<u8>> = eval::command("GET", key.len() + 16)
+        .arg(layout.arg(key))
         .query_async(con)
         .await
         .map_err(map_err)?;

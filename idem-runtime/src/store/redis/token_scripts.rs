@@ -36,6 +36,7 @@ use redis::aio::ConnectionLike;
 use redis::{Script, Value as Reply};
 
 use super::codec::{KeyLayout, millis};
+use super::eval::{self, Eval};
 use super::scripts::{map_err, owned, unexpected};
 use crate::fence::Fence;
 use crate::store::token::TokenTake;
@@ -146,8 +147,8 @@ pub(crate) async fn issue<C: ConnectionLike + Send>(
     key: &str,
     ttl: Duration,
 ) -> Result<(), StoreError> {
-    let _: Reply = redis::cmd("SET")
-        .arg(layout.record_key(key))
+    let _: Reply = eval::command("SET", key.len() + 48)
+        .arg(layout.arg(key))
         .arg("I")
         .arg("NX")
         .arg("PX")
@@ -165,12 +166,11 @@ pub(crate) async fn take<C: ConnectionLike + Send>(
     owner: Owner,
     lease: Duration,
 ) -> Result<TokenTake, StoreError> {
-    let reply: Reply = SCRIPTS
-        .take
-        .key(layout.record_key(key))
+    let reply: Reply = Eval::new(&SCRIPTS.take, 1, key.len() + 48)
+        .key(layout.arg(key))
         .arg(&owner.to_bytes()[..])
         .arg(millis(lease).max(1))
-        .invoke_async(con)
+        .query(con)
         .await
         .map_err(map_err)?;
     match &reply {
@@ -198,12 +198,11 @@ pub(crate) async fn renew<C: ConnectionLike + Send>(
     owner: Owner,
     lease: Duration,
 ) -> Result<Owned, StoreError> {
-    let reply: Reply = SCRIPTS
-        .renew
-        .key(layout.record_key(key))
+    let reply: Reply = Eval::new(&SCRIPTS.renew, 1, key.len() + 48)
+        .key(layout.arg(key))
         .arg(&owner.to_bytes()[..])
         .arg(millis(lease).max(1))
-        .invoke_async(con)
+        .query(con)
         .await
         .map_err(map_err)?;
     owned("token renew", reply)
@@ -216,11 +215,10 @@ pub(crate) async fn give_back<C: ConnectionLike + Send>(
     key: &str,
     owner: Owner,
 ) -> Result<Owned, StoreError> {
-    let reply: Reply = SCRIPTS
-        .give_back
-        .key(layout.record_key(key))
+    let reply: Reply = Eval::new(&SCRIPTS.give_back, 1, key.len() + 48)
+        .key(layout.arg(key))
         .arg(&owner.to_bytes()[..])
-        .invoke_async(con)
+        .query(con)
         .await
         .map_err(map_err)?;
     owned("token give back", reply)
@@ -232,8 +230,8 @@ pub(crate) async fn revoke<C: ConnectionLike + Send>(
     layout: &KeyLayout,
     key: &str,
 ) -> Result<Owned, StoreError> {
-    let _: i64 = redis::cmd("DEL")
-        .arg(layout.record_key(key))
+    let _: i64 = eval::command("DEL", key.len() + 16)
+        .arg(layout.arg(key))
         .query_async(con)
         .await
         .map_err(map_err)?;
