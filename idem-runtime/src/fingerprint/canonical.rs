@@ -239,25 +239,25 @@ impl<'a> ser::Serializer for Encoder<'a> {
             ends: 2,
         })
     }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Map<'a>, EncodeError> {
-        Ok(Map::new(self.0, 0))
+    fn serialize_map(self, len: Option<usize>) -> Result<Map<'a>, EncodeError> {
+        Ok(Map::new(self.0, 0, len.unwrap_or(0)))
     }
-    fn serialize_struct(self, name: &'static str, _len: usize) -> Result<Struct<'a>, EncodeError> {
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Struct<'a>, EncodeError> {
         if name == JSON_NUMBER {
             return Ok(Struct::Number(self.0));
         }
-        Ok(Struct::Fields(Map::new(self.0, 0)))
+        Ok(Struct::Fields(Map::new(self.0, 0, len)))
     }
     fn serialize_struct_variant(
         self,
         _name: &'static str,
         _index: u32,
         variant: &'static str,
-        _len: usize,
+        len: usize,
     ) -> Result<Map<'a>, EncodeError> {
         // {"variant": {..}}: the fields are sorted, then the outer map ends.
         self.0.push(MAP);
         bytes(self.0, STR, variant.as_bytes());
-        Ok(Map::new(self.0, 1))
+        Ok(Map::new(self.0, 1, len))
     }
 }

@@ -201,7 +201,9 @@ where
         lookup,
         settings: cfg.clone(),
     });
-    let req = Request::from_parts(parts.clone(), body.into_body());
+    // The fingerprint is taken: the handler's request takes the parts (a
+    // clone copied every extension, hyper's and axum's, per request).
+    let req = Request::from_parts(parts, body.into_body());
     // The first response keeps all its headers and its whole body; only its
     // stored copy is trimmed (or marked "body not kept").
     let mut first: Option<(http::response::Parts, Body)> = None;
