@@ -145,13 +145,11 @@ impl Exec {
             Finish::Complete {
                 payload,
                 ttl,
-                taken: Some(t),
-            } => store.complete_taken(key, owner, *t, payload, *ttl),
-            Finish::Complete {
-                payload,
-                ttl,
-                taken: None,
-            } => store.complete(key, owner, payload, *ttl),
+                taken,
+            } => match taken {
+                Some(t) => store.complete_taken(key, owner, *t, payload, *ttl),
+                None => store.complete(key, owner, payload, *ttl),
+            },
             Finish::Release => store.release(key, owner),
             Finish::TokenConsume | Finish::TokenGiveBack => match store.tokens() {
                 Some(t) => match f {

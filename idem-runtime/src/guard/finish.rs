@@ -92,17 +92,12 @@ impl Call<'_> {
         let ttl = self.policy.ttl;
         let exec = &self.idem.inner.exec;
         let taken = Some(held.taken());
-        match exec
-            .finish(
-                held,
-                Finish::Complete {
-                    payload,
-                    ttl,
-                    taken,
-                },
-            )
-            .await
-        {
+        let complete = Finish::Complete {
+            payload,
+            ttl,
+            taken,
+        };
+        match exec.finish(held, complete).await {
             Ok(Owned::Applied) => true,
             Ok(Owned::NotOwner) => {
                 tracing::warn!(

@@ -164,14 +164,9 @@ impl KeyLayout {
 
 impl redis::ToRedisArgs for RecordKey<'_> {
     fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
-        use std::io::Write as _;
-        let mut w = out.writer_for_next_arg();
-        // Writing to the command's own `Vec` cannot fail.
-        let _ = w.write_all(self.prefix.as_bytes());
-        let _ = w.write_all(b"{");
-        let _ = w.write_all(self.key.as_bytes());
-        let _ = w.write_all(b"}");
-        let _ = w.write_all(self.suffix.as_bytes());
+        let (prefix, key, suffix) = (self.prefix, self.key, self.suffix);
+        super::eval::Parts([prefix, "{", key, "}", suffix].map(str::as_bytes))
+            .write_redis_args(out);
     }
 }
 
