@@ -203,3 +203,42 @@ async fn cluster_failover_keeps_fences_growing() {
         "fences keep growing on the promoted replica"
     );
 }
+
+/// Every master forgot the scripts (a restart, `SCRIPT FLUSH`): the claim and
+/// complete scripts are loaded again on the way (`NOSCRIPT`, `SCRIPT LOAD`,
+/// the same command again), and the call runs once and replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_reloads_forgotten_scripts() {
+    let cluster = RedisCluster::start();
+    let store = RedisClusterStore::builder(cluster.urls())
+        .prefix("t:")
+        .connect()
+        .await
+        .unwrap();
+    let idem = Idem::builder()
+        .store(store)
+        .namespace("reload")
+        .build()
+        .unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let call = |k: u32| {
+        let runs = Arc::clone(&runs);
+        idem.guard("reload", &[&k])
+            .run_fenced(move |fence| async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, Error>(fence.get())
+            })
+    };
+    for k in 0..6u32 {
+        for node in &cluster.nodes {
+            assert_eq!(node.cli(&["SCRIPT", "FLUSH"]).trim(), "OK");
+        }
+        let first = call(k).await.unwrap();
+        assert_eq!(first.how(), How::Executed, "key {k}");
+        assert!(first.fence().is_valid());
+        let again = call(k).await.unwrap();
+        assert_eq!(again.how(), How::Replayed, "key {k}");
+        assert_eq!(again.into_inner(), first.into_inner());
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 6);
+}
