@@ -148,7 +148,7 @@ where
     ResBody: http_body::Body<Data = Bytes> + Send + 'static,
     ResBody::Error: Into<BoxError>,
 {
-    let (mut parts, body) = req.into_parts();
+    let (parts, body) = req.into_parts();
     if is_safe(&parts.method) {
         return pass(inner, Request::from_parts(parts, Body::new(body))).await;
     }
@@ -159,10 +159,6 @@ where
         }
         Err(bad) => return Ok(rejection(bad)),
     };
-    // The handler's `IdempotencyKey` extractor reads the key the layer checked.
-    parts
-        .extensions
-        .insert(IdempotencyKey::checked(key.clone()));
     let body = match RequestBody::take(body, &cfg).await {
         Ok(body) => body,
         Err(answer) => return Ok(answer),
@@ -193,7 +189,9 @@ where
     guard.policy.backstop.clone_from(&cfg.backstop);
     let lookup = match (&cfg.on_conflict, &body) {
         (Some(f), RequestBody::Read(bytes)) if cfg.looks_up() => {
-            Some((f.clone(), Request::from_parts(parts.clone(), bytes.clone())))
+            let mut copy = Request::from_parts(parts.clone(), bytes.clone());
+            checked(&mut copy, &key);
+            Some((f.clone(), copy))
         }
         _ => None,
     };
@@ -209,11 +207,13 @@ where
     let mut first: Option<(http::response::Parts, Body)> = None;
     let slot = &mut first;
     let body_cfg = cfg.clone();
+    let client_key = &key;
     let out = guard
         // The response never reads its fence: the cheaper claim (Redis:
         // one native `SET … NX PX … GET`) serves it.
         .run_with(hooks, move || async move {
-            let mut inner = inner;
+            let (mut inner, mut req) = (inner, req);
+            checked(&mut req, client_key);
             let response = inner.call(req).await.map_err(NotStored::Inner)?;
             let (parts, body) = response.into_parts();
             if body_cfg.backstop.is_some()
@@ -257,6 +257,15 @@ where
         }
         Err(NotStored::Inner(e)) => Err(e),
     }
+}
+
+/// Hands the handler's `IdempotencyKey` extractor the key the layer checked
+/// (under the layer's own length limit). Only a request that reaches a
+/// handler gets it: a duplicate, answered from the record, pays for no copy
+/// of the key and no extension map.
+fn checked<B>(req: &mut Request<B>, key: &str) {
+    req.extensions_mut()
+        .insert(IdempotencyKey::checked(key.to_owned()));
 }
 
 /// A keyed request's body: read whole, or left for the handler.

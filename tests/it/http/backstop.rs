@@ -50,6 +50,15 @@ fn app(idem: &Idem, biz: &Biz, runs: &Arc<AtomicUsize>, lookup: bool) -> Router 
         layer = layer.on_conflict(move |req: http::Request<bytes::Bytes>| {
             let b = b.clone();
             async move {
+                // The lookup's copy of the request carries the key the layer
+                // checked, as the handler's request does.
+                if req
+                    .extensions()
+                    .get::<idem::http::IdempotencyKey>()
+                    .is_none()
+                {
+                    return StatusCode::PRECONDITION_FAILED.into_response();
+                }
                 let no = String::from_utf8_lossy(req.body()).into_owned();
                 match b.find(&no).await {
                     Ok(id) => (StatusCode::CREATED, format!("order {id}")).into_response(),
