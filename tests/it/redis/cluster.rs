@@ -13,14 +13,19 @@ use idem::{Error, How, Idem};
 use crate::redis::store::{claimed, store_operations};
 use crate::support::redis_server::{Monitor, RedisCluster};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cluster_store_semantics() {
-    let cluster = RedisCluster::start();
-    let store = RedisClusterStore::builder(cluster.urls())
+/// The store on a test-owned cluster, under the prefix `t:`.
+async fn connect(cluster: &RedisCluster) -> RedisClusterStore {
+    RedisClusterStore::builder(cluster.urls())
         .prefix("t:")
         .connect()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_store_semantics() {
+    let cluster = RedisCluster::start();
+    let store = connect(&cluster).await;
     assert!(store.verify().await.unwrap().is_empty());
     // The single-node store pointed at a cluster node says so at start-up.
     let single = RedisStore::connect(&cluster.nodes[0].url()).await.unwrap();
@@ -210,11 +215,7 @@ async fn cluster_failover_keeps_fences_growing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_reloads_forgotten_scripts() {
     let cluster = RedisCluster::start();
-    let store = RedisClusterStore::builder(cluster.urls())
-        .prefix("t:")
-        .connect()
-        .await
-        .unwrap();
+    let store = connect(&cluster).await;
     let idem = Idem::builder()
         .store(store)
         .namespace("reload")
