@@ -29,10 +29,7 @@ macro_rules! record_ops {
             payload: &'a [u8],
             ttl: Duration,
         ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-            let mut con = self.conns.get();
-            Box::pin(async move {
-                scripts::complete(&mut con, &self.layout, key, owner, None, payload, ttl).await
-            })
+            self.complete_taken(key, owner, scripts::UNDESCRIBED, payload, ttl)
         }
 
         /// The complete script's shortcut: see `scripts::COMPLETE`.
@@ -45,7 +42,6 @@ macro_rules! record_ops {
             ttl: Duration,
         ) -> BoxFuture<'a, Result<Owned, StoreError>> {
             let mut con = self.conns.get();
-            let taken = Some(taken);
             Box::pin(async move {
                 scripts::complete(&mut con, &self.layout, key, owner, taken, payload, ttl).await
             })

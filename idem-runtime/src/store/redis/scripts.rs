@@ -17,6 +17,7 @@ use redis::{Script, Value as Reply};
 
 use super::codec::{self, DONE, HEADER, KeyLayout, Value, encode_pending, millis};
 use super::eval::{Eval, Parts};
+use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
 use crate::store::{Claim, ClaimRequest, Owned, Owner, RecordState, StoreError, Taken};
 
@@ -207,24 +208,26 @@ pub(super) fn owned(op: &str, r: Reply) -> Result<Owned, StoreError> {
     }
 }
 
-/// Completes `owner`'s claim of `key`; `taken` describes the claim when the
-/// caller knows it (see [`COMPLETE`]). Without it the claim is described
-/// with no fence and a zero fingerprint, which is exactly right for a claim
-/// taken that way and otherwise takes the long way.
+/// The description a plain `complete` sends: no fence, no fingerprint. It is
+/// exactly right for a claim taken that way, and any other claim takes the
+/// script's long way (see [`COMPLETE`]).
+pub(crate) const UNDESCRIBED: Taken = Taken {
+    fence: Fence::NONE,
+    fingerprint: Fingerprint::NONE,
+};
+
+/// Completes `owner`'s claim of `key`, which `taken` describes (see
+/// [`COMPLETE`]).
 pub(crate) async fn complete<C: ConnectionLike + Send>(
     con: &mut C,
     layout: &KeyLayout,
     key: &str,
     owner: Owner,
-    taken: Option<Taken>,
+    taken: Taken,
     payload: &[u8],
     ttl: Duration,
 ) -> Result<Owned, StoreError> {
-    let header = encode_pending(
-        owner,
-        taken.map_or(Fence::NONE, |t| t.fence),
-        taken.map_or_else(Default::default, |t| t.fingerprint),
-    );
+    let header = encode_pending(owner, taken.fence, taken.fingerprint);
     let reply: Reply = Eval::new(
         &SCRIPTS.complete,
         1,
