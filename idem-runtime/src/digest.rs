@@ -7,10 +7,15 @@
 
 /// The digest of `s`.
 pub(crate) fn digest(s: &str) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let b = s.as_bytes();
-    let mut h = b.len() as u64;
-    let mut chunks = b.chunks_exact(8);
+    fold(mix(b.len() as u64, b))
+}
+
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// `h` with `bytes` mixed in, 8 at a time (the last word zero-padded).
+fn mix(mut h: u64, bytes: &[u8]) -> u64 {
+    let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
         let mut w = [0u8; 8];
         w.copy_from_slice(c);
@@ -18,11 +23,35 @@ pub(crate) fn digest(s: &str) -> u64 {
     }
     let mut w = [0u8; 8];
     w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    let h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    // Fold the high bits down: a caller taking `digest % n` for a small `n`
-    // would otherwise see only the low bits of the last multiply.
+    (h ^ u64::from_le_bytes(w)).wrapping_mul(K)
+}
+
+/// Folds the high bits down: a caller taking `digest % n` for a small `n`
+/// would otherwise see only the low bits of the last multiply.
+fn fold(h: u64) -> u64 {
     h ^ (h >> 32)
 }
+
+/// A [`Hasher`](std::hash::Hasher) made of [`digest`]'s steps, for maps
+/// keyed by names the program chooses (the recorder's scopes:
+/// `namespace:scene`), where SipHash was most of a look-up (issue 29, round
+/// eight). Unkeyed: never for keys taken from request data, where crafted
+/// collisions would turn look-ups into scans.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct DigestHasher(u64);
+
+impl std::hash::Hasher for DigestHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = mix(self.0 ^ bytes.len() as u64, bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        fold(self.0)
+    }
+}
+
+/// Builds [`DigestHasher`]s: `HashMap<K, V, ByDigest>`.
+pub(crate) type ByDigest = std::hash::BuildHasherDefault<DigestHasher>;
 
 #[cfg(test)]
 mod tests {

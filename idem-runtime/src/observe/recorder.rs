@@ -11,6 +11,7 @@ use super::labels::{CallOutcome, Technique};
 use super::stats::{Stats, TopKey};
 use super::topk::SpaceSaving;
 use super::verdict::Verdict;
+use crate::digest::ByDigest;
 
 /// At most this many `idem_calls_total` keys are cached per handle; calls past it
 /// (an unbounded set of scopes) build their key each time, as the macro would.
@@ -33,7 +34,8 @@ pub(crate) struct Recorder {
 
 #[derive(Debug, Default)]
 struct Scopes {
-    by_name: HashMap<Box<str>, Scope>,
+    /// Hashed by digest: scope names are the program's (`namespace:scene`).
+    by_name: HashMap<Box<str>, Scope, ByDigest>,
     /// `idem_calls_total` keys cached over all scopes (at most [`CALL_KEYS_CAPACITY`]).
     keys: usize,
 }
