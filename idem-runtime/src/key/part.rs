@@ -53,9 +53,9 @@ impl<'a> PartWriter<'a> {
             at -= 1;
             digits[at] = b'-';
         }
-        // ASCII digits and `-` only.
-        for &d in &digits[at..] {
-            self.0.push(char::from(d));
+        // ASCII digits and `-` only: always UTF-8, written in one copy.
+        if let Ok(text) = std::str::from_utf8(&digits[at..]) {
+            self.0.push_str(text);
         }
     }
 
