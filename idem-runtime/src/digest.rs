@@ -1,9 +1,11 @@
 //! A cheap, unkeyed 64-bit digest of a string: 8 bytes at a time, multiply
 //! and rotate. For choosing among a fixed number of places (a memory-store
 //! shard, a top-K slot to compare) where a colliding input costs a little
-//! contention or one string comparison, never a slower look-up: the maps
-//! behind it keep their seeded hashers. SipHash there cost a memory-store
-//! duplicate a second full hash of its key (issue 29's profile).
+//! contention or one string comparison, never a slower look-up: maps keyed
+//! by request data keep their seeded hashers. SipHash there cost a
+//! memory-store duplicate a second full hash of its key (issue 29's
+//! profile). The one map hashed by it, [`ByDigest`], is keyed by names the
+//! program chooses (the recorder's scopes).
 
 /// The digest of `s`.
 pub(crate) fn digest(s: &str) -> u64 {
