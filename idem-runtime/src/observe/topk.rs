@@ -127,18 +127,8 @@ impl SpaceSaving {
     /// The slot tracking `key` (whose tag is `t`): the entries from the
     /// tag's home up to the first empty one hold every slot with that tag.
     fn find(&self, t: u32, key: &str) -> Option<usize> {
-        let mut i = Index::home(t);
-        loop {
-            let e = self.index.entries[i];
-            if e == 0 {
-                return None;
-            }
-            let s = usize::from(e) - 1;
-            if self.tags[s] == t && self.slots[s].key == key {
-                return Some(s);
-            }
-            i = (i + 1) & (INDEX_LEN - 1);
-        }
+        self.index
+            .find(t, |s| self.tags[s] == t && self.slots[s].key == key)
     }
 
     /// The tracked keys with their counts and overestimates, in no order.
@@ -185,10 +175,28 @@ impl Index {
         t as usize & (INDEX_LEN - 1)
     }
 
+    /// The entry after `i`, wrapping at the end of the table.
+    fn next(i: usize) -> usize {
+        (i + 1) & (INDEX_LEN - 1)
+    }
+
+    /// The first slot from `t`'s home up to the first empty entry that
+    /// `matches`: every slot with tag `t` is in that run.
+    fn find(&self, t: u32, matches: impl Fn(usize) -> bool) -> Option<usize> {
+        let mut i = Self::home(t);
+        loop {
+            let s = usize::from(self.entries[i]).checked_sub(1)?;
+            if matches(s) {
+                return Some(s);
+            }
+            i = Self::next(i);
+        }
+    }
+
     fn insert(&mut self, t: u32, slot: usize) {
         let mut i = Self::home(t);
         while self.entries[i] != 0 {
-            i = (i + 1) & (INDEX_LEN - 1);
+            i = Self::next(i);
         }
         self.entries[i] = slot as u8 + 1;
     }
@@ -199,11 +207,11 @@ impl Index {
         let mask = INDEX_LEN - 1;
         let mut hole = Self::home(tags[slot]);
         while usize::from(self.entries[hole]) != slot + 1 {
-            hole = (hole + 1) & mask;
+            hole = Self::next(hole);
         }
         let mut j = hole;
         loop {
-            j = (j + 1) & mask;
+            j = Self::next(j);
             let e = self.entries[j];
             if e == 0 {
                 break;
