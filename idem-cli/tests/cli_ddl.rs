@@ -1,12 +1,11 @@
 //! `idem ddl` prints `idem::sql::ddl()` byte for byte, and the checked-in
-//! migrations are that text: regenerate them with
-//! `idem ddl --dialect D > migrations/D/0001_idem_tables.sql`.
+//! migration files are its steps (`idem::sql::migrations()`), one file each.
 
 mod support;
 
 use idem::db::Dialect;
 
-use idem::store::sql::{TableNames, ddl};
+use idem::store::sql::{TableNames, ddl, migrations};
 use support::idem;
 
 #[test]
@@ -20,14 +19,23 @@ fn ddl_equals_the_library_and_the_migration_files() {
         assert_eq!(printed.code, 0, "{}", printed.err);
         let library = ddl(dialect, &TableNames::default());
         assert_eq!(printed.out, library, "{arg}: the command prints ddl()");
-        let path = format!(
-            "{}/../migrations/{arg}/0001_idem_tables.sql",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let file = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let steps = migrations(dialect, &TableNames::default());
+        let dir = format!("{}/../migrations/{arg}", env!("CARGO_MANIFEST_DIR"));
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        files.sort();
+        let names: Vec<String> = steps.iter().map(|(n, _)| format!("{n}.sql")).collect();
+        assert_eq!(files, names, "{dir} holds one file per step");
+        for (name, text) in &steps {
+            let path = format!("{dir}/{name}.sql");
+            let file = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(&file, text, "{path} is stale");
+        }
         assert_eq!(
-            file, library,
-            "{path} is stale: regenerate it with `idem ddl --dialect {arg}`"
+            steps.iter().map(|(_, t)| t.as_str()).collect::<String>(),
+            library
         );
         let json = idem(&["ddl", "--dialect", arg, "--json"]).json();
         assert_eq!(json["ddl"].as_str(), Some(library.as_str()));

@@ -1,5 +1,5 @@
 //! `idem` on PostgreSQL (a fresh schema), MariaDB (a fresh database) and
-//! SQLite (a fresh file), each created from the checked-in migration file,
+//! SQLite (a fresh file), each created from the checked-in migration files,
 //! applied as one script the way `sqlx migrate` applies it, and dropped at
 //! the end.
 
@@ -15,12 +15,18 @@ use support::{call, crashed_claim_story, handle, id, idem};
 const PG: &str = "postgres://postgres@127.0.0.1:5432/test";
 const MY: &str = "mysql://root@127.0.0.1:3306";
 
+/// Every migration file of `dialect`, in order, as one script.
 fn migration(dialect: &str) -> String {
-    let path = format!(
-        "{}/../migrations/{dialect}/0001_idem_tables.sql",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    let dir = format!("{}/../migrations/{dialect}", env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p:?}: {e}")))
+        .collect()
 }
 
 /// Everything but the set-up: the crashed claim, purge, stats, verify.

@@ -11,16 +11,18 @@
 //! relay.run(signal).await;
 //! ```
 //!
-//! A broken connection or channel fails the whole batch as [`BrokerDown`]
-//! (the relay gives it back and reconnects on its next round); a nack or a
-//! returned message refuses only that message.
+//! A connection that cannot be opened fails the whole batch as
+//! [`BrokerDown`]; a connection or channel that breaks mid-batch leaves the
+//! messages without a confirmation unconfirmed (given back, no attempt used;
+//! the next batch reconnects). A nack or a returned message refuses only
+//! that message.
 
 use lapin::Confirmation;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 
-use super::publish::{BrokerDown, Confirmed, Outgoing, PublishResult, Publisher};
+use super::publish::{BrokerDown, Confirmed, Outgoing, PublishResult, Publisher, Verdict};
 use crate::store::BoxFuture;
 
 /// The header holding the business id.
@@ -31,6 +33,8 @@ pub struct AmqpPublisher {
     url: String,
     exchange: String,
     conn: tokio::sync::Mutex<Option<(Connection, Channel)>>,
+    /// Held while one batch is being sent.
+    sending: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for AmqpPublisher {
@@ -48,6 +52,7 @@ impl AmqpPublisher {
             url: url.into(),
             exchange: String::new(),
             conn: tokio::sync::Mutex::new(None),
+            sending: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -64,73 +69,96 @@ impl AmqpPublisher {
         Ok((conn, ch))
     }
 
-    async fn publish_batch(&self, batch: &[Outgoing<'_>]) -> Result<PublishResult, BrokerDown> {
+    /// A usable channel: the held one, or a fresh connection's.
+    async fn channel(&self) -> Result<Channel, BrokerDown> {
         let mut held = self.conn.lock().await;
         let usable = held
             .as_ref()
             .is_some_and(|(c, ch)| c.status().connected() && ch.status().connected());
         if !usable {
             *held = None;
-            let fresh = self.connect().await.map_err(down)?;
-            *held = Some(fresh);
+            *held = Some(self.connect().await.map_err(down)?);
         }
-        let Some((_, ch)) = held.as_ref() else {
-            return Err(BrokerDown("no channel".into()));
-        };
-        let mut confirms = Vec::with_capacity(batch.len());
-        for m in batch {
-            let mut headers = FieldTable::default();
-            headers.insert(
-                BUSINESS_ID_HEADER.into(),
-                AMQPValue::LongString(m.business_id.into()),
-            );
-            let props = BasicProperties::default()
-                .with_message_id(m.id.into())
-                .with_delivery_mode(2)
-                .with_type(m.topic.into())
-                .with_headers(headers);
-            let opts = BasicPublishOptions {
-                mandatory: true,
-                ..Default::default()
-            };
-            let sent = ch
-                .basic_publish(
-                    self.exchange.as_str().into(),
-                    m.topic.into(),
-                    opts,
-                    m.payload,
-                    props,
-                )
-                .await;
-            match sent {
-                Ok(c) => confirms.push(c),
-                Err(e) => {
-                    *held = None;
-                    return Err(down(e));
-                }
+        match held.as_ref() {
+            Some((_, ch)) => Ok(ch.clone()),
+            None => Err(BrokerDown("no channel".into())),
+        }
+    }
+
+    /// Forgets the connection after it failed: the next batch reconnects.
+    async fn drop_connection(&self) {
+        *self.conn.lock().await = None;
+    }
+
+    async fn publish_batch(&self, batch: &[Outgoing<'_>]) -> Result<PublishResult, BrokerDown> {
+        // Sends happen under the lock, so one batch's messages go out in
+        // order and a second batch queues behind them; its confirmations are
+        // awaited without it, so the next batch's sends overlap them.
+        let sends = {
+            let _turn = self.sending.lock().await;
+            let ch = self.channel().await?;
+            let mut sends = Vec::with_capacity(batch.len());
+            for m in batch {
+                let sent = ch
+                    .basic_publish(
+                        self.exchange.as_str().into(),
+                        m.topic.into(),
+                        BasicPublishOptions {
+                            mandatory: true,
+                            ..Default::default()
+                        },
+                        m.payload,
+                        properties(m),
+                    )
+                    .await;
+                sends.push(sent);
             }
-        }
+            sends
+        };
         let mut out = Vec::with_capacity(batch.len());
-        for c in confirms {
-            out.push(match c.await {
-                Ok(Confirmation::Ack(None)) => Ok(Confirmed::default()),
-                Ok(Confirmation::Ack(Some(r))) => Err(format!(
+        let mut broken = false;
+        for sent in sends {
+            let answer = match sent {
+                Ok(c) => c.await,
+                Err(e) => Err(e),
+            };
+            out.push(match answer {
+                Ok(Confirmation::Ack(None)) => Verdict::Confirmed(Confirmed::default()),
+                Ok(Confirmation::Ack(Some(r))) => Verdict::Refused(format!(
                     "returned by the broker: {} {}",
                     r.reply_code, r.reply_text
                 )),
-                Ok(Confirmation::Nack(_)) => Err("nacked by the broker".into()),
+                Ok(Confirmation::Nack(_)) => Verdict::Refused("nacked by the broker".into()),
                 Ok(Confirmation::NotRequested) => {
-                    *held = None;
-                    return Err(BrokerDown("the channel is not in confirm mode".into()));
+                    broken = true;
+                    Verdict::Unconfirmed("the channel is not in confirm mode".into())
                 }
                 Err(e) => {
-                    *held = None;
-                    return Err(down(e));
+                    broken = true;
+                    Verdict::Unconfirmed(down(e).0)
                 }
             });
         }
+        if broken {
+            self.drop_connection().await;
+        }
         Ok(out)
     }
+}
+
+/// A message's properties: persistent, the outbox id as `message_id`, the
+/// topic as `type`, the business id in a header.
+fn properties(m: &Outgoing<'_>) -> BasicProperties {
+    let mut headers = FieldTable::default();
+    headers.insert(
+        BUSINESS_ID_HEADER.into(),
+        AMQPValue::LongString(m.business_id.into()),
+    );
+    BasicProperties::default()
+        .with_message_id(m.id.into())
+        .with_delivery_mode(2)
+        .with_type(m.topic.into())
+        .with_headers(headers)
 }
 
 fn down(e: lapin::Error) -> BrokerDown {

@@ -7,7 +7,8 @@ use crate::db::{Arg, Dialect, SqlConn, SqlDialect as _};
 use crate::error::Error;
 use crate::store::sql::outbox_sql;
 
-/// Longest topic and business id (the MySQL columns' widths).
+/// Longest namespace, topic and business id (the MySQL columns' widths).
+const MAX_NAMESPACE: usize = 255;
 const MAX_TOPIC: usize = 255;
 const MAX_BUSINESS_ID: usize = 512;
 
@@ -19,11 +20,19 @@ const MAX_BUSINESS_ID: usize = 512;
 pub struct OutboxTable<'a> {
     /// The table; checked on use.
     pub table: &'a str,
-    /// Mixed into every message id (default empty).
+    /// Mixed into every message id and part of the row's uniqueness, with
+    /// the topic and the business id: two services sharing one table under
+    /// different namespaces never collide (default empty).
     pub namespace: &'a str,
-    /// Publish messages about one business id in enqueue order: the relay
-    /// publishes one only after every earlier pending one of that business id
-    /// (in any topic) was sent or parked. Default off.
+    /// Publish messages about one business id (in this namespace) in the
+    /// order their transactions committed, which is also their enqueue
+    /// order. An ordered enqueue waits while another open transaction holds
+    /// an ordered enqueue of the same business id (PostgreSQL: a
+    /// transaction-scoped advisory lock; MySQL/MariaDB: a row of the outbox's
+    /// lock table; SQLite writers are serial), so a later transaction's
+    /// message always comes later; the relay publishes one only after every
+    /// earlier pending one of that business id (in any topic) was sent or
+    /// parked. Unordered enqueues take no lock. Default off.
     pub ordered: bool,
 }
 
@@ -98,21 +107,26 @@ impl OutboxTable<'_> {
         outbox_sql::check_outbox_table(self.table)
             .map_err(|e| Error::Config(format!("outbox: {e}")))?;
         let id = self.message_id(topic, business_id);
-        check_part(&id, "topic", topic, MAX_TOPIC)?;
-        check_part(&id, "business id", business_id, MAX_BUSINESS_ID)?;
+        check_part(&id, "namespace", self.namespace, MAX_NAMESPACE, true)?;
+        check_part(&id, "topic", topic, MAX_TOPIC, false)?;
+        check_part(&id, "business id", business_id, MAX_BUSINESS_ID, false)?;
         let d = C::Db::DIALECT;
+        let fail = |e: sqlx::Error| tx_error(id.as_str(), e);
+        if self.ordered {
+            self.lock_order(conn, business_id).await.map_err(fail)?;
+        }
         let order = self.ordered.then_some(business_id);
         let args = [
+            Arg::Text(self.namespace),
             Arg::Text(id.as_str()),
             Arg::Text(topic),
             Arg::Text(business_id),
             Arg::OptText(order),
             Arg::Bytes(payload),
         ];
-        let fail = |e: sqlx::Error| tx_error(id.as_str(), e);
         let rows = conn
             .any()
-            .execute(&outbox_sql::insert(d, self.table), &args)
+            .execute(&outbox_sql::insert(d, self.table, self.table), &args)
             .await
             .map_err(fail)?;
         // MySQL counts a found duplicate as a changed row (CLIENT_FOUND_ROWS):
@@ -126,6 +140,7 @@ impl OutboxTable<'_> {
                 &outbox_sql::same_payload(d, self.table),
                 &[
                     Arg::Bytes(payload),
+                    Arg::Text(self.namespace),
                     Arg::Text(topic),
                     Arg::Text(business_id),
                 ],
@@ -149,9 +164,54 @@ impl OutboxTable<'_> {
     }
 }
 
-/// A topic or business id the table can hold: not empty, not too long.
-fn check_part(id: &MessageId, what: &str, v: &str, max: usize) -> Result<(), Error> {
-    let reason = if v.is_empty() {
+impl OutboxTable<'_> {
+    /// Waits until no other open transaction is enqueuing for this ordered
+    /// business id, and holds it until this transaction ends (see the
+    /// `ordered` field).
+    async fn lock_order<C>(&self, conn: &mut C, business_id: &str) -> Result<(), sqlx::Error>
+    where
+        C: SqlConn + ?Sized,
+    {
+        let d = C::Db::DIALECT;
+        let Some(sql) = outbox_sql::order_lock(d, self.table) else {
+            return Ok(());
+        };
+        if d == Dialect::Postgres {
+            let key = self.order_lock_key(business_id);
+            conn.any().execute(&sql, &[Arg::Int(key)]).await?;
+        } else {
+            let args = [Arg::Text(self.namespace), Arg::Text(business_id)];
+            conn.any().execute(&sql, &args).await?;
+        }
+        Ok(())
+    }
+
+    /// PostgreSQL's advisory lock key of an ordered business id: 64 bits of
+    /// blake3 over the table, the namespace and the business id. Two ids
+    /// sharing a key only wait for each other.
+    fn order_lock_key(&self, business_id: &str) -> i64 {
+        let mut h = blake3::Hasher::new();
+        for part in [self.table, self.namespace, business_id] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        let b = h.finalize();
+        let mut k = [0; 8];
+        k.copy_from_slice(&b.as_bytes()[..8]);
+        i64::from_le_bytes(k)
+    }
+}
+
+/// A namespace, topic or business id the table can hold: not too long, not
+/// empty (unless `may_be_empty`), no NUL.
+fn check_part(
+    id: &MessageId,
+    what: &str,
+    v: &str,
+    max: usize,
+    may_be_empty: bool,
+) -> Result<(), Error> {
+    let reason = if v.is_empty() && !may_be_empty {
         format!("an empty {what}")
     } else if v.len() > max {
         format!("a {what} of {} bytes (at most {max})", v.len())

@@ -8,14 +8,14 @@
 //!
 //! 1. [`Outbox::enqueue`] writes the message into the outbox table *in the
 //!    caller's business transaction*: it commits or rolls back with the
-//!    business rows. It is unique on (topic, business id), and its message id
-//!    is derived from them ([`MessageId`]), so a retried business transaction
-//!    enqueues nothing new and gets the same id back.
+//!    business rows. It is unique on (namespace, topic, business id), and its
+//!    message id is derived from them ([`MessageId`]), so a retried business
+//!    transaction enqueues nothing new and gets the same id back.
 //! 2. A relay (`Relay`, features `rabbitmq`/`nats`) claims due messages
 //!    (`FOR UPDATE SKIP LOCKED`; SQLite `BEGIN IMMEDIATE`), publishes them with
 //!    the broker's confirmation (RabbitMQ publisher confirms, persistent,
 //!    `message_id` set; NATS JetStream acks with `Nats-Msg-Id`), then marks
-//!    them sent. A crash between the confirm and the mark republishes the
+//!    them sent, a few batches in flight at once. A crash between the confirm and the mark republishes the
 //!    *same* message id after the claim's lease: JetStream drops it inside its
 //!    duplicate window, and `#[consume_once]` keyed on the message id finds it
 //!    in its log either way.
@@ -44,11 +44,15 @@ pub use crate::store::sql::{DEFAULT_OUTBOX_TABLE, check_outbox_table};
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 mod gauges;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
+mod pipeline;
+#[cfg(any(feature = "rabbitmq", feature = "nats"))]
 mod publish;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 mod relay;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 mod round;
+#[cfg(any(feature = "rabbitmq", feature = "nats"))]
+mod wake;
 
 #[cfg(feature = "rabbitmq")]
 pub mod amqp;
@@ -56,6 +60,6 @@ pub mod amqp;
 pub mod nats;
 
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
-pub use publish::{BrokerDown, Confirmed, Outgoing, PublishResult, Publisher};
+pub use publish::{BrokerDown, Confirmed, Outgoing, PublishResult, Publisher, Verdict};
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 pub use relay::{AfterConfirmHook, ParkHook, Parked, Relay, RelayCounters, RelayOptions};

@@ -10,13 +10,16 @@
 //! let publisher = idem::outbox::nats::NatsPublisher::new(client);
 //! ```
 //!
-//! Timeouts, a broken connection and "no responders" (JetStream not there,
-//! e.g. restarting) fail the whole batch as [`BrokerDown`]; a refusal by the
-//! stream (a message over its size limit, ...) refuses only that message.
+//! A refusal by the stream (a message over its size limit, a subject that no
+//! stream captures, ...) refuses only that message: the others of its batch
+//! are confirmed and marked as usual. A timeout, a broken connection, or "no
+//! responders" while JetStream itself does not answer (restarting) leaves
+//! the messages it concerns unconfirmed: they are given back without using
+//! an attempt.
 
 use async_nats::jetstream::{self, context::PublishErrorKind};
 
-use super::publish::{BrokerDown, Confirmed, Outgoing, PublishResult, Publisher};
+use super::publish::{BrokerDown, Confirmed, Outgoing, PublishResult, Publisher, Verdict};
 use crate::store::BoxFuture;
 
 /// The header holding the business id.
@@ -56,35 +59,60 @@ impl NatsPublisher {
                 .js
                 .publish_with_headers(subject, headers, m.payload.to_vec().into())
                 .await;
-            acks.push(match sent {
-                Ok(ack) => Ok(ack),
-                Err(e) => Err(judge(e)?),
-            });
+            acks.push(sent);
         }
         let mut out = Vec::with_capacity(batch.len());
-        for a in acks {
-            out.push(match a {
-                Ok(ack) => match ack.await {
-                    Ok(ack) => Ok(Confirmed {
-                        duplicate: ack.duplicate,
-                    }),
-                    Err(e) => Err(judge(e)?),
-                },
-                Err(refused) => Err(refused),
+        let mut stream_up = None;
+        for (m, a) in batch.iter().zip(acks) {
+            let answer = match a {
+                Ok(ack) => ack.await,
+                Err(e) => Err(e),
+            };
+            out.push(match answer {
+                Ok(ack) => Verdict::Confirmed(Confirmed {
+                    duplicate: ack.duplicate,
+                }),
+                Err(e) => self.judge(e, m, &mut stream_up).await,
             });
+        }
+        if out.iter().all(|v| matches!(v, Verdict::Unconfirmed(_))) {
+            if let Some(Verdict::Unconfirmed(why)) = out.first() {
+                return Err(BrokerDown(why.clone()));
+            }
         }
         Ok(out)
     }
-}
 
-/// A publish error: the message's own refusal, or the broker down.
-fn judge(e: jetstream::context::PublishError) -> Result<String, BrokerDown> {
-    match e.kind() {
-        PublishErrorKind::TimedOut
-        | PublishErrorKind::BrokenPipe
-        | PublishErrorKind::StreamNotFound
-        | PublishErrorKind::MaxAckPending => Err(BrokerDown(format!("nats: {e}"))),
-        _ => Ok(format!("refused by the stream: {e}")),
+    /// A publish error's verdict. "No responders" means either that no stream
+    /// captures the subject (the message's own fault: refused) or that
+    /// JetStream itself is not answering (restarting: unconfirmed); one
+    /// account-info request per batch tells which.
+    async fn judge(
+        &self,
+        e: jetstream::context::PublishError,
+        m: &Outgoing<'_>,
+        jetstream_up: &mut Option<bool>,
+    ) -> Verdict {
+        match e.kind() {
+            PublishErrorKind::StreamNotFound => {
+                let up = match *jetstream_up {
+                    Some(up) => up,
+                    None => *jetstream_up.insert(self.js.query_account().await.is_ok()),
+                };
+                if up {
+                    Verdict::Refused(format!(
+                        "no JetStream stream captures subject `{}{}`",
+                        self.prefix, m.topic
+                    ))
+                } else {
+                    Verdict::Unconfirmed(format!("nats: {e}"))
+                }
+            }
+            PublishErrorKind::TimedOut
+            | PublishErrorKind::BrokenPipe
+            | PublishErrorKind::MaxAckPending => Verdict::Unconfirmed(format!("nats: {e}")),
+            _ => Verdict::Refused(format!("refused by the stream: {e}")),
+        }
     }
 }
 

@@ -28,14 +28,29 @@ pub struct Confirmed {
     pub duplicate: bool,
 }
 
-/// Per message of a batch, in order: confirmed, or refused by the broker with
-/// a reason (counted against the message's attempts).
-pub type PublishResult = Vec<Result<Confirmed, String>>;
+/// The broker's answer about one message of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Stored by the broker: the relay marks it sent.
+    Confirmed(Confirmed),
+    /// The broker answered and would not take this message (a nack, a
+    /// returned message, no stream for its subject, over a size limit): an
+    /// attempt is counted for this message alone, and it is parked after the
+    /// relay's `max_attempts`. The reason is kept as the message's last error.
+    Refused(String),
+    /// No answer about this message (the connection broke, the confirmation
+    /// did not come in time): it is given back without using an attempt, and
+    /// the broker's circuit breaker counts a failure.
+    Unconfirmed(String),
+}
 
-/// The broker could not be reached, or the connection broke before every
-/// confirmation came back: nothing of the batch counts as refused (the
-/// messages are rescheduled without using up an attempt, and the relay
-/// reconnects with backoff).
+/// Per message of a batch, in order: the broker's [`Verdict`].
+pub type PublishResult = Vec<Verdict>;
+
+/// The broker could not be reached at all (no connection): nothing of the
+/// batch was sent; it is given back without using up an attempt, and the
+/// relay reconnects with backoff.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("broker unavailable: {0}")]
 pub struct BrokerDown(pub String);
@@ -45,8 +60,10 @@ pub trait Publisher: Send + Sync + 'static {
     /// A short name (`rabbitmq`, `nats`): the `broker` label of the metrics.
     fn broker(&self) -> &'static str;
 
-    /// Publishes `batch` and waits for the broker's confirmation of each
-    /// message. Connects (again) first when needed.
+    /// Publishes `batch` and waits for the broker's verdict on each message.
+    /// Connects (again) first when needed. The relay may call it again before
+    /// an earlier call's confirmations are in (it keeps a few batches in
+    /// flight); messages of one call are sent in order.
     fn publish<'a>(
         &'a self,
         batch: &'a [Outgoing<'a>],

@@ -1,5 +1,7 @@
-//! The relay: a loop of rounds (claim, publish, mark; `round.rs`) over one
-//! outbox table and one broker, until shutdown.
+//! The relay: claims batches of due messages and publishes them, a few
+//! batches in flight at once (`pipeline.rs`), each batch's verdicts recorded
+//! per message (`round.rs`), over one outbox table and one broker, until
+//! shutdown.
 //!
 //! Several relays, in one process or many, share a table: a claim takes due
 //! rows and moves them one lease ahead in a short transaction that skips rows
@@ -20,7 +22,6 @@ use std::time::Duration;
 
 use super::MessageId;
 use super::publish::Publisher;
-use crate::consume::ShutdownSignal;
 use crate::exec::{Breaker, Exec};
 use crate::store::sql::SqlStore;
 
@@ -57,8 +58,19 @@ pub struct RelayOptions {
     /// How long a claim holds its messages: a relay that dies mid-round delays
     /// them this long. Must exceed a round's publish time. Default 30 s.
     pub lease: Duration,
-    /// Pause when nothing is due. Default 100 ms.
+    /// Batches published at once: the next claim and publish overlap the
+    /// confirmations of the ones before. Default 3.
+    pub in_flight: usize,
+    /// First pause when nothing is due, doubled while nothing is due up to
+    /// `idle_max`. On PostgreSQL the relay also wakes on every commit that
+    /// enqueued a message (`LISTEN`/`NOTIFY`), so these pauses are only its
+    /// fallback. Default 100 ms.
     pub idle_poll: Duration,
+    /// Longest pause when nothing is due. Default 1 s.
+    pub idle_max: Duration,
+    /// Wake on commit on PostgreSQL (`LISTEN` on one pooled connection, held
+    /// for the relay's life). Default on.
+    pub wake_on_commit: bool,
     /// Failed publishes before a message is parked. Default 8.
     pub max_attempts: u32,
     /// First pause before a failed message is due again, doubled per attempt
@@ -106,7 +118,10 @@ impl RelayOptions {
             name: name.into(),
             batch: 200,
             lease: Duration::from_secs(30),
+            in_flight: 3,
             idle_poll: Duration::from_millis(100),
+            idle_max: Duration::from_secs(1),
+            wake_on_commit: true,
             max_attempts: 8,
             retry_min: Duration::from_millis(200),
             retry_max: Duration::from_secs(60),
@@ -134,13 +149,16 @@ pub struct RelayCounters {
     pub duplicates: AtomicU64,
     /// Confirmed messages marked sent.
     pub marked: AtomicU64,
+    /// Publishes the broker refused (each is rescheduled or parked).
+    pub refused: AtomicU64,
     /// Publishes the broker refused, rescheduled.
     pub retried: AtomicU64,
     /// Messages parked by this relay.
     pub parked: AtomicU64,
-    /// Batches given back because the broker could not be reached.
+    /// Batches (or parts of one) given back because the broker did not
+    /// answer for them.
     pub broker_down: AtomicU64,
-    /// Rounds that claimed something.
+    /// Claims that took something (one batch each).
     pub rounds: AtomicU64,
 }
 
@@ -163,8 +181,10 @@ pub struct Relay {
     pub(super) broker: Breaker,
     pub(super) publisher: Box<dyn Publisher>,
     pub(super) opts: RelayOptions,
-    /// This relay's claims' owner.
-    pub(super) owner: [u8; 16],
+    /// This relay's id: the first half of each of its claims' owners.
+    pub(super) id: [u8; 8],
+    /// Claims so far: the second half of the next claim's owner.
+    pub(super) claims: AtomicU64,
     pub(super) gauges: super::gauges::Gauges,
 }
 
@@ -193,7 +213,8 @@ impl Relay {
             exec,
             broker: Breaker::new(opts.breaker_threshold, opts.breaker_cooldown),
             publisher: Box::new(publisher),
-            owner: *uuid::Uuid::new_v4().as_bytes(),
+            id: uuid::Uuid::new_v4().as_u64_pair().0.to_be_bytes(),
+            claims: AtomicU64::new(0),
             gauges,
             store,
             opts,
@@ -205,37 +226,13 @@ impl Relay {
         &self.opts.counters
     }
 
-    /// Relays until `signal` is triggered. A round under way when it is
-    /// finishes (its confirmations awaited, its messages marked); then the
-    /// broker connection is closed. Failures are logged and retried with
-    /// backoff, never returned.
-    pub async fn run(&self, mut signal: ShutdownSignal) {
-        let mut down = self.opts.breaker_cooldown.max(Duration::from_millis(50)) / 2;
-        let mut stats_at = tokio::time::Instant::now();
-        while !signal.is_triggered() {
-            if tokio::time::Instant::now() >= stats_at {
-                self.read_gauges().await;
-                stats_at = tokio::time::Instant::now() + self.opts.stats_every;
-            }
-            let pause = match self.round().await {
-                Ok(0) => self.opts.idle_poll,
-                Ok(_) => {
-                    down = self.opts.breaker_cooldown.max(Duration::from_millis(50)) / 2;
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(relay = %self.opts.name, error = %e, "idem: outbox round failed");
-                    down = (down * 2).min(Duration::from_secs(10));
-                    self.exec.jitter.apply(down)
-                }
-            };
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = signal.triggered() => break,
-            }
-        }
-        self.read_gauges().await;
-        self.publisher.close().await;
+    /// A new claim's owner: this relay's id and the claim's number.
+    pub(super) fn claim_owner(&self) -> [u8; 16] {
+        let n = self.claims.fetch_add(1, Ordering::Relaxed);
+        let mut o = [0; 16];
+        o[..8].copy_from_slice(&self.id);
+        o[8..].copy_from_slice(&n.to_be_bytes());
+        o
     }
 
     /// Reads and records the gauges; failures are logged.

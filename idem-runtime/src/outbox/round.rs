@@ -1,19 +1,18 @@
-//! One relay round: claim due messages, publish them and await the broker's
-//! confirmations, mark the confirmed ones sent, reschedule or park the
-//! refused ones. A broker that cannot be reached gets the batch back
-//! unpublished (no attempt used up) and the broker breaker a failure.
+//! One batch's life: claimed, published, and each message's verdict recorded
+//! (confirmed: marked sent; refused: retried or parked alone; unconfirmed:
+//! given back without using an attempt).
 
 use std::time::Duration;
 
 use super::MessageId;
-use super::publish::{BrokerDown, Outgoing};
+use super::publish::{BrokerDown, Outgoing, Verdict};
 use super::relay::{Parked, Relay, add};
 use crate::db::micros;
 use crate::observe::Op;
 use crate::store::StoreError;
 use crate::store::sql::outbox_store::OutboxRow;
 
-/// Why a round ended early.
+/// Why a claim did not happen.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum RoundError {
     #[error("outbox database: {0}")]
@@ -22,30 +21,61 @@ pub(super) enum RoundError {
     Broker(#[from] BrokerDown),
 }
 
-/// Pause before a batch given back after a broker failure is due again.
+/// Pause before messages given back after a broker failure are due again.
 const GIVE_BACK_DELAY: Duration = Duration::from_millis(200);
 
+/// Messages one claim took, held under that claim's owner.
+#[derive(Debug)]
+pub(super) struct Batch {
+    owner: [u8; 16],
+    rows: Vec<OutboxRow>,
+}
+
+/// How a batch ended: whether the broker answered for every message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BatchEnd {
+    Answered,
+    BrokerDown,
+}
+
 impl Relay {
-    /// One round; the number of messages claimed.
-    pub(super) async fn round(&self) -> Result<usize, RoundError> {
+    /// Claims the next batch; `None` when nothing is due.
+    ///
+    /// Each claim has an owner of its own, so that a claim the execution
+    /// layer repeats after a lost reply first gives back what the lost
+    /// attempt took (those rows would otherwise wait a whole lease) without
+    /// touching this relay's other batches in flight.
+    pub(super) async fn claim(&self) -> Result<Option<Batch>, RoundError> {
         if !self.broker.allow() {
             return Err(BrokerDown("circuit breaker open".into()).into());
         }
         let key = self.store.tables().outbox_name();
-        let (owner, lease) = (&self.owner, micros(self.opts.lease));
-        let limit = i64::try_from(self.opts.batch.max(1)).unwrap_or(i64::MAX);
+        let owner = self.claim_owner();
+        let (lease, limit) = (
+            micros(self.opts.lease),
+            i64::try_from(self.opts.batch.max(1)).unwrap_or(i64::MAX),
+        );
+        let mut attempts = 0u32;
         let rows = self
             .exec
             .op(Op::OutboxClaim, key, || {
-                Box::pin(self.store.outbox_claim(owner, lease, limit))
+                attempts += 1;
+                let again = attempts > 1;
+                Box::pin(self.store.outbox_claim(&owner, lease, limit, again))
             })
             .await?;
         if rows.is_empty() {
-            return Ok(0);
+            return Ok(None);
         }
         let c = &self.opts.counters;
         add(&c.rounds, 1);
         add(&c.claimed, rows.len() as u64);
+        Ok(Some(Batch { owner, rows }))
+    }
+
+    /// Publishes `batch` and records each message's verdict.
+    pub(super) async fn deliver(&self, batch: Batch) -> BatchEnd {
+        let rows = &batch.rows;
         let out: Vec<Outgoing<'_>> = rows
             .iter()
             .map(|r| Outgoing {
@@ -56,38 +86,35 @@ impl Relay {
             })
             .collect();
         let sent = tokio::time::timeout(self.opts.publish_timeout, self.publisher.publish(&out));
-        let results = match sent.await {
-            Ok(Ok(res)) if res.len() == rows.len() => res,
-            Ok(Ok(res)) => {
-                let e = BrokerDown(format!(
-                    "{} confirmations for {} messages",
-                    res.len(),
-                    rows.len()
-                ));
-                return Err(self.give_back(&rows, e).await);
-            }
-            Ok(Err(e)) => return Err(self.give_back(&rows, e).await),
-            Err(_) => {
-                let e = BrokerDown(format!(
-                    "no confirmation within {:?}",
-                    self.opts.publish_timeout
-                ));
-                return Err(self.give_back(&rows, e).await);
-            }
+        let verdicts = match sent.await {
+            Ok(Ok(v)) if v.len() == rows.len() => v,
+            Ok(Ok(v)) => all_unconfirmed(
+                rows.len(),
+                format!("{} verdicts for {} messages", v.len(), rows.len()),
+            ),
+            Ok(Err(e)) => all_unconfirmed(rows.len(), e.0),
+            Err(_) => all_unconfirmed(
+                rows.len(),
+                format!("no confirmation within {:?}", self.opts.publish_timeout),
+            ),
         };
-        self.broker.success();
-        let mut confirmed = Vec::new();
+        let (mut confirmed, mut unconfirmed, mut refused) = (Vec::new(), Vec::new(), Vec::new());
         let mut duplicates = 0;
-        let mut refused = Vec::new();
-        for (row, r) in rows.iter().zip(results) {
-            match r {
-                Ok(ok) => {
+        let mut down = None;
+        for (row, v) in rows.iter().zip(verdicts) {
+            match v {
+                Verdict::Confirmed(ok) => {
                     duplicates += u64::from(ok.duplicate);
                     confirmed.push(row);
                 }
-                Err(e) => refused.push((row, e)),
+                Verdict::Refused(why) => refused.push((row, why)),
+                Verdict::Unconfirmed(why) => {
+                    unconfirmed.push(row.seq);
+                    down.get_or_insert(why);
+                }
             }
         }
+        let c = &self.opts.counters;
         add(&c.published, confirmed.len() as u64);
         add(&c.duplicates, duplicates);
         self.gauges.published(confirmed.len() as u64, duplicates);
@@ -99,15 +126,24 @@ impl Relay {
             hook(&ids);
         }
         self.mark_sent(&confirmed).await;
-        for (row, e) in refused {
-            self.refused(row, &e).await;
+        for (row, why) in &refused {
+            self.refused(&batch.owner, row, why).await;
         }
-        Ok(rows.len())
+        match down {
+            None => {
+                self.broker.success();
+                BatchEnd::Answered
+            }
+            Some(why) => {
+                self.give_back(&batch.owner, &unconfirmed, &why).await;
+                BatchEnd::BrokerDown
+            }
+        }
     }
 
-    /// Marks the confirmed messages sent. A failure leaves them claimed: they
-    /// are published again when the lease lapses (the same ids: consumers
-    /// dedupe), so it is logged, not returned.
+    /// Marks the confirmed messages sent, in one statement. A failure leaves
+    /// them claimed: they are published again when the lease lapses (the same
+    /// ids: consumers dedupe), so it is logged, not returned.
     async fn mark_sent(&self, confirmed: &[&OutboxRow]) {
         if confirmed.is_empty() {
             return;
@@ -129,11 +165,12 @@ impl Relay {
     }
 
     /// The broker refused `row`: due again after a backoff, or parked (and the
-    /// hook told) after the last allowed attempt.
-    async fn refused(&self, row: &OutboxRow, error: &str) {
-        let (key, owner) = (row.id.as_str(), &self.owner);
+    /// hook told) after the last allowed attempt. Only this message pays.
+    async fn refused(&self, owner: &[u8; 16], row: &OutboxRow, error: &str) {
+        let key = row.id.as_str();
         let attempts = row.attempts + 1;
         let c = &self.opts.counters;
+        add(&c.refused, 1);
         if attempts >= i64::from(self.opts.max_attempts.max(1)) {
             let r = self
                 .exec
@@ -142,20 +179,7 @@ impl Relay {
                 })
                 .await;
             match r {
-                Ok(true) => {
-                    add(&c.parked, 1);
-                    self.gauges.parked(1);
-                    tracing::error!(relay = %self.opts.name, id = key, attempts, error, "idem: outbox message parked");
-                    if let Some(hook) = &self.opts.on_park {
-                        hook(&Parked {
-                            id: MessageId::from_stored(row.id.clone()),
-                            topic: row.topic.clone(),
-                            business_id: row.business_id.clone(),
-                            attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-                            error: error.to_owned(),
-                        });
-                    }
-                }
+                Ok(true) => self.parked(row, attempts, error),
                 Ok(false) => {}
                 Err(e) => tracing::warn!(error = %e, "idem: parking an outbox message failed"),
             }
@@ -180,6 +204,22 @@ impl Relay {
         }
     }
 
+    fn parked(&self, row: &OutboxRow, attempts: i64, error: &str) {
+        add(&self.opts.counters.parked, 1);
+        self.gauges.parked(1);
+        tracing::error!(relay = %self.opts.name, id = %row.id, topic = %row.topic, attempts, error,
+            "idem: outbox message parked");
+        if let Some(hook) = &self.opts.on_park {
+            hook(&Parked {
+                id: MessageId::from_stored(row.id.clone()),
+                topic: row.topic.clone(),
+                business_id: row.business_id.clone(),
+                attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                error: error.to_owned(),
+            });
+        }
+    }
+
     /// `retry_min` doubled per failed attempt up to `retry_max`, jittered.
     fn backoff(&self, attempts: i64) -> Duration {
         let shift = u32::try_from(attempts.saturating_sub(1))
@@ -189,24 +229,28 @@ impl Relay {
         self.exec.jitter.apply(d.min(self.opts.retry_max))
     }
 
-    /// The broker failed the whole batch: give it back, due shortly, without
-    /// using up an attempt (the lease would otherwise hold it for its whole
-    /// length), and count a broker failure.
-    async fn give_back(&self, rows: &[OutboxRow], e: BrokerDown) -> RoundError {
+    /// The broker gave no answer about `seqs`: give them back, due shortly,
+    /// without using up an attempt (the lease would otherwise hold them for
+    /// its whole length), and count a broker failure.
+    async fn give_back(&self, owner: &[u8; 16], seqs: &[i64], why: &str) {
         self.broker.failure();
         add(&self.opts.counters.broker_down, 1);
+        tracing::warn!(relay = %self.opts.name, n = seqs.len(), error = why,
+            "idem: the broker did not confirm outbox messages; they are given back");
         let key = self.store.tables().outbox_name();
-        let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
         let delay = micros(self.exec.jitter.apply(GIVE_BACK_DELAY));
         let r = self
             .exec
             .op(Op::OutboxRetry, key, || {
-                Box::pin(self.store.outbox_release(&seqs, &self.owner, delay))
+                Box::pin(self.store.outbox_release(seqs, owner, delay))
             })
             .await;
         if let Err(db) = r {
-            tracing::warn!(error = %db, "idem: giving an outbox batch back failed; it is due again after the lease");
+            tracing::warn!(error = %db, "idem: giving outbox messages back failed; they are due again after the lease");
         }
-        RoundError::Broker(e)
     }
+}
+
+fn all_unconfirmed(n: usize, why: String) -> Vec<Verdict> {
+    vec![Verdict::Unconfirmed(why); n]
 }

@@ -9,41 +9,9 @@ use sqlx::AssertSqlSafe;
 use super::mysql_sql::{MYSQL_NOW, mysql_claim};
 use super::{Dialect, PURGE_BATCH, TableNames};
 
-/// The schema idem needs (records, fences, one-time tokens, the consume log,
-/// the transactional outbox), as idempotent
-/// `CREATE … IF NOT EXISTS` statements separated by `;\n`. Apply it with your
-/// migration tool, or call `migrate()`.
-///
-/// ```
-/// use idem::db::Dialect;
-/// use idem::store::sql::{ddl, TableNames};
-/// let text = ddl(Dialect::Postgres, &TableNames::default());
-/// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_records"));
-/// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_tokens"));
-/// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_consume_log"));
-/// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_outbox"));
-/// ```
-pub fn ddl(dialect: Dialect, names: &TableNames) -> String {
-    let mut out = String::new();
-    for s in statements(dialect, names) {
-        out.push_str(&s);
-        out.push_str(";\n");
-    }
-    out
-}
-
-/// The DDL as separate statements (drivers run one statement at a time): the
-/// records' and fences' here, then the one-time tokens' (`token_sql.rs`) and
-/// the consume log's (`consume_sql.rs`) and the outbox's (`outbox_sql.rs`).
-pub(crate) fn statements(d: Dialect, n: &TableNames) -> Vec<String> {
-    let mut v = records_statements(d, n);
-    v.extend(super::token_sql::statements(d, n));
-    v.extend(super::consume_sql::statements(d, n));
-    v.extend(super::outbox_sql::statements(d, n));
-    v
-}
-
-fn records_statements(d: Dialect, n: &TableNames) -> Vec<String> {
+/// The records' and fences' tables: the start of the first step of
+/// [`migrations`](super::migrations).
+pub(crate) fn records_statements(d: Dialect, n: &TableNames) -> Vec<String> {
     let t = n.records(d);
     let f = n.fences_q(d);
     let idx = format!("{}_expires_idx", n.records_name());

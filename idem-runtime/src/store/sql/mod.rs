@@ -138,6 +138,7 @@ mod local;
 mod mysql;
 mod mysql_sql;
 mod names;
+pub(crate) mod outbox_ddl;
 pub(crate) mod outbox_sql;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 pub(crate) mod outbox_store;
@@ -145,6 +146,7 @@ mod pool;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod row;
+mod schema;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
@@ -157,11 +159,11 @@ pub(crate) use crate::sql_kernel::Dialect;
 pub use builder::SqlStoreBuilder;
 pub(crate) use catalog::lookup_on;
 pub use catalog::{EXPRESSION, SqlConstraints};
-pub use ddl::ddl;
 pub(crate) use in_tx::{TxClaim, TxFail, TxStatements};
 pub use key::MAX_KEY_BYTES;
 pub use names::TableNames;
 pub use outbox_sql::{DEFAULT_OUTBOX_TABLE, check_outbox_table};
+pub use schema::{ddl, migrations};
 pub use store::SqlStore;
 pub(crate) use tx_tables::TxTables;
 

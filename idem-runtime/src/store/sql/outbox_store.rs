@@ -94,16 +94,21 @@ impl SqlStore {
 
     /// Claims up to `limit` due messages for `owner` for `lease_us`, oldest
     /// first (PostgreSQL and MySQL skip rows other relays are claiming; SQLite
-    /// claims in `BEGIN IMMEDIATE`).
+    /// claims in `BEGIN IMMEDIATE`). `again`: this claim is repeated after its
+    /// reply was lost, so it first gives back, in the same transaction, what
+    /// the lost attempt took under `owner`.
     pub(crate) async fn outbox_claim(
         &self,
         owner: &[u8; 16],
         lease_us: i64,
         limit: i64,
+        again: bool,
     ) -> Result<Vec<OutboxRow>, StoreError> {
         let t = self.outbox_table();
+        let release = again.then(|| q::release_claim(self.dialect, &t));
+        let release = release.as_deref();
         let mut rows = match self.dialect {
-            Dialect::MySql => self.claim_mysql(&t, owner, lease_us, limit).await,
+            Dialect::MySql => self.claim_mysql(&t, owner, lease_us, limit, release).await,
             _ => {
                 let sql = q::claim(self.dialect, &t);
                 let args = [Arg::Int(lease_us), Arg::Bytes(owner), Arg::Int(limit)];
@@ -115,6 +120,11 @@ impl SqlStore {
                         } else {
                             p.begin().await?
                         };
+                        if let Some(r) = release {
+                            bind_args(sqlx::query(sqlx::AssertSqlSafe(r)), &[Arg::Bytes(owner)])
+                                .execute(&mut *tx)
+                                .await?;
+                        }
                         let got = bind_args(sqlx::query(sqlx::AssertSqlSafe(sql.as_str())), &args)
                             .fetch_all(&mut *tx)
                             .await?;
@@ -138,6 +148,7 @@ impl SqlStore {
         owner: &[u8; 16],
         lease_us: i64,
         limit: i64,
+        release: Option<&str>,
     ) -> Result<Vec<OutboxRow>, sqlx::Error> {
         #[cfg(feature = "mysql")]
         if let Pool::MySql(p) = &self.pool {
@@ -145,6 +156,11 @@ impl SqlStore {
             return retry_conflicts(|| async {
                 self.sent.one();
                 let mut tx = p.begin().await?;
+                if let Some(r) = release {
+                    bind_args(sqlx::query(sqlx::AssertSqlSafe(r)), &[Arg::Bytes(owner)])
+                        .execute(&mut *tx)
+                        .await?;
+                }
                 let got = bind_args(
                     sqlx::query(sqlx::AssertSqlSafe(select.as_str())),
                     &[Arg::Int(limit)],
@@ -250,6 +266,25 @@ impl SqlStore {
             Arg::Bytes(owner),
         ];
         Ok(self.outbox_exec(&sql, &args).await? > 0)
+    }
+
+    /// A listener on the channel `enqueue` notifies on commit (PostgreSQL;
+    /// `None` elsewhere). It holds one connection of the pool.
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn outbox_listener(
+        &self,
+    ) -> Result<Option<sqlx::postgres::PgListener>, StoreError> {
+        #[allow(irrefutable_let_patterns)]
+        let Pool::Postgres(p) = &self.pool else {
+            return Ok(None);
+        };
+        let mut l = sqlx::postgres::PgListener::connect_with(p)
+            .await
+            .map_err(map_err)?;
+        l.listen(&q::channel(self.names.outbox_name()))
+            .await
+            .map_err(map_err)?;
+        Ok(Some(l))
     }
 
     /// Pending messages, the oldest one's age, parked messages.

@@ -9,14 +9,15 @@ use std::time::Duration;
 use super::bind::{Arg, Sent, complete_args};
 use super::census_sql::CensusStatements;
 use super::consume_sql::ConsumeStatements;
-use super::ddl::{Statements, Stmt, statements};
+use super::ddl::{Statements, Stmt};
 use super::errors::{map_err, missing};
 use super::key::check_key;
 use super::local::{KeyLocks, LocalClaims};
 use super::names::TableNames;
-use super::outbox_sql::OutboxStatements;
+use super::outbox_ddl::OutboxStatements;
 use super::pool::{IN_FLIGHT_PER_CONNECTION, Pool};
 use super::row::RawRow;
+use super::schema::statements;
 use super::token_sql::TokenStatements;
 use super::{PURGE_BUDGET, purge_loop};
 use crate::policy::MAX_DURATION;
@@ -123,12 +124,17 @@ impl SqlStore {
         self.sent.get()
     }
 
-    /// Creates idem's tables (and schema, sequence, indexes) if they do not exist.
+    /// Creates idem's tables (and schema, sequence, indexes) if they do not
+    /// exist, and brings tables an earlier version created up to date.
     /// Idempotent; never called implicitly.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         for s in statements(self.dialect, &self.names) {
             let stmt = Stmt::from(s);
-            self.execute(&stmt, &[]).await.map_err(map_err)?;
+            match self.execute(&stmt, &[]).await {
+                Ok(_) => {}
+                Err(e) if super::schema::applied_already(&e) => {}
+                Err(e) => return Err(map_err(e)),
+            }
         }
         Ok(())
     }
