@@ -83,6 +83,13 @@ impl NatsPublisher {
         Ok(out)
     }
 
+    /// Whether JetStream answers an account-info request at all (any JSON
+    /// reply will do: the reply's shape differs between server versions).
+    async fn jetstream_answers(&self) -> bool {
+        let r: Result<serde_json::Value, _> = self.js.request("INFO", "").await;
+        r.is_ok()
+    }
+
     /// A publish error's verdict. "No responders" means either that no stream
     /// captures the subject (the message's own fault: refused) or that
     /// JetStream itself is not answering (restarting: unconfirmed); one
@@ -97,7 +104,7 @@ impl NatsPublisher {
             PublishErrorKind::StreamNotFound => {
                 let up = match *jetstream_up {
                     Some(up) => up,
-                    None => *jetstream_up.insert(self.js.query_account().await.is_ok()),
+                    None => *jetstream_up.insert(self.jetstream_answers().await),
                 };
                 if up {
                     Verdict::Refused(format!(

@@ -81,6 +81,11 @@ where
         "the relay saw the broker go away"
     );
     assert_eq!(pending(&producer).await, 0, "the relay recovered by itself");
+    assert_eq!(
+        (R::get(&c.refused), R::get(&c.parked)),
+        (0, 0),
+        "an outage is no message's fault: nothing refused, nothing parked"
+    );
     let idem = consumer_handle(&consumer, &unique_ns("obx-outage"));
     let counters = target
         .consume(

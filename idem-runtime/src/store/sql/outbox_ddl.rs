@@ -153,11 +153,12 @@ pub(crate) fn upgrade_statements(d: Dialect, n: &TableNames) -> Vec<String> {
     namespace_upgrade(d, &n.outbox_q(d), n.outbox_name(), n.schema_name())
 }
 
-/// The store's outbox statements: purge, and the `verify()` probe.
+/// The store's outbox statements: purge, and the `verify()` probes (the
+/// table, and on MySQL/MariaDB its lock table).
 #[derive(Debug, Clone)]
 pub(crate) struct OutboxStatements {
     pub(crate) purge: Stmt,
-    pub(crate) probe: (String, Stmt),
+    pub(crate) probes: Vec<(String, Stmt)>,
 }
 
 impl OutboxStatements {
@@ -168,15 +169,21 @@ impl OutboxStatements {
             Dialect::MySql => "1 = 0",
             Dialect::Sqlite => "0",
         };
+        let mut probes = vec![(
+            t.clone(),
+            Stmt::from(format!(
+                "SELECT seq, namespace, id, topic, business_id, order_key, payload, state, attempts, \
+                 owner, due_at, created_at, sent_at, expires_at, last_error FROM {t} WHERE {never}"
+            )),
+        )];
+        if d == Dialect::MySql {
+            let locks = order_locks(&t);
+            let probe = format!("SELECT namespace, order_key FROM {locks} WHERE {never}");
+            probes.push((locks, Stmt::from(probe)));
+        }
         OutboxStatements {
             purge: Stmt::from(purge(d, &t)),
-            probe: (
-                t.clone(),
-                Stmt::from(format!(
-                    "SELECT seq, namespace, id, topic, business_id, order_key, payload, state, attempts, \
-                     owner, due_at, created_at, sent_at, expires_at, last_error FROM {t} WHERE {never}"
-                )),
-            ),
+            probes,
         }
     }
 }

@@ -336,7 +336,8 @@ impl Store for SqlStore {
                 self.sql
                     .probes
                     .iter()
-                    .chain([&self.tok.probe, &self.log.probe, &self.outbox.probe])
+                    .chain([&self.tok.probe, &self.log.probe])
+                    .chain(&self.outbox.probes)
             {
                 self.exists(probe, &[])
                     .await
