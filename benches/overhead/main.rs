@@ -4,8 +4,10 @@
 //! ```text
 //! cargo bench --bench overhead --all-features -- [--quick] [--cluster] [--out FILE] [--only TEXT]
 //! cargo bench --bench overhead --all-features -- --burst [--quick]
+//! cargo bench --bench overhead --all-features -- --outbox [--quick]
 //! ```
-//! `--burst` runs the flash-sale burst rows instead (see `burst.rs`).
+//! `--burst` runs the flash-sale burst rows instead (see `burst.rs`), `--outbox`
+//! the outbox relay against a raw publish loop (see `outbox_relay.rs`).
 //! Services (override with the environment): `IDEM_BENCH_REDIS` (redis://127.0.0.1:6379),
 //! `IDEM_BENCH_PG` (postgres://postgres@127.0.0.1/test), `IDEM_BENCH_MYSQL`
 //! (mysql://root@127.0.0.1/test), `IDEM_BENCH_AMQP` (amqp://guest:guest@127.0.0.1:5672/%2f),
@@ -25,6 +27,7 @@ mod harness;
 mod http;
 mod lock;
 mod memory;
+mod outbox_relay;
 mod peers;
 mod redis;
 mod redis_memory;
@@ -110,6 +113,7 @@ pub(crate) struct ScenarioResult {
 struct Args {
     quick: bool,
     burst: bool,
+    outbox: bool,
     out: String,
     only: Option<String>,
     worker: Option<String>,
@@ -125,6 +129,7 @@ fn parse_args() -> anyhow::Result<Args> {
     let mut a = Args {
         quick: false,
         burst: false,
+        outbox: false,
         out: "target/bench/overhead.json".into(),
         only: None,
         worker: None,
@@ -142,6 +147,7 @@ fn parse_args() -> anyhow::Result<Args> {
         match x.as_str() {
             "--quick" => a.quick = true,
             "--burst" => a.burst = true,
+            "--outbox" => a.outbox = true,
             "--cluster" => a.cluster = true,
             "--out" => a.out = val()?,
             "--only" => a.only = Some(val()?),
@@ -152,7 +158,7 @@ fn parse_args() -> anyhow::Result<Args> {
             // cargo bench passes `--bench` to harness-less targets.
             "--bench" => {}
             other => anyhow::bail!(
-                "unknown argument `{other}`; expected --quick, --burst, --cluster, --out FILE, --only TEXT, --side N"
+                "unknown argument `{other}`; expected --quick, --burst, --outbox, --cluster, --out FILE, --only TEXT, --side N"
             ),
         }
     }
@@ -203,6 +209,9 @@ fn main() -> anyhow::Result<()> {
     }
     if args.burst {
         return rt.block_on(burst::main(&env, args.quick));
+    }
+    if args.outbox {
+        return rt.block_on(outbox_relay::main(&env, args.quick));
     }
     rt.block_on(run(&env, &args, plan))
 }

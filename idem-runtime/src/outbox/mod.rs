@@ -62,4 +62,6 @@ pub mod nats;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 pub use publish::{BrokerDown, Confirmed, Outgoing, PublishResult, Publisher, Verdict};
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
-pub use relay::{AfterConfirmHook, ParkHook, Parked, Relay, RelayCounters, RelayOptions};
+pub use relay::{
+    AfterConfirmHook, MIN_RETENTION, ParkHook, Parked, Relay, RelayCounters, RelayOptions,
+};

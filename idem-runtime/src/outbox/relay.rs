@@ -25,6 +25,11 @@ use super::publish::Publisher;
 use crate::exec::{Breaker, Exec};
 use crate::store::sql::SqlStore;
 
+/// The retention under which [`Relay::new`] warns: the default `ttl` of an
+/// idempotent request, the usual longest time a business transaction is
+/// retried after its first attempt.
+pub const MIN_RETENTION: Duration = Duration::from_secs(86_400);
+
 /// A message given up on: what the park hook receives.
 #[derive(Debug, Clone)]
 pub struct Parked {
@@ -79,6 +84,9 @@ pub struct RelayOptions {
     /// Longest retry pause. Default 60 s.
     pub retry_max: Duration,
     /// How long a sent message stays before `purge_expired` may delete it.
+    /// Its row is what keeps a late retry of the business transaction from
+    /// enqueueing the message again: keep it above the longest time such a
+    /// retry can come ([`MIN_RETENTION`] or more; the relay warns below it).
     /// Default 7 days.
     pub retention: Duration,
     /// Budget of one batch's publish and confirmations. Default 10 s.
@@ -104,6 +112,7 @@ impl std::fmt::Debug for RelayOptions {
         f.debug_struct("RelayOptions")
             .field("name", &self.name)
             .field("batch", &self.batch)
+            .field("in_flight", &self.in_flight)
             .field("lease", &self.lease)
             .field("max_attempts", &self.max_attempts)
             .field("counters", &self.counters)
@@ -209,6 +218,11 @@ impl Relay {
             Breaker::new(opts.breaker_threshold, opts.breaker_cooldown),
         );
         let gauges = super::gauges::Gauges::new(store.tables().outbox_name(), publisher.broker());
+        if opts.retention < MIN_RETENTION {
+            tracing::warn!(relay = %opts.name, retention = ?opts.retention, floor = ?MIN_RETENTION,
+                "idem: outbox retention below 24 h: a business transaction retried after its sent \
+                 message was purged enqueues it again (see the outbox docs' retention rule)");
+        }
         Relay {
             exec,
             broker: Breaker::new(opts.breaker_threshold, opts.breaker_cooldown),

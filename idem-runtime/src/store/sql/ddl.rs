@@ -323,6 +323,7 @@ impl Statements {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::sql::ddl;
 
     #[test]
     fn ddl_names_every_object() {

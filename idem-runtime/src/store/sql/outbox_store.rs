@@ -327,3 +327,39 @@ where
         parked: row.try_get::<Option<i64>, _>(2)?.unwrap_or(0),
     })
 }
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    use super::*;
+    use crate::outbox::Outbox;
+
+    /// A claim whose reply was lost, repeated: the repeat gets the rows the
+    /// lost attempt took at once, instead of leaving them for a lease.
+    #[tokio::test]
+    async fn a_repeated_claim_takes_back_what_its_lost_attempt_claimed() {
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .unwrap();
+        let store = SqlStore::sqlite(pool.clone());
+        store.migrate().await.unwrap();
+        let mut tx = pool.begin().await.unwrap();
+        for i in 0..3 {
+            Outbox::enqueue(&mut tx, "orders", &format!("o-{i}"), b"x")
+                .await
+                .unwrap();
+        }
+        tx.commit().await.unwrap();
+        let (owner, lease) = ([7; 16], 60_000_000);
+        let lost = store.outbox_claim(&owner, lease, 10, false).await.unwrap();
+        assert_eq!(lost.len(), 3, "the first attempt took them; its reply is lost");
+        let other = store.outbox_claim(&[8; 16], lease, 10, false).await.unwrap();
+        assert!(other.is_empty(), "another claim finds them leased");
+        let again = store.outbox_claim(&owner, lease, 10, true).await.unwrap();
+        let seqs = |v: &[OutboxRow]| v.iter().map(|r| r.seq).collect::<Vec<_>>();
+        assert_eq!(seqs(&again), seqs(&lost), "the repeat holds them now");
+        let gone = store.outbox_claim(&[9; 16], lease, 10, false).await.unwrap();
+        assert!(gone.is_empty(), "and under a lease again");
+    }
+}
