@@ -139,6 +139,8 @@ mod mysql;
 mod mysql_sql;
 mod names;
 pub(crate) mod outbox_ddl;
+#[cfg(all(feature = "postgres", any(feature = "rabbitmq", feature = "nats")))]
+mod outbox_pg;
 pub(crate) mod outbox_sql;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 pub(crate) mod outbox_store;

@@ -162,10 +162,18 @@ pub(crate) fn claim(d: Dialect, t: &str) -> String {
         ""
     };
     let inner = due(d, t, lock).replacen(CLAIM_COLS, "c.seq", 1);
+    // PostgreSQL plans `seq IN (subquery)` as a hash join over the whole
+    // table (sent rows included); `= ANY(ARRAY(...))` looks the claimed
+    // rows up by primary key.
+    let taken = if d == Dialect::Postgres {
+        format!("seq = ANY(ARRAY({inner}))")
+    } else {
+        format!("seq IN ({inner})")
+    };
     ph(
         d,
         &format!(
-            "UPDATE {t} SET due_at = {exp}, owner = ? WHERE seq IN ({inner}) RETURNING {CLAIM_COLS}",
+            "UPDATE {t} SET due_at = {exp}, owner = ? WHERE {taken} RETURNING {CLAIM_COLS}",
             exp = plus(d)
         ),
     )
@@ -192,16 +200,27 @@ fn join(seqs: &[i64]) -> String {
     v.join(", ")
 }
 
-/// Marks `seqs` sent (binds: retention µs). Idempotent: a repeat finds them
-/// sent already.
+/// Rows whose `seq` is one of `seqs`: on PostgreSQL one array parameter
+/// (bound last: one prepared statement for every batch), elsewhere the
+/// integers written in (they are integers the claim returned).
+fn among(d: Dialect, seqs: &[i64]) -> String {
+    if d == Dialect::Postgres {
+        "seq = ANY(?)".into()
+    } else {
+        format!("seq IN ({})", join(seqs))
+    }
+}
+
+/// Marks `seqs` sent (binds: retention µs, then on PostgreSQL the seqs).
+/// Idempotent: a repeat finds them sent already.
 pub(crate) fn mark_sent(d: Dialect, t: &str, seqs: &[i64]) -> String {
     let n = now(d);
     ph(
         d,
         &format!(
             "UPDATE {t} SET state = 1, sent_at = {n}, expires_at = {exp}, owner = NULL \
-             WHERE seq IN ({}) AND state = 0",
-            join(seqs),
+             WHERE state = 0 AND {}",
+            among(d, seqs),
             exp = plus(d)
         ),
     )
@@ -221,14 +240,15 @@ pub(crate) fn retry(d: Dialect, t: &str) -> String {
     )
 }
 
-/// A batch the broker never took, given back by its owner (binds: delay µs,
-/// owner): due again after the delay, its attempts unchanged.
+/// Messages the broker gave no answer about, given back by their owner
+/// (binds: delay µs, owner, then on PostgreSQL the seqs): due again after
+/// the delay, their attempts unchanged.
 pub(crate) fn release(d: Dialect, t: &str, seqs: &[i64]) -> String {
     ph(
         d,
         &format!(
-            "UPDATE {t} SET due_at = {exp}, owner = NULL WHERE seq IN ({}) AND owner = ? AND state = 0",
-            join(seqs),
+            "UPDATE {t} SET due_at = {exp}, owner = NULL WHERE owner = ? AND state = 0 AND {}",
+            among(d, seqs),
             exp = plus(d)
         ),
     )
@@ -322,6 +342,8 @@ mod tests {
         assert!(!claim(Dialect::Sqlite, "o").contains("SKIP LOCKED"));
         assert!(claim_select("o").ends_with("LIMIT ? FOR UPDATE SKIP LOCKED"));
         assert!(mark_sent(Dialect::MySql, "o", &[3, 4]).contains("seq IN (3, 4)"));
+        assert!(mark_sent(Dialect::Postgres, "o", &[3, 4]).ends_with("seq = ANY($2)"));
+        assert!(c.contains("seq = ANY(ARRAY(SELECT c.seq"), "{c}");
         assert!(retry(Dialect::Postgres, "o").contains("seq = $4 AND owner = $5"));
         assert!(check_outbox_table("order").is_err());
         assert!(check_outbox_table(&"a".repeat(52)).is_err());

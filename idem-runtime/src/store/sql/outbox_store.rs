@@ -33,6 +33,18 @@ pub(crate) struct OutboxCounts {
     pub(crate) parked: i64,
 }
 
+/// An argument as a literal of an unflushed PostgreSQL statement.
+#[cfg(feature = "postgres")]
+fn lit<'a>(a: &Arg<'a>) -> super::outbox_pg::Lit<'a> {
+    use super::outbox_pg::Lit;
+    match *a {
+        Arg::Int(i) => Lit::Int(i),
+        Arg::Bytes(b) => Lit::Bytes(b),
+        Arg::Text(t) | Arg::OptText(Some(t)) => Lit::Text(t),
+        Arg::OptText(None) => Lit::Null,
+    }
+}
+
 /// Text columns: MySQL's are `VARBINARY`, read as bytes.
 fn text<R>(row: &R, i: usize) -> Result<String, sqlx::Error>
 where
@@ -109,6 +121,8 @@ impl SqlStore {
         let release = release.as_deref();
         let mut rows = match self.dialect {
             Dialect::MySql => self.claim_mysql(&t, owner, lease_us, limit, release).await,
+            #[cfg(feature = "postgres")]
+            Dialect::Postgres => self.claim_pg(&t, owner, lease_us, limit, again).await,
             _ => {
                 let sql = q::claim(self.dialect, &t);
                 let args = [Arg::Int(lease_us), Arg::Bytes(owner), Arg::Int(limit)];
@@ -139,6 +153,39 @@ impl SqlStore {
         .map_err(map_err)?;
         rows.sort_by_key(|r| r.seq);
         Ok(rows)
+    }
+
+    /// PostgreSQL's claim: one simple query, unflushed (`outbox_pg.rs`).
+    #[cfg(feature = "postgres")]
+    async fn claim_pg(
+        &self,
+        t: &str,
+        owner: &[u8; 16],
+        lease_us: i64,
+        limit: i64,
+        again: bool,
+    ) -> Result<Vec<OutboxRow>, sqlx::Error> {
+        use super::outbox_pg::{Lit, inline, unflushed};
+        let mut parts = Vec::with_capacity(2);
+        if again {
+            let release = q::release_claim(Dialect::Postgres, t);
+            parts.push(inline(&release, &[Lit::Bytes(owner)]));
+        }
+        let claim = q::claim(Dialect::Postgres, t);
+        let args = [Lit::Int(lease_us), Lit::Bytes(owner), Lit::Int(limit)];
+        parts.push(inline(&claim, &args));
+        let sql = unflushed(&parts);
+        retry_conflicts(|| async {
+            self.sent.one();
+            let Pool::Postgres(p) = &self.pool else {
+                return Err(sqlx::Error::Configuration("not a PostgreSQL pool".into()));
+            };
+            let got = sqlx::raw_sql(sqlx::AssertSqlSafe(sql.as_str()))
+                .fetch_all(p)
+                .await?;
+            got.iter().map(claimed).collect()
+        })
+        .await
     }
 
     #[allow(unused_variables, unreachable_code)]
@@ -188,21 +235,61 @@ impl SqlStore {
 
     /// One statement with `args`; the rows it changed.
     async fn outbox_exec(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, StoreError> {
+        self.outbox_exec_among(sql, args, None).await
+    }
+
+    /// [`outbox_exec`](Self::outbox_exec) of a statement over a set of rows:
+    /// on PostgreSQL `seqs` is the last placeholder (`= ANY($n)`), and the
+    /// statement runs unflushed (`outbox_pg.rs`); elsewhere the text holds
+    /// them.
+    async fn outbox_exec_among(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+        seqs: Option<&[i64]>,
+    ) -> Result<u64, StoreError> {
         retry_conflicts(|| async {
             self.sent.one();
-            on_pool!(self, |p| {
-                Ok(bind_args(sqlx::query(sqlx::AssertSqlSafe(sql)), args)
+            match &self.pool {
+                #[cfg(feature = "postgres")]
+                Pool::Postgres(p) => match seqs {
+                    // A batch's mark or give-back: one unflushed simple query.
+                    Some(seqs) => {
+                        use super::outbox_pg::{Lit, inline, unflushed};
+                        let mut lits: Vec<Lit<'_>> = args.iter().map(lit).collect();
+                        lits.push(Lit::Ints(seqs));
+                        let text = unflushed(&[inline(sql, &lits)]);
+                        Ok(sqlx::raw_sql(sqlx::AssertSqlSafe(text))
+                            .execute(p)
+                            .await?
+                            .rows_affected())
+                    }
+                    None => Ok(bind_args(sqlx::query(sqlx::AssertSqlSafe(sql)), args)
+                        .execute(p)
+                        .await?
+                        .rows_affected()),
+                },
+                #[cfg(feature = "mysql")]
+                Pool::MySql(p) => Ok(bind_args(sqlx::query(sqlx::AssertSqlSafe(sql)), args)
                     .execute(p)
                     .await?
-                    .rows_affected())
-            })
+                    .rows_affected()),
+                #[cfg(feature = "sqlite")]
+                Pool::Sqlite(lite) => {
+                    let _turn = lite.writer.lock().await;
+                    Ok(bind_args(sqlx::query(sqlx::AssertSqlSafe(sql)), args)
+                        .execute(&lite.pool)
+                        .await?
+                        .rows_affected())
+                }
+            }
         })
         .await
         .map_err(map_err)
     }
 
     /// Marks `seqs` sent, kept for `retention_us` before `purge_expired` may
-    /// delete them.
+    /// delete them: one statement for the batch.
     pub(crate) async fn outbox_sent(
         &self,
         seqs: &[i64],
@@ -212,10 +299,11 @@ impl SqlStore {
             return Ok(0);
         }
         let sql = q::mark_sent(self.dialect, &self.outbox_table(), seqs);
-        self.outbox_exec(&sql, &[Arg::Int(retention_us)]).await
+        self.outbox_exec_among(&sql, &[Arg::Int(retention_us)], Some(seqs))
+            .await
     }
 
-    /// Gives back a batch `owner` could not publish, due after `delay_us`.
+    /// Gives back messages `owner` got no answer about, due after `delay_us`.
     pub(crate) async fn outbox_release(
         &self,
         seqs: &[i64],
@@ -226,8 +314,8 @@ impl SqlStore {
             return Ok(0);
         }
         let sql = q::release(self.dialect, &self.outbox_table(), seqs);
-        self.outbox_exec(&sql, &[Arg::Int(delay_us), Arg::Bytes(owner)])
-            .await
+        let args = [Arg::Int(delay_us), Arg::Bytes(owner)];
+        self.outbox_exec_among(&sql, &args, Some(seqs)).await
     }
 
     /// Reschedules a message `owner` failed to publish; whether it still held it.
