@@ -295,4 +295,13 @@ impl SqlStore {
         out.sort_by(|a, b| (&a.consumer, &a.msg_type).cmp(&(&b.consumer, &b.msg_type)));
         Ok(out)
     }
+
+    /// The whole table's lag: the age of the oldest pending message that is
+    /// due now (the relay's `idem_outbox_lag_seconds`); `None` without one.
+    #[cfg(any(feature = "rabbitmq", feature = "nats"))]
+    pub(crate) async fn outbox_lag(&self) -> Result<Option<Duration>, StoreError> {
+        let stmt = Stmt::from(text::lag(self.dialect, &self.names.outbox_q(self.dialect)));
+        let found: Vec<Option<i64>> = rows!(self, &stmt, &[], text::opt_int_row)?;
+        Ok(age(found.into_iter().next().flatten()))
+    }
 }

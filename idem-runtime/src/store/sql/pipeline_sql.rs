@@ -74,6 +74,17 @@ pub(super) fn topics(d: Dialect, t: &str) -> String {
     )
 }
 
+/// The whole table's lag µs (one row, `NULL` without a due pending message):
+/// through the `(state, seq)` index, pending rows only.
+#[cfg(any(feature = "rabbitmq", feature = "nats"))]
+pub(super) fn lag(d: Dialect, t: &str) -> String {
+    format!(
+        "SELECT {} FROM {t} WHERE state = 0 AND due_at <= {}",
+        age(d, "MIN(created_at)"),
+        now(d)
+    )
+}
+
 /// Parked messages, oldest first (binds: limit): id, topic, business id,
 /// attempts, last error, created (µs since the epoch), age µs.
 pub(super) fn parked(d: Dialect, t: &str) -> String {
@@ -210,4 +221,10 @@ decoder!(
 decoder!(
     /// The one integer of a row ([`state_of`]).
     int_row -> i64, |r| r.try_get(0)
+);
+
+decoder!(
+    /// The one nullable integer of a row ([`lag`]).
+    #[cfg(any(feature = "rabbitmq", feature = "nats"))]
+    opt_int_row -> Option<i64>, |r| r.try_get(0)
 );
