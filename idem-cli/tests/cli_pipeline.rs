@@ -10,35 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem::consume::{Message, consume_once};
-use idem::outbox::OutboxTable;
 use idem::store::sql::SqlStore;
 use support::pipeline::{Db, Fresh, cleaned_up, fresh_mariadb, fresh_postgres, fresh_sqlite};
 use support::{handle, id, idem};
-
-/// One business transaction per message: enqueue, commit.
-async fn enqueue(db: &Db, table: &str, topic: &str, business_id: &str) -> String {
-    let t = OutboxTable {
-        table,
-        ..OutboxTable::default()
-    };
-    let payload = format!("{{\"order\":\"{business_id}\"}}");
-    macro_rules! tx {
-        ($begin:expr) => {{
-            let mut tx = $begin.await.unwrap();
-            let id = t
-                .enqueue(&mut tx, topic, business_id, payload.as_bytes())
-                .await
-                .unwrap();
-            tx.commit().await.unwrap();
-            id.as_str().to_owned()
-        }};
-    }
-    match db {
-        Db::Pg(p, _) => tx!(p.begin()),
-        Db::My(p) => tx!(p.begin()),
-        Db::Lite(p) => tx!(p.begin_with("BEGIN IMMEDIATE")),
-    }
-}
 
 /// One consumed message in its own transaction, under `h`'s namespace.
 async fn consume(db: &Db, h: &idem::Idem, consumer: &str, msg: &str, biz: Option<(&str, &str)>) {
@@ -87,12 +61,12 @@ async fn story(db: &Db, store: SqlStore, args: &[&str]) {
 
     // Topic `created`: a-1, then (a second later) a-2 and a-3; `refund`: r-1, r-2.
     let (created, refund) = (format!("t{}.created", id()), format!("t{}.refund", id()));
-    let a1 = enqueue(db, "idem_outbox", &created, "a-1").await;
+    let a1 = db.enqueue("idem_outbox", &created, "a-1").await;
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    enqueue(db, "idem_outbox", &created, "a-2").await;
-    let a3 = enqueue(db, "idem_outbox", &created, "a-3").await;
-    let r1 = enqueue(db, "idem_outbox", &refund, "r-1").await;
-    let r2 = enqueue(db, "idem_outbox", &refund, "r-2").await;
+    db.enqueue("idem_outbox", &created, "a-2").await;
+    let a3 = db.enqueue("idem_outbox", &created, "a-3").await;
+    let r1 = db.enqueue("idem_outbox", &refund, "r-1").await;
+    let r2 = db.enqueue("idem_outbox", &refund, "r-2").await;
     // As a relay leaves them: a-1 refused once and waiting an hour for its
     // retry, a-3 sent, both refunds parked after 8 attempts.
     db.exec(&format!(
@@ -233,7 +207,7 @@ async fn story(db: &Db, store: SqlStore, args: &[&str]) {
         _ => names,
     };
     store.with_tables(names).migrate().await.unwrap();
-    enqueue(db, &other, "elsewhere", "e-1").await;
+    db.enqueue(&other, "elsewhere", "e-1").await;
     let v = run(&["outbox", "--table", &other, "--json"]).json();
     assert_eq!(v["topics"][0]["topic"], "elsewhere", "{v}");
     assert_eq!(v["topics"].as_array().unwrap().len(), 1, "{v}");

@@ -132,6 +132,32 @@ impl Fresh {
 }
 
 impl Db {
+    /// One business transaction: enqueues a message in `table`, commits;
+    /// the message id.
+    pub(crate) async fn enqueue(&self, table: &str, topic: &str, business_id: &str) -> String {
+        let t = idem::outbox::OutboxTable {
+            table,
+            ..Default::default()
+        };
+        let payload = format!("{{\"order\":\"{business_id}\"}}");
+        macro_rules! tx {
+            ($begin:expr) => {{
+                let mut tx = $begin.await.unwrap();
+                let id = t
+                    .enqueue(&mut tx, topic, business_id, payload.as_bytes())
+                    .await
+                    .unwrap();
+                tx.commit().await.unwrap();
+                id.as_str().to_owned()
+            }};
+        }
+        match self {
+            Db::Pg(p, _) => tx!(p.begin()),
+            Db::My(p) => tx!(p.begin()),
+            Db::Lite(p) => tx!(p.begin_with("BEGIN IMMEDIATE")),
+        }
+    }
+
     /// Runs one statement of the test's own.
     pub(crate) async fn exec(&self, sql: &str) {
         let q = sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()));
