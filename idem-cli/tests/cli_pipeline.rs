@@ -300,11 +300,22 @@ async fn sqlite_outbox_and_consume() {
 }
 
 #[test]
-fn redis_has_no_outbox() {
+fn usage_unreachable_and_redacted_passwords() {
     for cmd in ["outbox", "consume"] {
         let r = idem(&["--store", "redis://127.0.0.1:6379", cmd]);
         assert_eq!(r.code, 2, "{cmd}: {}{}", r.out, r.err);
         assert!(r.err.contains("SQL"), "{}", r.err);
+        let none = idem(&[cmd]);
+        assert_eq!(none.code, 2, "no store: {}", none.err);
+        assert!(none.err.contains("DATABASE_URL"), "{}", none.err);
+        let url = "postgres://postgres:hunter22@127.0.0.1:1/test";
+        let down = idem(&["--store", url, "--timeout", "5", cmd]);
+        assert_eq!(down.code, 3, "{cmd}: {}{}", down.out, down.err);
+        assert!(
+            !down.err.contains("hunter22") && down.err.contains("***"),
+            "{}",
+            down.err
+        );
     }
     let both = idem(&[
         "--store",
@@ -315,4 +326,24 @@ fn redis_has_no_outbox() {
         "obx-1",
     ]);
     assert_eq!(both.code, 2, "{}{}", both.out, both.err);
+}
+
+/// Without --store the messaging commands read `DATABASE_URL`, even with a
+/// `REDIS_URL` set (the records' store of the other commands).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_url_is_the_default() {
+    cleaned_up(fresh_sqlite().await, async |f| {
+        f.db.enqueue("idem_outbox", "from-env", "e-1").await;
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .args(["outbox", "--json"])
+            .env("REDIS_URL", "redis://127.0.0.1:6379")
+            .env("DATABASE_URL", &f.url)
+            .env_remove("IDEM_NAMESPACE")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(text.contains("from-env"), "{text}");
+    })
+    .await;
 }
