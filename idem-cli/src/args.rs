@@ -6,17 +6,20 @@ const AFTER_HELP: &str = "\
 The store: --store URL, else $REDIS_URL, else $DATABASE_URL (as the examples read them):
   redis://[user:pass@]host:port[/db]      (with --cluster: a comma-separated list of nodes)
   postgres://user@host/db   mysql://root@host/db   mariadb://…   sqlite:path/to/file.db
+`outbox` and `consume` read the service's SQL database: --store URL, else $DATABASE_URL.
 Passwords in URLs are shown as *** in every message.
 
 Exit codes:
   0  success (verify: every check passed)
   1  the answer is no: verify found a problem (or a warning, with --strict), forget refused a
-     live claim or found no record, inspect found no record
-  2  usage: bad arguments, no store given, an unknown URL scheme
+     live claim or found no record, inspect found no record, outbox retry found no such
+     message or a message that is not parked
+  2  usage: bad arguments, no store given, an unknown URL scheme, outbox or consume on Redis
   3  the store is unreachable (connecting, I/O, timeout)
   4  any other error (a stored value idem cannot read, a command the store refused)";
 
-/// Operate idem's record stores: inspect and forget keys, purge, count, verify, print the DDL.
+/// Operate idem's stores: inspect and forget keys, purge, count, verify, print the DDL; watch
+/// the outbox and the consume log.
 #[derive(Debug, Parser)]
 #[command(name = "idem", version, after_help = AFTER_HELP)]
 pub(crate) struct Cli {
@@ -47,7 +50,9 @@ pub(crate) struct Global {
     /// Redis: the URL lists the nodes of a Redis Cluster, comma-separated.
     #[arg(long, global = true)]
     pub(crate) cluster: bool,
-    /// SQL: the records table (`TableNames::new`; fences, tokens, log and outbox keep their defaults).
+    /// SQL: the table the command reads. The records table (`TableNames::new`; fences, tokens,
+    /// log and outbox keep their defaults); for `outbox` the outbox table (default idem_outbox),
+    /// for `consume` the consume log (default idem_consume_log).
     #[arg(long, global = true, value_name = "NAME")]
     pub(crate) table: Option<String>,
     /// PostgreSQL: the schema of idem's tables (`TableNames::schema`).
@@ -69,6 +74,13 @@ impl Global {
             .clone()
             .or_else(|| var("REDIS_URL"))
             .or_else(|| var("DATABASE_URL"))
+    }
+
+    /// The SQL database of `outbox` and `consume`: the flag, else
+    /// `$DATABASE_URL` (never `$REDIS_URL`: Redis holds neither table).
+    pub(crate) fn sql_url(&self) -> Option<String> {
+        let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
+        self.store.clone().or_else(|| var("DATABASE_URL"))
     }
 }
 
@@ -115,6 +127,33 @@ pub(crate) enum Command {
     Ddl {
         #[arg(long, value_enum)]
         dialect: DialectArg,
+    },
+    /// Outbox messages per topic: pending, parked, sent, the oldest pending one's age and the
+    /// lag (the oldest due one's age); --parked lists parked messages, `retry ID` unparks one.
+    /// SQL stores only; all the table's messages, whatever their namespace.
+    Outbox {
+        #[command(subcommand)]
+        action: Option<OutboxAction>,
+        /// List the parked messages (id, topic, business id, attempts, last error, created).
+        #[arg(long)]
+        parked: bool,
+        /// With --parked: list at most this many, oldest first.
+        #[arg(long, default_value_t = 100, value_name = "N")]
+        limit: u32,
+    },
+    /// Consume-log rows per consumer and message type under --namespace, with the oldest and
+    /// newest row's age and the rows past their retention. SQL stores only.
+    Consume,
+}
+
+/// What `idem outbox` changes.
+#[derive(Debug, Subcommand)]
+pub(crate) enum OutboxAction {
+    /// Unparks message ID: pending again, attempts 0, due now, no owner; the next relay round
+    /// publishes it. Exit 1 when no message has this id or it is not parked.
+    Retry {
+        /// The message id, as `--parked` lists it (`obx-…`).
+        id: String,
     },
 }
 

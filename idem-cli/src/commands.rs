@@ -34,7 +34,17 @@ pub(crate) async fn run(cli: &Cli) -> Result<u8, Fail> {
         return Ok(OK);
     }
     let budget = Duration::from_secs(g.timeout.max(1));
+    let messaging = matches!(cli.command, Command::Outbox { .. } | Command::Consume);
     let work = async {
+        match &cli.command {
+            Command::Outbox {
+                action,
+                parked,
+                limit,
+            } => return crate::pipeline::outbox(g, action.as_ref(), *parked, *limit, out).await,
+            Command::Consume => return crate::pipeline::consume(g, out).await,
+            _ => {}
+        }
         let store = crate::open::store(g).await?;
         match &cli.command {
             Command::Inspect(k) => inspect(&*store, &key(g, k), out).await,
@@ -48,15 +58,17 @@ pub(crate) async fn run(cli: &Cli) -> Result<u8, Fail> {
                 constraints,
                 strict,
             } => verify(store, g, backstops, constraints.as_deref(), *strict, out).await,
-            Command::Ddl { .. } => unreachable!("answered above"),
+            Command::Ddl { .. } | Command::Outbox { .. } | Command::Consume => {
+                unreachable!("answered above")
+            }
         }
     };
     tokio::time::timeout(budget, work)
         .await
         .unwrap_or_else(|_| {
             // Named as the other store errors are: the URL, password masked.
-            let at = g
-                .url()
+            let url = if messaging { g.sql_url() } else { g.url() };
+            let at = url
                 .map(|u| crate::fail::redact_in(&u, &u))
                 .unwrap_or_default();
             Err(Fail::new(

@@ -1,10 +1,12 @@
 //! `idem`: the operator's command for idem's stores (inspect, forget, purge,
-//! stats, verify, ddl). See `idem --help` and `docs/operations.md`.
+//! stats, verify, ddl) and messaging tables (outbox, consume). See
+//! `idem --help` and `docs/operations.md`.
 
 mod args;
 mod commands;
 mod fail;
 mod open;
+mod pipeline;
 mod render;
 mod top_keys;
 
@@ -27,11 +29,14 @@ fn main() -> ExitCode {
             return ExitCode::from(fail::OTHER);
         }
     };
-    let url = cli.global.url().unwrap_or_default();
+    let urls = [cli.global.url(), cli.global.sql_url()].map(Option::unwrap_or_default);
     match runtime.block_on(commands::run(&cli)) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("idem: {}", fail::redact_in(&f.message, &url));
+            let message = urls
+                .iter()
+                .fold(f.message, |m, url| fail::redact_in(&m, url));
+            eprintln!("idem: {message}");
             ExitCode::from(f.code)
         }
     }

@@ -66,22 +66,71 @@ pub(crate) async fn store(g: &Global) -> Result<Arc<dyn Store>, Fail> {
         return Ok(Arc::new(store));
     }
     if is_sql(&url) {
-        let store = SqlStore::builder(url)
-            .tables(tables(g)?)
-            .max_connections(2)
-            .acquire_timeout(Duration::from_secs(g.timeout.clamp(1, 10)))
-            .connect()
-            .await
-            .map_err(connect)?;
-        return Ok(Arc::new(store));
+        return Ok(Arc::new(sql_at(g, url, tables(g)?).await?));
     }
-    Err(Fail::new(
+    Err(not_a_store(&url))
+}
+
+fn not_a_store(url: &str) -> Fail {
+    Fail::new(
         USAGE,
         format!(
             "`{}` is not a store URL: expected redis://, postgres://, mysql://, mariadb:// or sqlite:",
-            idem::store::redact_url(&url)
+            idem::store::redact_url(url)
         ),
-    ))
+    )
+}
+
+/// A SQL store at `url` on `names`, connected.
+async fn sql_at(g: &Global, url: String, names: TableNames) -> Result<SqlStore, Fail> {
+    SqlStore::builder(url)
+        .tables(names)
+        .max_connections(2)
+        .acquire_timeout(Duration::from_secs(g.timeout.clamp(1, 10)))
+        .connect()
+        .await
+        .map_err(|e| Fail::store("cannot open the store", e))
+}
+
+/// Which messaging table `--table` names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Messaging {
+    Outbox,
+    ConsumeLog,
+}
+
+/// The SQL database of `outbox` and `consume`, `--table` naming their table
+/// (`--schema` as for the others). Redis holds neither: usage.
+pub(crate) async fn messaging(g: &Global, which: Messaging) -> Result<SqlStore, Fail> {
+    let Some(url) = g.sql_url() else {
+        return Err(Fail::new(
+            USAGE,
+            "no store: give --store URL (the service's SQL database), or set DATABASE_URL",
+        ));
+    };
+    if is_redis(&url) || g.cluster {
+        return Err(Fail::new(
+            USAGE,
+            "the outbox and the consume log live in the service's SQL database: give --store \
+             postgres://, mysql://, mariadb:// or sqlite: (Redis holds neither)",
+        ));
+    }
+    if !is_sql(&url) {
+        return Err(not_a_store(&url));
+    }
+    let usage = |e: idem::store::StoreError| Fail::new(USAGE, e.to_string());
+    let mut names = TableNames::default();
+    if let Some(t) = &g.table {
+        names = match which {
+            Messaging::Outbox => names.outbox(t),
+            Messaging::ConsumeLog => names.consume_log(t),
+        }
+        .map_err(usage)?;
+    }
+    if let Some(s) = &g.schema {
+        names = names.schema(s).map_err(usage)?;
+    }
+    sql_at(g, url, names).await
 }
 
 /// The constraint catalog of `verify --backstop`: the database of

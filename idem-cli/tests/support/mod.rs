@@ -138,3 +138,5 @@ pub(crate) async fn crashed_claim_story(dead: idem::Idem, h: &idem::Idem, store_
         (Some("done"), Some(7))
     );
 }
+
+pub(crate) mod pipeline;

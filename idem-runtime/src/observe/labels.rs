@@ -236,7 +236,7 @@ pub enum Op {
     OutboxSent,
     /// Reschedule or park an outbox message whose publish failed.
     OutboxRetry,
-    /// Read the outbox gauges (pending, oldest age, parked).
+    /// Read the outbox gauges (pending, oldest age, parked, lag).
     OutboxStats,
 }
 

@@ -262,5 +262,6 @@ impl Relay {
             Ok(c) => self.gauges.set(c),
             Err(e) => tracing::debug!(error = %e, "idem: reading the outbox gauges failed"),
         }
+        self.gauges.read_lag(&self.store, &self.exec).await;
     }
 }

@@ -5,6 +5,7 @@ pub mod crash;
 pub mod e2e;
 pub mod enqueue;
 pub mod faults;
+pub mod lag;
 pub mod namespaces;
 pub mod ordering;
 pub mod relays;

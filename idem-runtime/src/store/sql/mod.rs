@@ -33,7 +33,10 @@
 //! [`TableNames::consume_log`]) is created with the rest, and purged with it
 //! (columns and statements: `consume_sql.rs`). So is the transactional outbox
 //! of `idem::outbox` (`idem_outbox`, [`TableNames::outbox`]; `outbox_sql.rs`,
-//! the relay's driver calls in `outbox_store.rs`).
+//! the relay's driver calls in `outbox_store.rs`). Operators read both per
+//! topic and per consumer, list and unpark parked messages through
+//! `pipeline_ops.rs` ([`SqlStore::outbox_topics`],
+//! [`SqlStore::consume_log_counts`]).
 //!
 //! Migrations never run implicitly: call [`SqlStore::migrate`] or apply [`ddl`]
 //! with your own migration tool, then [`Store::verify`] at start-up (a missing
@@ -144,6 +147,8 @@ mod outbox_pg;
 pub(crate) mod outbox_sql;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 pub(crate) mod outbox_store;
+mod pipeline_ops;
+mod pipeline_sql;
 mod pool;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -165,6 +170,7 @@ pub(crate) use in_tx::{TxClaim, TxFail, TxStatements};
 pub use key::MAX_KEY_BYTES;
 pub use names::TableNames;
 pub use outbox_sql::{DEFAULT_OUTBOX_TABLE, check_outbox_table};
+pub use pipeline_ops::{ConsumerRows, OutboxState, OutboxTopic, ParkedMessage, Unpark};
 pub use schema::{ddl, migrations};
 pub use store::SqlStore;
 pub(crate) use tx_tables::TxTables;

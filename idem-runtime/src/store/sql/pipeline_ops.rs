@@ -1,0 +1,307 @@
+//! What operators read and change in the messaging tables of a [`SqlStore`]'s
+//! database: the outbox per topic (pending, parked, sent, the oldest pending
+//! message's age, the lag), its parked messages, unparking one, and the
+//! consume log's rows per consumer and message type. The `idem` command's
+//! `outbox` and `consume` call these; the relay reads its lag gauge here.
+//!
+//! Every age is measured on the database clock, as every time idem writes.
+//! The statements are built per call (operator calls, not the hot path);
+//! their text per dialect is in `pipeline_sql.rs`.
+
+use std::time::{Duration, SystemTime};
+
+use super::SqlStore;
+use super::bind::{Arg, bind};
+use super::ddl::Stmt;
+use super::errors::map_err;
+use super::pool::Pool;
+use crate::sql_kernel::{Dialect, retry_conflicts};
+use crate::store::StoreError;
+
+use super::pipeline_sql::{self as text, ConsumerRow, ParkedRow, TopicRow};
+
+/// One topic of an outbox table ([`SqlStore::outbox_topics`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutboxTopic {
+    /// The topic.
+    pub topic: String,
+    /// Messages neither sent nor parked (claimed by a relay right now, waiting
+    /// for one, or waiting for a retry after a refusal).
+    pub pending: u64,
+    /// Messages given up on after the relay's last attempt: they stay until
+    /// an operator unparks ([`SqlStore::outbox_unpark`]) or deletes them.
+    pub parked: u64,
+    /// Sent messages still kept (until their retention ends and a purge
+    /// deletes them).
+    pub sent: u64,
+    /// Age of the oldest pending message; `None` without one.
+    pub oldest_pending: Option<Duration>,
+    /// Age of the oldest pending message that is due now, which no relay has
+    /// taken yet (not claimed, not waiting for a retry); `None` without one.
+    /// What a relay that keeps up holds near zero, and what grows while no
+    /// relay runs or the broker cannot be reached.
+    pub lag: Option<Duration>,
+}
+
+/// A parked message ([`SqlStore::outbox_parked`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ParkedMessage {
+    /// Its id (the broker's message id).
+    pub id: String,
+    /// Its topic.
+    pub topic: String,
+    /// Its business id.
+    pub business_id: String,
+    /// Failed publishes.
+    pub attempts: u64,
+    /// The broker's last refusal, as the relay recorded it.
+    pub last_error: Option<String>,
+    /// When it was enqueued (the database clock).
+    pub created_at: SystemTime,
+    /// How long ago that was.
+    pub age: Duration,
+}
+
+/// Where an outbox message stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OutboxState {
+    /// Not sent yet (state 0).
+    Pending,
+    /// Confirmed by the broker (state 1).
+    Sent,
+    /// Given up on (state 2).
+    Parked,
+}
+
+impl OutboxState {
+    fn from_column(v: i64) -> Result<Self, StoreError> {
+        match v {
+            0 => Ok(OutboxState::Pending),
+            1 => Ok(OutboxState::Sent),
+            2 => Ok(OutboxState::Parked),
+            other => Err(StoreError::codec(format!(
+                "outbox message in unknown state {other}"
+            ))),
+        }
+    }
+
+    /// `pending`, `sent` or `parked`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutboxState::Pending => "pending",
+            OutboxState::Sent => "sent",
+            OutboxState::Parked => "parked",
+        }
+    }
+}
+
+/// What [`SqlStore::outbox_unpark`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unpark {
+    /// The message was parked and is pending again: attempts 0, due now, no
+    /// owner. The next relay round publishes it.
+    Unparked,
+    /// No message has this id in the table (never enqueued, rolled back, or
+    /// deleted).
+    NotFound,
+    /// The message is not parked: nothing changed.
+    NotParked(OutboxState),
+}
+
+/// The consume log's rows of one consumer and message type
+/// ([`SqlStore::consume_log_counts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConsumerRows {
+    /// The consumer (the log keys' scene), as the keys hold it (escaped).
+    pub consumer: String,
+    /// The message type, as the log's business key holds it (escaped).
+    /// `None` for messages consumed without a business id, and for business
+    /// keys longer than idem's key limit, which are stored hashed, type
+    /// included.
+    pub msg_type: Option<String>,
+    /// Rows in the log.
+    pub rows: u64,
+    /// Rows past their retention, which the next purge deletes.
+    pub expired: u64,
+    /// Age of the oldest row (when its message was consumed).
+    pub oldest: Duration,
+    /// Age of the newest row.
+    pub newest: Duration,
+}
+
+fn age(us: Option<i64>) -> Option<Duration> {
+    us.map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0)))
+}
+
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// Runs `$body` with `$p` bound to the store's sqlx pool; SQLite holds the
+/// process's writer turn.
+macro_rules! on_pool {
+    ($store:expr, |$p:ident| $body:expr) => {
+        match &$store.pool {
+            #[cfg(feature = "postgres")]
+            Pool::Postgres($p) => $body,
+            #[cfg(feature = "mysql")]
+            Pool::MySql($p) => $body,
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(lite) => {
+                // This process's SQLite writers take turns (`pool.rs`).
+                let _turn = lite.writer.lock().await;
+                let $p = &lite.pool;
+                $body
+            }
+        }
+    };
+}
+
+/// Every row of `stmt`, each decoded by `$decode` (a generic fn over rows).
+macro_rules! rows {
+    ($store:expr, $stmt:expr, $args:expr, $decode:path) => {{
+        let r: Result<Vec<_>, sqlx::Error> = on_pool!($store, |p| {
+            bind(&$store.sent, $stmt, $args)
+                .fetch_all(p)
+                .await
+                .and_then(|rows| rows.iter().map($decode).collect())
+        });
+        r.map_err(map_err)
+    }};
+}
+
+impl SqlStore {
+    /// The outbox table per topic: pending, parked and sent messages, the
+    /// oldest pending message's age and the lag (see [`OutboxTopic`]),
+    /// sorted by topic. One `GROUP BY` over the table.
+    pub async fn outbox_topics(&self) -> Result<Vec<OutboxTopic>, StoreError> {
+        let stmt = Stmt::from(text::topics(
+            self.dialect,
+            &self.names.outbox_q(self.dialect),
+        ));
+        let raw: Vec<TopicRow> = rows!(self, &stmt, &[], text::topic_row)?;
+        let mut out: Vec<OutboxTopic> = raw
+            .into_iter()
+            .map(|r| OutboxTopic {
+                topic: r.0,
+                pending: count(r.1),
+                parked: count(r.2),
+                sent: count(r.3),
+                oldest_pending: age(r.4),
+                lag: age(r.5),
+            })
+            .collect();
+        out.sort_by(|a, b| a.topic.cmp(&b.topic));
+        Ok(out)
+    }
+
+    /// Up to `limit` parked messages, oldest first.
+    pub async fn outbox_parked(&self, limit: u32) -> Result<Vec<ParkedMessage>, StoreError> {
+        let stmt = Stmt::from(text::parked(
+            self.dialect,
+            &self.names.outbox_q(self.dialect),
+        ));
+        let args = [Arg::Int(i64::from(limit))];
+        let raw: Vec<ParkedRow> = rows!(self, &stmt, &args, text::parked_row)?;
+        Ok(raw
+            .into_iter()
+            .map(|r| ParkedMessage {
+                id: r.0,
+                topic: r.1,
+                business_id: r.2,
+                attempts: count(r.3),
+                last_error: r.4,
+                created_at: SystemTime::UNIX_EPOCH
+                    + Duration::from_micros(u64::try_from(r.5).unwrap_or(0)),
+                age: age(Some(r.6)).unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    /// Unparks the message `id`: pending again with 0 attempts, due now, no
+    /// owner (its last error is kept until the next publish fails). Only a
+    /// parked message changes; [`Unpark`] says which case it was. Safe to
+    /// repeat: a second call finds the message pending (or sent).
+    ///
+    /// An unparked message of an ordered business id goes out after every
+    /// message of that id the relay published while it was parked.
+    pub async fn outbox_unpark(&self, id: &str) -> Result<Unpark, StoreError> {
+        let t = self.names.outbox_q(self.dialect);
+        let update = Stmt::from(text::unpark(self.dialect, &t));
+        let args = [Arg::Text(id)];
+        let changed = retry_conflicts(|| async {
+            on_pool!(self, |p| {
+                Ok(bind(&self.sent, &update, &args)
+                    .execute(p)
+                    .await?
+                    .rows_affected())
+            })
+        })
+        .await
+        .map_err(map_err)?;
+        if changed > 0 {
+            return Ok(Unpark::Unparked);
+        }
+        let state = Stmt::from(text::state_of(self.dialect, &t));
+        let found: Vec<i64> = rows!(self, &state, &args, text::int_row)?;
+        match found.first() {
+            None => Ok(Unpark::NotFound),
+            Some(&s) => Ok(Unpark::NotParked(OutboxState::from_column(s)?)),
+        }
+    }
+
+    /// The consume log's rows per consumer and message type under
+    /// `namespace` (the handle's, as `IdemBuilder::namespace` sets it; empty:
+    /// every row, the first part of each key taken as its consumer), sorted.
+    pub async fn consume_log_counts(
+        &self,
+        namespace: &str,
+    ) -> Result<Vec<ConsumerRows>, StoreError> {
+        let prefix = crate::key::namespace_prefix(namespace);
+        let len = match self.dialect {
+            Dialect::MySql => prefix.len(),
+            _ => prefix.chars().count(),
+        } as i64;
+        let args: Vec<Arg<'_>> = match self.dialect {
+            Dialect::MySql => vec![
+                Arg::Int(len),
+                Arg::Int(len),
+                Arg::Int(len),
+                Arg::Text(&prefix),
+            ],
+            _ => vec![Arg::Text(&prefix), Arg::Int(len)],
+        };
+        let stmt = Stmt::from(text::consumers(
+            self.dialect,
+            &self.names.consume_log_q(self.dialect),
+        ));
+        let raw: Vec<ConsumerRow> = rows!(self, &stmt, &args, text::consumer_row)?;
+        let mut out: Vec<ConsumerRows> = raw
+            .into_iter()
+            .map(|r| ConsumerRows {
+                consumer: r.0,
+                msg_type: r.1,
+                rows: count(r.2),
+                expired: count(r.3),
+                oldest: age(Some(r.4)).unwrap_or_default(),
+                newest: age(Some(r.5)).unwrap_or_default(),
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.consumer, &a.msg_type).cmp(&(&b.consumer, &b.msg_type)));
+        Ok(out)
+    }
+
+    /// The whole table's lag: the age of the oldest pending message that is
+    /// due now (the relay's `idem_outbox_lag_seconds`); `None` without one.
+    #[cfg(any(feature = "rabbitmq", feature = "nats"))]
+    pub(crate) async fn outbox_lag(&self) -> Result<Option<Duration>, StoreError> {
+        let stmt = Stmt::from(text::lag(self.dialect, &self.names.outbox_q(self.dialect)));
+        let found: Vec<Option<i64>> = rows!(self, &stmt, &[], text::opt_int_row)?;
+        Ok(age(found.into_iter().next().flatten()))
+    }
+}
