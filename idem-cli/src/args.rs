@@ -130,7 +130,7 @@ pub(crate) enum Command {
     },
     /// Outbox messages per topic: pending, parked, sent, the oldest pending one's age and the
     /// lag (the oldest due one's age); --parked lists parked messages, `retry ID` unparks one.
-    /// SQL stores only; all the table's messages, whatever their namespace.
+    /// SQL stores only; with -n, one namespace's messages (`OutboxTable::namespace`), else all.
     Outbox {
         #[command(subcommand)]
         action: Option<OutboxAction>,

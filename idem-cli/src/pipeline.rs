@@ -34,10 +34,14 @@ pub(crate) async fn outbox(
         Some(OutboxAction::Retry { id }) => retry(&store, &table, id, out).await,
         None if parked => list_parked(&store, &table, limit, out).await,
         None => {
-            let topics = store
+            let mut topics = store
                 .outbox_topics()
                 .await
                 .map_err(|e| Fail::store("outbox", e))?;
+            // `-n`: one namespace's messages (`OutboxTable::namespace`).
+            if !g.namespace.is_empty() {
+                topics.retain(|t| t.namespace == g.namespace);
+            }
             topics_out(&table, &topics, out);
             Ok(OK)
         }
@@ -61,7 +65,7 @@ fn topics_out(table: &str, topics: &[OutboxTopic], out: Out) {
             .iter()
             .map(|t| {
                 json!({
-                    "topic": t.topic, "pending": t.pending, "parked": t.parked, "sent": t.sent,
+                    "namespace": t.namespace, "topic": t.topic, "pending": t.pending, "parked": t.parked, "sent": t.sent,
                     "oldest_pending_ms": t.oldest_pending.map(ms), "lag_ms": t.lag.map(ms),
                 })
             })
@@ -76,12 +80,15 @@ fn topics_out(table: &str, topics: &[OutboxTopic], out: Out) {
         println!("no messages in {table}");
         return;
     }
-    let width = topics
-        .iter()
-        .map(|t| t.topic.len())
-        .max()
-        .unwrap_or(0)
-        .max(5);
+    // Messages of a namespace other than the default's show as `ns/topic`.
+    let label = |t: &OutboxTopic| {
+        if t.namespace.is_empty() {
+            t.topic.clone()
+        } else {
+            format!("{}/{}", t.namespace, t.topic)
+        }
+    };
+    let width = topics.iter().map(|t| label(t).len()).max().unwrap_or(0).max(5);
     println!(
         "{:<width$}  {:>8}  {:>8}  {:>8}  {:>14}  {:>8}",
         "topic", "pending", "parked", "sent", "oldest pending", "lag"
@@ -89,7 +96,7 @@ fn topics_out(table: &str, topics: &[OutboxTopic], out: Out) {
     for t in topics {
         println!(
             "{:<width$}  {:>8}  {:>8}  {:>8}  {:>14}  {:>8}",
-            t.topic,
+            label(t),
             t.pending,
             t.parked,
             t.sent,

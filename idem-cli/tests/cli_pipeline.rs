@@ -211,6 +211,17 @@ async fn story(db: &Db, store: SqlStore, args: &[&str]) {
     let v = run(&["outbox", "--table", &other, "--json"]).json();
     assert_eq!(v["topics"][0]["topic"], "elsewhere", "{v}");
     assert_eq!(v["topics"].as_array().unwrap().len(), 1, "{v}");
+    // The same topic and business id under another namespace: its own row,
+    // shown apart, and alone with `-n`.
+    db.enqueue_in(&other, "billing", "elsewhere", "e-1").await;
+    let v = run(&["outbox", "--table", &other, "--json"]).json();
+    assert_eq!(v["totals"]["pending"], 2, "{v}");
+    assert_eq!(v["topics"][1]["namespace"], "billing", "{v}");
+    let v = run(&["outbox", "--table", &other, "-n", "billing", "--json"]).json();
+    assert_eq!(v["topics"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["topics"][0]["namespace"], "billing", "{v}");
+    let text = run(&["outbox", "--table", &other]);
+    assert!(text.out.contains("billing/elsewhere"), "{}", text.out);
     let missing = run(&["outbox", "--table", "no_such_outbox"]);
     assert_eq!(missing.code, 4, "{}{}", missing.out, missing.err);
     assert!(missing.err.contains("no_such_outbox"), "{}", missing.err);

@@ -135,8 +135,20 @@ impl Db {
     /// One business transaction: enqueues a message in `table`, commits;
     /// the message id.
     pub(crate) async fn enqueue(&self, table: &str, topic: &str, business_id: &str) -> String {
+        self.enqueue_in(table, "", topic, business_id).await
+    }
+
+    /// [`enqueue`](Self::enqueue) under `namespace` (`OutboxTable::namespace`).
+    pub(crate) async fn enqueue_in(
+        &self,
+        table: &str,
+        namespace: &str,
+        topic: &str,
+        business_id: &str,
+    ) -> String {
         let t = idem::outbox::OutboxTable {
             table,
+            namespace,
             ..Default::default()
         };
         let payload = format!("{{\"order\":\"{business_id}\"}}");

@@ -24,6 +24,9 @@ use super::pipeline_sql::{self as text, ConsumerRow, ParkedRow, TopicRow};
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OutboxTopic {
+    /// The namespace its messages were enqueued under (`OutboxTable::namespace`;
+    /// empty for the default).
+    pub namespace: String,
     /// The topic.
     pub topic: String,
     /// Messages neither sent nor parked (claimed by a relay right now, waiting
@@ -178,7 +181,7 @@ macro_rules! rows {
 impl SqlStore {
     /// The outbox table per topic: pending, parked and sent messages, the
     /// oldest pending message's age and the lag (see [`OutboxTopic`]),
-    /// sorted by topic. One `GROUP BY` over the table.
+    /// sorted by namespace and topic. One `GROUP BY` over the table.
     pub async fn outbox_topics(&self) -> Result<Vec<OutboxTopic>, StoreError> {
         let stmt = Stmt::from(text::topics(
             self.dialect,
@@ -188,15 +191,16 @@ impl SqlStore {
         let mut out: Vec<OutboxTopic> = raw
             .into_iter()
             .map(|r| OutboxTopic {
-                topic: r.0,
-                pending: count(r.1),
-                parked: count(r.2),
-                sent: count(r.3),
-                oldest_pending: age(r.4),
-                lag: age(r.5),
+                namespace: r.0,
+                topic: r.1,
+                pending: count(r.2),
+                parked: count(r.3),
+                sent: count(r.4),
+                oldest_pending: age(r.5),
+                lag: age(r.6),
             })
             .collect();
-        out.sort_by(|a, b| a.topic.cmp(&b.topic));
+        out.sort_by(|a, b| (&a.namespace, &a.topic).cmp(&(&b.namespace, &b.topic)));
         Ok(out)
     }
 

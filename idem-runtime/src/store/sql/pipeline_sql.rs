@@ -56,12 +56,13 @@ fn ph(d: Dialect, sql: &str) -> String {
     crate::sql_kernel::arg::placeholders(d, sql)
 }
 
-/// Per topic of outbox `t`: topic, pending, parked, sent, oldest pending µs,
-/// lag µs (oldest pending and due).
+/// Per namespace and topic of outbox `t`: namespace, topic, pending, parked,
+/// sent, oldest pending µs, lag µs (oldest pending and due).
 pub(super) fn topics(d: Dialect, t: &str) -> String {
     let n = now(d);
     format!(
-        "SELECT {topic}, {pending}, {parked}, {sent}, {oldest}, {lag} FROM {t} GROUP BY 1",
+        "SELECT {ns}, {topic}, {pending}, {parked}, {sent}, {oldest}, {lag} FROM {t} GROUP BY 1, 2",
+        ns = txt(d, "namespace"),
         topic = txt(d, "topic"),
         pending = rows_where(d, "state = 0"),
         parked = rows_where(d, "state = 2"),
@@ -174,7 +175,7 @@ pub(super) fn consumers(d: Dialect, t: &str) -> String {
 }
 
 /// topic, pending, parked, sent, oldest pending µs, lag µs.
-pub(super) type TopicRow = (String, i64, i64, i64, Option<i64>, Option<i64>);
+pub(super) type TopicRow = (String, String, i64, i64, i64, Option<i64>, Option<i64>);
 /// id, topic, business id, attempts, last error, created µs, age µs.
 pub(super) type ParkedRow = (String, String, String, i64, Option<String>, i64, i64);
 /// consumer, type, rows, expired, oldest µs, newest µs.
@@ -199,7 +200,8 @@ macro_rules! decoder {
 decoder!(
     /// A row of [`topics`].
     topic_row -> TopicRow, |r| Ok((
-        r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?, r.try_get(4)?, r.try_get(5)?,
+        r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?, r.try_get(4)?,
+        r.try_get(5)?, r.try_get(6)?,
     ))
 );
 
