@@ -70,8 +70,8 @@ pub(crate) async fn main(env: &Env, quick: bool) -> anyhow::Result<()> {
 }
 
 async fn run(env: &Env, schema: &str, dest: &Dest, n: usize, rounds: usize) -> anyhow::Result<()> {
-    let opts = sqlx::postgres::PgConnectOptions::from_str(&env.pg_url)?
-        .options([("search_path", schema)]);
+    let opts =
+        sqlx::postgres::PgConnectOptions::from_str(&env.pg_url)?.options([("search_path", schema)]);
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(8)
         .test_before_acquire(false)
@@ -113,7 +113,11 @@ async fn run(env: &Env, schema: &str, dest: &Dest, n: usize, rounds: usize) -> a
         println!(
             "\ncommit-to-confirm latency, one message per transaction every 20 ms, NATS, {}: \
              p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} messages)",
-            if wake { "woken by NOTIFY" } else { "polling (100 ms doubling to 1 s)" },
+            if wake {
+                "woken by NOTIFY"
+            } else {
+                "polling (100 ms doubling to 1 s)"
+            },
             pct(&lat, 0.50),
             pct(&lat, 0.99),
             pct(&lat, 1.0),
@@ -204,7 +208,10 @@ async fn raw(broker: Broker, dest: &Dest, n: usize) -> anyhow::Result<f64> {
                 let mut acks = Vec::with_capacity(BATCH);
                 for i in start..(start + BATCH).min(n) {
                     let mut h = async_nats::HeaderMap::new();
-                    h.insert("Nats-Msg-Id", format!("raw-{i}-{}", crate::rand_u64()).as_str());
+                    h.insert(
+                        "Nats-Msg-Id",
+                        format!("raw-{i}-{}", crate::rand_u64()).as_str(),
+                    );
                     h.insert("Idem-Business-Id", format!("o-{i}").as_str());
                     acks.push(
                         js.publish_with_headers(subject.clone(), h, PAYLOAD.into())
@@ -234,8 +241,14 @@ async fn raw(broker: Broker, dest: &Dest, n: usize) -> anyhow::Result<f64> {
                         ..Default::default()
                     };
                     confirms.push(
-                        ch.basic_publish("".into(), dest.queue.as_str().into(), opts, PAYLOAD, props)
-                            .await?,
+                        ch.basic_publish(
+                            "".into(),
+                            dest.queue.as_str().into(),
+                            opts,
+                            PAYLOAD,
+                            props,
+                        )
+                        .await?,
                     );
                 }
                 for c in confirms {
@@ -249,7 +262,11 @@ async fn raw(broker: Broker, dest: &Dest, n: usize) -> anyhow::Result<f64> {
     }
 }
 
-fn publisher(broker: Broker, dest: &Dest, client: Option<async_nats::Client>) -> Box<dyn Fn(idem::store::sql::SqlStore, RelayOptions) -> Relay + Send + Sync> {
+fn publisher(
+    broker: Broker,
+    dest: &Dest,
+    client: Option<async_nats::Client>,
+) -> Box<dyn Fn(idem::store::sql::SqlStore, RelayOptions) -> Relay + Send + Sync> {
     let (queue, prefix) = (dest.queue.clone(), dest.prefix.clone());
     let _ = &queue;
     match broker {
@@ -262,7 +279,11 @@ fn publisher(broker: Broker, dest: &Dest, client: Option<async_nats::Client>) ->
             })
         }
         Broker::Rabbit => Box::new(move |store, opts| {
-            Relay::new(store, idem::outbox::amqp::AmqpPublisher::new(amqp_url()), opts)
+            Relay::new(
+                store,
+                idem::outbox::amqp::AmqpPublisher::new(amqp_url()),
+                opts,
+            )
         }),
     }
 }
@@ -310,7 +331,10 @@ async fn relays(
         };
         let mut opts = RelayOptions::new(format!("bench-{i}"));
         opts.batch = BATCH;
-        all.push(Arc::new(publisher(broker, dest, client)(store.clone(), opts)));
+        all.push(Arc::new(publisher(broker, dest, client)(
+            store.clone(),
+            opts,
+        )));
     }
     let (stop, signal) = idem::consume::shutdown();
     let t0 = Instant::now();
@@ -357,7 +381,10 @@ async fn latency(
         })
     });
     let client = async_nats::connect(nats_url()).await?;
-    let relay = Arc::new(publisher(Broker::Nats, dest, Some(client))(store.clone(), opts));
+    let relay = Arc::new(publisher(Broker::Nats, dest, Some(client))(
+        store.clone(),
+        opts,
+    ));
     let (stop, signal) = idem::consume::shutdown();
     let task = tokio::spawn({
         let relay = relay.clone();
@@ -376,7 +403,10 @@ async fn latency(
     }
     let t0 = Instant::now();
     while confirmed.lock().unwrap().len() < commits.len() {
-        anyhow::ensure!(t0.elapsed() < Duration::from_secs(30), "latency run stalled");
+        anyhow::ensure!(
+            t0.elapsed() < Duration::from_secs(30),
+            "latency run stalled"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     stop.trigger();

@@ -88,7 +88,12 @@ fn topics_out(table: &str, topics: &[OutboxTopic], out: Out) {
             format!("{}/{}", t.namespace, t.topic)
         }
     };
-    let width = topics.iter().map(|t| label(t).len()).max().unwrap_or(0).max(5);
+    let width = topics
+        .iter()
+        .map(|t| label(t).len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
     println!(
         "{:<width$}  {:>8}  {:>8}  {:>8}  {:>14}  {:>8}",
         "topic", "pending", "parked", "sent", "oldest pending", "lag"

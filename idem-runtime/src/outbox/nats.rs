@@ -75,10 +75,10 @@ impl NatsPublisher {
                 Err(e) => self.judge(e, m, &mut stream_up).await,
             });
         }
-        if out.iter().all(|v| matches!(v, Verdict::Unconfirmed(_))) {
-            if let Some(Verdict::Unconfirmed(why)) = out.first() {
-                return Err(BrokerDown(why.clone()));
-            }
+        if let Some(Verdict::Unconfirmed(why)) = out.first()
+            && out.iter().all(|v| matches!(v, Verdict::Unconfirmed(_)))
+        {
+            return Err(BrokerDown(why.clone()));
         }
         Ok(out)
     }

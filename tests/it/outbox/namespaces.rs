@@ -3,8 +3,8 @@
 //! get a stored message of their own, and a table created before namespaces
 //! were part of its uniqueness is brought up to date by `migrate()`.
 
-use idem::db::Dialect;
 use idem::Store as _;
+use idem::db::Dialect;
 use idem::outbox::OutboxTable;
 
 use crate::consume::support::Pool;
@@ -75,7 +75,11 @@ async fn first_step_outbox(db: &crate::consume::support::LogDb, dialect: Dialect
         db.exec("DROP TABLE idem_outbox_order_locks").await;
     }
     let steps = idem::store::sql::migrations(dialect, &idem::store::sql::TableNames::default());
-    for s in steps[0].1.split(";\n").filter(|s| s.contains("idem_outbox")) {
+    for s in steps[0]
+        .1
+        .split(";\n")
+        .filter(|s| s.contains("idem_outbox"))
+    {
         db.exec(s).await;
     }
     let now = match dialect {
@@ -94,10 +98,16 @@ async fn migrate_upgrades(dialect: Dialect) {
     let db = producer_db(dialect).await;
     first_step_outbox(&db, dialect).await;
     // Before the upgrade the store's own check names what is missing.
-    assert!(db.store.verify().await.is_err(), "an old table fails verify");
+    assert!(
+        db.store.verify().await.is_err(),
+        "an old table fails verify"
+    );
     db.store.migrate().await.expect("migrate upgrades");
     db.store.migrate().await.expect("and runs again");
-    db.store.verify().await.expect("the upgraded table verifies");
+    db.store
+        .verify()
+        .await
+        .expect("the upgraded table verifies");
     assert_eq!(
         db.scalar("SELECT COUNT(*) FROM idem_outbox WHERE namespace = '' AND id = 'obx-old'")
             .await,

@@ -98,7 +98,9 @@ async fn overlapping_transactions_publish_in_commit_order(dialect: Dialect) {
                 .fetch_all(p)
                 .await
                 .unwrap();
-            v.into_iter().map(|b| String::from_utf8(b).unwrap()).collect()
+            v.into_iter()
+                .map(|b| String::from_utf8(b).unwrap())
+                .collect()
         }
         Pool::Lite(_) => unreachable!(),
     };

@@ -109,7 +109,10 @@ mod tests {
             s,
             "UPDATE t SET a = -5::INT8, o = '\\x00ff'::BYTEA WHERE seq = ANY(ARRAY[3,4]::INT8[]) LIMIT $10"
         );
-        assert_eq!(inline("$1 $2", &[Lit::Text("it's"), Lit::Null]), "'it''s' NULL");
+        assert_eq!(
+            inline("$1 $2", &[Lit::Text("it's"), Lit::Null]),
+            "'it''s' NULL"
+        );
         assert_eq!(
             unflushed(&["SELECT 1".into()]),
             "SET LOCAL synchronous_commit TO OFF; SELECT 1"

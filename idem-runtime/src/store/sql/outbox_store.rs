@@ -177,6 +177,7 @@ impl SqlStore {
         let sql = unflushed(&parts);
         retry_conflicts(|| async {
             self.sent.one();
+            #[allow(irrefutable_let_patterns)]
             let Pool::Postgres(p) = &self.pool else {
                 return Err(sqlx::Error::Configuration("not a PostgreSQL pool".into()));
             };
@@ -188,7 +189,7 @@ impl SqlStore {
         .await
     }
 
-    #[allow(unused_variables, unreachable_code)]
+    #[allow(unused_variables, unreachable_code, irrefutable_let_patterns)]
     async fn claim_mysql(
         &self,
         t: &str,
@@ -248,6 +249,9 @@ impl SqlStore {
         args: &[Arg<'_>],
         seqs: Option<&[i64]>,
     ) -> Result<u64, StoreError> {
+        // Elsewhere the text holds them.
+        #[cfg(not(feature = "postgres"))]
+        let _ = seqs;
         retry_conflicts(|| async {
             self.sent.one();
             match &self.pool {
@@ -441,13 +445,23 @@ mod tests {
         tx.commit().await.unwrap();
         let (owner, lease) = ([7; 16], 60_000_000);
         let lost = store.outbox_claim(&owner, lease, 10, false).await.unwrap();
-        assert_eq!(lost.len(), 3, "the first attempt took them; its reply is lost");
-        let other = store.outbox_claim(&[8; 16], lease, 10, false).await.unwrap();
+        assert_eq!(
+            lost.len(),
+            3,
+            "the first attempt took them; its reply is lost"
+        );
+        let other = store
+            .outbox_claim(&[8; 16], lease, 10, false)
+            .await
+            .unwrap();
         assert!(other.is_empty(), "another claim finds them leased");
         let again = store.outbox_claim(&owner, lease, 10, true).await.unwrap();
         let seqs = |v: &[OutboxRow]| v.iter().map(|r| r.seq).collect::<Vec<_>>();
         assert_eq!(seqs(&again), seqs(&lost), "the repeat holds them now");
-        let gone = store.outbox_claim(&[9; 16], lease, 10, false).await.unwrap();
+        let gone = store
+            .outbox_claim(&[9; 16], lease, 10, false)
+            .await
+            .unwrap();
         assert!(gone.is_empty(), "and under a lease again");
     }
 }

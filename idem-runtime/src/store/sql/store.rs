@@ -332,12 +332,12 @@ impl Store for SqlStore {
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         Box::pin(async move {
-            for (name, probe) in
-                self.sql
-                    .probes
-                    .iter()
-                    .chain([&self.tok.probe, &self.log.probe])
-                    .chain(&self.outbox.probes)
+            for (name, probe) in self
+                .sql
+                .probes
+                .iter()
+                .chain([&self.tok.probe, &self.log.probe])
+                .chain(&self.outbox.probes)
             {
                 self.exists(probe, &[])
                     .await
