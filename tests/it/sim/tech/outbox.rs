@@ -19,9 +19,12 @@
 //! database with concurrent writers (PostgreSQL, MariaDB): a transaction
 //! draws its messages' `seq` when it enqueues and they become visible when it
 //! commits, so an earlier-enqueued message can commit after a later one.
-//! Both run the real enqueue and the real relay on the real table; `Mvcc`
-//! only renumbers the inserted row, in its own transaction, to the `seq` the
-//! sequence gave it at enqueue time (`outbox_run.rs`).
+//! There, as `OutboxTable::enqueue` promises on those databases, an ordered
+//! enqueue waits while another open transaction holds an ordered enqueue of
+//! the same business id (`outbox_produce::ORDERED_ENQUEUES_WAIT`). Both run
+//! the real enqueue and the real relay on the real table; `Mvcc` only
+//! renumbers the inserted row, in its own transaction, to the `seq` the
+//! sequence gave it at enqueue time (`outbox_produce.rs`).
 //!
 //! The relay runs in real time (leases are judged by the database clock),
 //! with leases under a second; a seed takes from a fraction of a second to a
@@ -133,8 +136,7 @@ pub(crate) struct RelaySpec {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Knobs {
     pub(crate) batch: usize,
-    /// Batches a relay publishes at once, where the relay pipelines.
-    #[allow(dead_code)]
+    /// Batches a relay publishes at once.
     pub(crate) in_flight: usize,
     pub(crate) lease_ms: u64,
     pub(crate) idle_ms: u64,

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use idem::outbox::{BrokerDown, Confirmed, Outgoing, PublishResult, Publisher};
+use idem::outbox::{BrokerDown, Confirmed, Outgoing, PublishResult, Publisher, Verdict};
 use idem::store::BoxFuture;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
@@ -256,29 +256,34 @@ impl Broker {
     }
 }
 
-// ---- The broker adapter's judgement: the one part that follows the tree. ----
+// ---- The broker adapter's judgement (as `idem::outbox::nats` judges). ----
 
-/// What the NATS adapter of this tree tells the relay about a batch: a
-/// refused message is refused alone, but "no responders" (no stream captures
-/// the subject) and a confirmation that never came fail the whole batch as
-/// the broker being down.
+/// What the NATS adapter tells the relay about a batch: a message the
+/// stream refuses (over its size limit, a nack, a subject no stream
+/// captures while JetStream answers) is refused alone; a confirmation that
+/// never came leaves its message unconfirmed; a batch with no answer at all
+/// is the broker down.
 pub(crate) fn verdicts(answers: &[Answer]) -> Result<PublishResult, BrokerDown> {
-    answers
+    let v: PublishResult = answers
         .iter()
         .map(|a| match a {
-            Answer::Stored { duplicate } => Ok(Ok(Confirmed {
+            Answer::Stored { duplicate } => Verdict::Confirmed(Confirmed {
                 duplicate: *duplicate,
-            })),
-            Answer::Refused(why) => Ok(Err(why.clone())),
-            Answer::NoStream => Err(BrokerDown("nats: no responders available".into())),
-            Answer::StoredLostAck { .. } => Err(BrokerDown("nats: timed out".into())),
+            }),
+            Answer::Refused(why) => Verdict::Refused(why.clone()),
+            Answer::NoStream => Verdict::Refused("no JetStream stream captures the subject".into()),
+            Answer::StoredLostAck { .. } => Verdict::Unconfirmed("nats: timed out".into()),
         })
-        .collect()
+        .collect();
+    if v.iter().all(|x| matches!(x, Verdict::Unconfirmed(_))) {
+        return Err(BrokerDown("nats: timed out".into()));
+    }
+    Ok(v)
 }
 
 /// Which messages of a result the relay counts as refused.
 fn refusals(v: &PublishResult) -> impl Iterator<Item = bool> + '_ {
-    v.iter().map(|r| r.is_err())
+    v.iter().map(|r| matches!(r, Verdict::Refused(_)))
 }
 
 /// One relay process's connection to the broker.

@@ -13,9 +13,11 @@ use super::outbox::{NAMESPACES, ObxSchedule, TOPICS, Txn, Visibility};
 
 /// Whether an ordered enqueue waits for another open transaction's ordered
 /// enqueue of the same business id (in `Mvcc`; SQLite's writers are serial
-/// anyway). The runtime's contract on PostgreSQL and MariaDB, which the
-/// simulation cannot observe from SQLite: here, not yet.
-pub(crate) const ORDERED_ENQUEUES_WAIT: bool = false;
+/// anyway). `OutboxTable::enqueue` promises it on PostgreSQL (a
+/// transaction-scoped advisory lock) and MariaDB (a row of the outbox's lock
+/// table); the simulation cannot observe those locks from SQLite, so the
+/// model takes the promise as given and checks what the relay makes of it.
+pub(crate) const ORDERED_ENQUEUES_WAIT: bool = true;
 
 /// What one transaction did.
 #[derive(Debug, Clone)]
@@ -40,9 +42,11 @@ pub(crate) fn plan(s: &ObxSchedule) -> Vec<(u64, u64, Option<Vec<i64>>)> {
         let t = &s.txs[i];
         let mut begin = t.at_ms;
         if ORDERED_ENQUEUES_WAIT {
+            // It gets the lock after the holder committed: strictly later,
+            // so that even a transaction of no duration commits after it.
             for &j in &by_at[..k] {
-                if conflict(&s.txs[j], t) && span[j].1 > begin {
-                    begin = span[j].1;
+                if conflict(&s.txs[j], t) && span[j].1 >= begin {
+                    begin = span[j].1 + 1;
                 }
             }
         }

@@ -123,7 +123,11 @@ impl<'s> Sim<'s> {
         let mut o = RelayOptions::new(format!("r{slot}.{inc}"));
         o.batch = k.batch;
         o.lease = Duration::from_millis(k.lease_ms);
+        o.in_flight = k.in_flight;
         o.idle_poll = Duration::from_millis(k.idle_ms);
+        o.idle_max = Duration::from_millis(4 * k.idle_ms);
+        // SQLite has no NOTIFY: the relays poll.
+        o.wake_on_commit = false;
         o.retry_min = Duration::from_millis(k.retry_min_ms);
         o.retry_max = Duration::from_millis(k.retry_max_ms);
         o.max_attempts = k.max_attempts;
