@@ -52,6 +52,8 @@ pub(crate) mod outbox_broker;
 #[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
 pub(crate) mod outbox_check;
 #[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
+mod outbox_consume;
+#[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
 pub(crate) mod outbox_dump;
 #[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
 pub(crate) mod outbox_produce;

@@ -12,7 +12,8 @@
 //! keeps the log of what it stored, in order, refuses messages (no stream
 //! for the topic, over the size limit, a seeded nack), can be down for a
 //! while (refusing connections, or silent until the relay's publish timeout)
-//! and can lose a confirmation of a message it stored.
+//! and can lose a confirmation of a message it stored. Its log, in order,
+//! then goes through the real `consume_once` (the consumer's side).
 //!
 //! The database can be seen two ways. `Serial` is SQLite as it is: writers
 //! take turns, so a message's `seq` follows commit order. `Mvcc` models a
@@ -38,7 +39,7 @@
 //! |---|---|
 //! | `outbox-no-loss` | every message a committed enqueue returned is in the table and ends sent (and stored by the broker) or parked |
 //! | `outbox-no-phantom` | no message of a rolled-back transaction is in the table or reaches the broker |
-//! | `outbox-one-effect` | after dedupe by message id, the broker holds at most one message per (namespace, topic, business id), with the payload enqueued |
+//! | `outbox-one-effect` | the broker holds at most one message id per (namespace, topic, business id), with the payload enqueued; through the real consume log (`outbox_consume.rs`), each sent fact has exactly one effect, and none has two |
 //! | `outbox-order` | per ordered business id: `seq` order is commit order, and the broker's first stores follow it (parked messages aside) |
 //! | `outbox-refused-never-blocks` | a refused message never keeps another from being sent; it ends parked after `max_attempts` refusals, and only then |
 //! | `outbox-park-once` | `on_park` is called exactly once per parked message |
@@ -312,6 +313,7 @@ fn sim_outbox_relay_seeded_schedules() {
             "parked",
             "refused",
             "duplicate-stored",
+            "consumer-duplicate",
             "down-silent",
             "down-refusing",
             "lost-confirmation",

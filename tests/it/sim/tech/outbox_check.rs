@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use super::outbox::{NAMESPACES, ObxSchedule, SIZE_LIMIT, TOPICS, UNCAPTURED};
+use super::outbox_consume::fact_key;
 use super::outbox_run::{RunOut, lag_between};
 
 /// Slack of the time-bound invariant beyond one lease: polls, backoff, a
@@ -186,12 +187,43 @@ pub(crate) fn check(s: &ObxSchedule, out: &RunOut) -> Result<(), String> {
             ids.len()
         ));
     }
+    check_effects(&committed, out, &mut v);
     check_order(&committed, out, &mut v);
     check_stranded(s, out, &mut v);
     if v.is_empty() {
         Ok(())
     } else {
         Err(v.join("\n"))
+    }
+}
+
+/// Through the consume log, each fact the relay sent has one effect, and no
+/// fact more than one (a parked one may have one: a confirmation lost
+/// before its refusals).
+fn check_effects(committed: &BTreeMap<String, Fact>, out: &RunOut, v: &mut Vec<String>) {
+    let c = &out.consumption;
+    for (id, said) in c.got.iter().filter(|g| g.1.starts_with("error")) {
+        v.push(format!("[outbox-one-effect] the consumer of {id}: {said}"));
+    }
+    let state: HashMap<&str, i64> = out.rows.iter().map(|r| (r.id.as_str(), r.state)).collect();
+    let mut known = HashSet::new();
+    for (id, f) in committed {
+        let key = fact_key(f.ns, TOPICS[f.topic], &f.business_id);
+        let n = c.effects.get(&key).copied().unwrap_or(0);
+        let sent = state.get(id.as_str()) == Some(&1);
+        if n > 1 || (sent && n != 1) {
+            v.push(format!(
+                "[outbox-one-effect] {} ({id}, {}): {n} effects",
+                fact_name(f),
+                if sent { "sent" } else { "not sent" }
+            ));
+        }
+        known.insert(key);
+    }
+    for (k, n) in c.effects.iter().filter(|e| !known.contains(e.0)) {
+        v.push(format!(
+            "[outbox-no-phantom] {n} effects of {k}, which no committed enqueue holds"
+        ));
     }
 }
 

@@ -40,6 +40,12 @@ pub(crate) fn outcomes(s: &ObxSchedule, out: &RunOut) -> Vec<String> {
         ),
         "lost-confirmation",
     );
+    let dup = out
+        .consumption
+        .got
+        .iter()
+        .any(|g| g.1.starts_with("duplicate"));
+    add(dup, "consumer-duplicate");
     add(s.txs.iter().any(|t| t.retry_of.is_some()), "retried-tx");
     add(s.txs.iter().any(|t| !t.commit), "rolled-back");
     // Two transactions of one ordered business id where the later one
@@ -132,6 +138,8 @@ pub(crate) fn dump(s: &ObxSchedule, out: &RunOut) -> String {
         );
     }
     let _ = writeln!(d, "parks: {:?}", out.parks);
+    let _ = writeln!(d, "consumed: {:?}", out.consumption.got);
+    let _ = writeln!(d, "effects: {:?}", out.consumption.effects);
     for r in &out.rows {
         let _ = writeln!(
             d,

@@ -16,6 +16,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 
 use super::outbox::ObxSchedule;
 use super::outbox_broker::{Broker, BrokerLog, CrashNote, ModelPublisher};
+use super::outbox_consume::{Consumption, consume};
 use super::outbox_produce::{TxOut, plan, produce};
 use super::sqlite::{int, with_db};
 
@@ -54,6 +55,8 @@ pub(crate) struct RunOut {
     pub(crate) lag: Vec<(Duration, Duration)>,
     /// When the table was drained (nothing pending), if it was.
     pub(crate) drained: Option<Duration>,
+    /// The broker's log through the consume log.
+    pub(crate) consumption: Consumption,
 }
 
 pub(crate) fn run(s: &ObxSchedule) -> RunOut {
@@ -61,6 +64,7 @@ pub(crate) fn run(s: &ObxSchedule) -> RunOut {
         for sql in [
             "DELETE FROM idem_outbox",
             "DELETE FROM sqlite_sequence WHERE name = 'idem_outbox'",
+            "DELETE FROM idem_consume_log",
         ] {
             sqlx::query(sql)
                 .execute(&pool)
@@ -198,6 +202,14 @@ impl<'s> Sim<'s> {
         self.out.rows = rows(&self.pool).await;
         self.out.broker = self.broker.log.lock().expect("the broker log").clone();
         self.out.parks = self.parks.lock().expect("the park log").clone();
+        let ns_of = s
+            .txs
+            .iter()
+            .zip(&self.out.txs)
+            .filter_map(|(t, o)| Some((t, o.as_ref()?)))
+            .flat_map(|(t, o)| o.ids.iter().flatten().map(|id| (id.clone(), t.ns)))
+            .collect();
+        self.out.consumption = consume(&self.pool, &self.out.broker.stored, &ns_of).await;
         self.out
     }
 
