@@ -306,4 +306,6 @@ fn sim_regression_late_claim_reply_keeps_the_lease() {
     }
 }
 
+#[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
+mod outbox;
 mod techniques;

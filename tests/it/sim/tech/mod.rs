@@ -12,6 +12,7 @@
 //! | transactional guard + front store | `txguard.rs` | real (no timers) | SQLite in memory, memory front behind `FaultyStore` |
 //! | consume log under redelivery | `consume.rs` | real (no timers) | SQLite in memory |
 //! | HTTP layer (`tower::Service`, no sockets) | `http.rs` | virtual | the guard's store chain (`FaultyStore`) |
+//! | outbox relay, several relays, crashes | `outbox.rs` | real (leases under a second) | SQLite in memory, a model broker |
 //!
 //! The SQL techniques run on a real SQLite in memory rather than a model of
 //! one: its transactions, savepoints, commit and rollback are the real
@@ -21,6 +22,8 @@
 //!
 //! Knobs: `IDEM_SIM_<TECH>_SEEDS=N` (`TECH` = `CAS`, `TOKEN`, `LOCK`,
 //! `OPTIMISTIC`, `ROW_ONCE`, `TXGUARD`, `CONSUME`, `HTTP`), else `IDEM_SIM_TECH_SEEDS`, else 5 000;
+//! the outbox, whose seeds run in real time, reads `IDEM_SIM_OUTBOX_SEEDS` only
+//! (default 32);
 //! `IDEM_SIM_<TECH>_BASE` / `IDEM_SIM_BASE` the first seed;
 //! `IDEM_SIM_<TECH>_SEED=S` reruns one seed and prints its history.
 
@@ -42,6 +45,20 @@ pub(crate) mod lock;
 mod lock_check;
 #[cfg(feature = "sqlite")]
 pub(crate) mod optimistic;
+#[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
+pub(crate) mod outbox;
+#[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
+pub(crate) mod outbox_broker;
+#[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
+pub(crate) mod outbox_check;
+#[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
+mod outbox_consume;
+#[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
+pub(crate) mod outbox_dump;
+#[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
+pub(crate) mod outbox_produce;
+#[cfg(all(feature = "sqlite", any(feature = "nats", feature = "rabbitmq")))]
+pub(crate) mod outbox_run;
 mod proc_store;
 #[cfg(feature = "sqlite")]
 mod row_once;
@@ -69,6 +86,34 @@ pub(crate) struct SeedRun {
 /// panics with the failing seeds; `must_see` are outcomes a large enough run
 /// must reach (so a generator that stopped exercising a path is noticed).
 pub(crate) fn sweep(tech: &str, run: fn(u64, bool) -> SeedRun, must_see: &[&str]) {
+    let n = env_u64(&format!("IDEM_SIM_{}_SEEDS", tech.to_uppercase()))
+        .or_else(|| env_u64("IDEM_SIM_TECH_SEEDS"))
+        .unwrap_or(5_000);
+    sweep_n(tech, n, 2_000, run, must_see);
+}
+
+/// [`sweep`] for a technique whose seeds run in real time (seconds, not
+/// microseconds): `IDEM_SIM_<TECH>_SEEDS` only (the shared knob sizes the
+/// fast ones), `default` seeds without it, the coverage check from
+/// `coverage_from` seeds.
+pub(crate) fn sweep_sized(
+    tech: &str,
+    default: u64,
+    coverage_from: u64,
+    run: fn(u64, bool) -> SeedRun,
+    must_see: &[&str],
+) {
+    let n = env_u64(&format!("IDEM_SIM_{}_SEEDS", tech.to_uppercase())).unwrap_or(default);
+    sweep_n(tech, n, coverage_from, run, must_see);
+}
+
+fn sweep_n(
+    tech: &str,
+    n: u64,
+    coverage_from: u64,
+    run: fn(u64, bool) -> SeedRun,
+    must_see: &[&str],
+) {
     let up = tech.to_uppercase();
     if let Some(seed) = env_u64(&format!("IDEM_SIM_{up}_SEED")) {
         let r = run(seed, true);
@@ -78,9 +123,6 @@ pub(crate) fn sweep(tech: &str, run: fn(u64, bool) -> SeedRun, must_see: &[&str]
         }
         return;
     }
-    let n = env_u64(&format!("IDEM_SIM_{up}_SEEDS"))
-        .or_else(|| env_u64("IDEM_SIM_TECH_SEEDS"))
-        .unwrap_or(5_000);
     let base = env_u64(&format!("IDEM_SIM_{up}_BASE"))
         .or_else(|| env_u64("IDEM_SIM_BASE"))
         .unwrap_or(0);
@@ -133,7 +175,7 @@ pub(crate) fn sweep(tech: &str, run: fn(u64, bool) -> SeedRun, must_see: &[&str]
             "{tech}: failing seeds {seeds:?} (rerun: IDEM_SIM_{up}_SEED={seed})\nseed {seed}:\n{e}\n{dump}"
         );
     }
-    if n >= 2_000 {
+    if n >= coverage_from {
         for o in must_see {
             assert!(
                 seen.get(*o).copied().unwrap_or(0) > 0,
