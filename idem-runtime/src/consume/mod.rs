@@ -53,6 +53,8 @@ pub mod amqp;
 #[cfg(feature = "nats")]
 pub mod nats;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
+mod pump;
+#[cfg(any(feature = "rabbitmq", feature = "nats"))]
 mod worker;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 pub use worker::{
