@@ -54,6 +54,20 @@ pub async fn run<H, Fut, E>(
     serve(url, queue, opts, signal, Arc::new(Each(handler))).await;
 }
 
+/// Consumes `queue` at `url` in batches through the consume log until
+/// `signal` is triggered: see [`Batch`](super::Batch). The channel's
+/// prefetch is raised to the batch size when it is smaller.
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub async fn run_batch<H: super::BatchHandler>(
+    url: &str,
+    queue: &str,
+    opts: ConsumerOptions,
+    signal: ShutdownSignal,
+    batch: super::Batch<H>,
+) {
+    serve(url, queue, opts, signal, Arc::new(batch)).await;
+}
+
 /// The loop of sessions, reconnecting with backoff.
 async fn serve<P: Process>(
     url: &str,

@@ -50,8 +50,18 @@ pub use outcome::{Consumed, DuplicateOf};
 
 #[cfg(feature = "rabbitmq")]
 pub mod amqp;
+#[cfg(all(
+    any(feature = "rabbitmq", feature = "nats"),
+    any(feature = "postgres", feature = "mysql", feature = "sqlite")
+))]
+mod batch;
 #[cfg(feature = "nats")]
 pub mod nats;
+#[cfg(all(
+    any(feature = "rabbitmq", feature = "nats"),
+    any(feature = "postgres", feature = "mysql", feature = "sqlite")
+))]
+pub use batch::{Batch, BatchHandler, MAX_BATCH, Record, RecordOutcome};
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 mod pump;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]

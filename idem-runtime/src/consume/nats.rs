@@ -41,6 +41,23 @@ pub async fn run<H, Fut, E>(
     serve(client, stream, consumer, opts, signal, each).await;
 }
 
+/// Consumes the durable pull consumer `consumer` of `stream` in batches
+/// through the consume log until `signal` is triggered: see
+/// [`Batch`](super::Batch). Pull requests ask for at least the batch size.
+/// Keep the consumer's `ack_wait` above a batch's time: a message whose ack
+/// is late is redelivered, and then found in the log.
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub async fn run_batch<H: super::BatchHandler>(
+    client: async_nats::Client,
+    stream: &str,
+    consumer: &str,
+    opts: ConsumerOptions,
+    signal: ShutdownSignal,
+    batch: super::Batch<H>,
+) {
+    serve(client, stream, consumer, opts, signal, Arc::new(batch)).await;
+}
+
 /// The loop of sessions, re-subscribing with backoff.
 async fn serve<P: Process>(
     client: async_nats::Client,
