@@ -3,9 +3,10 @@
 //! fails when told to, so a failure has something to roll back), and one
 //! batch run on a [`LogDb`].
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use idem::consume::{Batch, BatchHandler, Delivery, Record, RecordOutcome};
+use idem::consume::{Batch, BatchHandler, ConsumerOptions, Delivery, Record, RecordOutcome};
 
 use crate::consume::support::{LogDb, Pool};
 
@@ -116,11 +117,66 @@ refunds!(
     "INSERT INTO refunds VALUES (?, ?, 'refund')"
 );
 
-/// The batched consumer on PostgreSQL.
-pub(crate) fn pg_batch(pool: sqlx::PgPool, idem: &idem::Idem, size: usize) -> Batch<PgRefunds> {
-    Batch::new(pool, CONSUMER, PgRefunds::default())
+/// The batched consumer on PostgreSQL, with `after_commit` if given.
+pub(crate) fn pg_batch(
+    pool: sqlx::PgPool,
+    idem: &idem::Idem,
+    size: usize,
+    after_commit: Option<AfterCommit>,
+) -> Batch<PgRefunds> {
+    Batch::new(pool, CONSUMER, PgRefunds { after_commit })
         .handle(idem.clone())
         .size(size)
+}
+
+/// Records each commit's number of applied messages.
+pub(crate) fn commit_log() -> (AfterCommit, Arc<Mutex<Vec<usize>>>) {
+    let commits = Arc::new(Mutex::new(Vec::new()));
+    let log = commits.clone();
+    (Arc::new(move |n| log.lock().unwrap().push(n)), commits)
+}
+
+/// What the poison hook saw: (message id, attempt, error), per call.
+pub(crate) type Hooked = Arc<Mutex<Vec<(Option<String>, u32, String)>>>;
+
+/// Options of the poison tests: three deliveries at most, a short retry
+/// pause, two batches at once, and a hook that records its calls.
+pub(crate) fn poison_opts() -> (ConsumerOptions, Hooked) {
+    let hooked: Hooked = Arc::default();
+    let mut opts = ConsumerOptions::new(CONSUMER);
+    opts.max_deliveries = 3;
+    opts.retry_delay = Duration::from_millis(20);
+    opts.concurrency = 2;
+    opts.on_poison = Some({
+        let hooked = hooked.clone();
+        Arc::new(move |p: &idem::consume::Poisoned| {
+            hooked.lock().unwrap().push((
+                p.delivery.id.clone(),
+                p.delivery.attempt,
+                p.error.clone(),
+            ));
+        })
+    });
+    (opts, hooked)
+}
+
+/// 30 refunds and, among them, one whose body always fails (`m-poison`):
+/// (message id, body) in publishing order.
+pub(crate) fn thirty_and_a_poison() -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = (0..30)
+        .map(|i| (format!("m-{i}"), body(&format!("o-{i}"), false)))
+        .collect();
+    v.insert(7, ("m-poison".into(), body("o-poison", true)));
+    v
+}
+
+/// Waits (60 s at most) until `done` holds.
+pub(crate) async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Runs one batch of `deliveries` on `db`'s database.
@@ -130,7 +186,11 @@ pub(crate) async fn consume(
     deliveries: &[Delivery],
 ) -> Vec<RecordOutcome> {
     match &db.pool {
-        Pool::Pg(p) => pg_batch(p.clone(), idem, 100).consume(deliveries).await,
+        Pool::Pg(p) => {
+            pg_batch(p.clone(), idem, 100, None)
+                .consume(deliveries)
+                .await
+        }
         Pool::My(p) => {
             let b = Batch::new(p.clone(), CONSUMER, MyRefunds::default()).handle(idem.clone());
             b.consume(deliveries).await

@@ -12,6 +12,14 @@ pub mod amqp_support;
     feature = "postgres",
     feature = "mysql",
     feature = "sqlite",
+    feature = "rabbitmq",
+    feature = "nats"
+))]
+pub mod batch_broker;
+#[cfg(all(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
     any(feature = "rabbitmq", feature = "nats")
 ))]
 pub mod batch_log;
