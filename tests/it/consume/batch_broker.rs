@@ -16,9 +16,10 @@ use crate::consume::amqp_support::{
 use crate::consume::batch_support::{
     CONSUMER, Hooked, commit_log, pg_batch, poison_opts, thirty_and_a_poison, wait_until,
 };
-use crate::consume::handler::{RefundMsg, stop_when_idle};
+use crate::consume::handler::stop_when_idle;
 use crate::consume::nats_support::{
-    TestStream, client, pending, publish, publish_bytes as nats_publish, pull_consumer,
+    TestStream, client, pending, publish_bytes as nats_publish,
+    publish_with_duplicates as nats_with_duplicates, pull_consumer,
 };
 use crate::consume::support::LogDb;
 
@@ -185,21 +186,8 @@ async fn nats_batches_refund_each_order_once() {
     let db = LogDb::new(Dialect::Postgres).await;
     let js = jetstream::new(client().await);
     let s = TestStream::new(&js).await;
-    let msg = |i: usize| RefundMsg {
-        id: String::new(),
-        order_no: format!("o-{i}"),
-        slow_ms: 0,
-    };
-    for i in 0..800 {
-        publish(&js, &s.subject, &format!("m-{i}"), &msg(i)).await;
-        if i % 8 == 1 {
-            publish(&js, &s.subject, &format!("m-{i}-again"), &msg(i)).await;
-        }
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    for i in (0..800).filter(|i| i % 8 == 1) {
-        publish(&js, &s.subject, &format!("m-{i}"), &msg(i)).await;
-    }
+    let messages = nats_with_duplicates(&js, &s.subject, 800).await;
+    assert_eq!(messages, 1000);
     pull_consumer(&js, &s.name, "refunds", Duration::from_secs(10), 10).await;
     let idem = crate::support::handle(Arc::new(db.store.clone()), "batch-nats");
     let batch = pg_batch(db.pg().clone(), &idem, 100, None);

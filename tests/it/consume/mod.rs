@@ -20,6 +20,14 @@ pub mod batch_broker;
     feature = "postgres",
     feature = "mysql",
     feature = "sqlite",
+    feature = "rabbitmq",
+    feature = "nats"
+))]
+pub mod batch_crash;
+#[cfg(all(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
     any(feature = "rabbitmq", feature = "nats")
 ))]
 pub mod batch_log;

@@ -114,3 +114,33 @@ pub(crate) async fn pending(js: &jetstream::Context, stream: &str, name: &str) -
     let info = c.info().await.expect("consumer info");
     (info.num_pending, info.num_ack_pending)
 }
+
+/// Publishes refunds of `orders` orders to `subject` (ids `m-<i>`), every
+/// 8th one again under a new id, and again under its own id after the
+/// server's duplicate window: the number of messages.
+pub(crate) async fn publish_with_duplicates(
+    js: &jetstream::Context,
+    subject: &str,
+    orders: usize,
+) -> usize {
+    let msg = |i: usize| RefundMsg {
+        id: String::new(),
+        order_no: format!("o-{i}"),
+        slow_ms: 0,
+    };
+    let mut n = 0;
+    for i in 0..orders {
+        publish(js, subject, &format!("m-{i}"), &msg(i)).await;
+        n += 1;
+        if i % 8 == 1 {
+            publish(js, subject, &format!("m-{i}-again"), &msg(i)).await;
+            n += 1;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for i in (0..orders).filter(|i| i % 8 == 1) {
+        publish(js, subject, &format!("m-{i}"), &msg(i)).await;
+        n += 1;
+    }
+    n
+}
