@@ -4,8 +4,10 @@
 //! ```text
 //! cargo bench --bench overhead --all-features -- [--quick] [--cluster] [--out FILE] [--only TEXT]
 //! cargo bench --bench overhead --all-features -- --burst [--quick]
+//! cargo bench --bench overhead --all-features -- --batch-consume [--quick]
 //! ```
-//! `--burst` runs the flash-sale burst rows instead (see `burst.rs`).
+//! `--burst` runs the flash-sale burst rows instead (see `burst.rs`);
+//! `--batch-consume` the batched consume-once rows (see `consume_batch.rs`).
 //! Services (override with the environment): `IDEM_BENCH_REDIS` (redis://127.0.0.1:6379),
 //! `IDEM_BENCH_PG` (postgres://postgres@127.0.0.1/test), `IDEM_BENCH_MYSQL`
 //! (mysql://root@127.0.0.1/test), `IDEM_BENCH_AMQP` (amqp://guest:guest@127.0.0.1:5672/%2f),
@@ -20,6 +22,8 @@ mod burst;
 mod cluster;
 mod consume;
 mod consume_amqp;
+mod consume_batch;
+mod consume_batch_hand;
 mod consume_nats;
 mod harness;
 mod http;
@@ -110,6 +114,7 @@ pub(crate) struct ScenarioResult {
 struct Args {
     quick: bool,
     burst: bool,
+    batch_consume: bool,
     out: String,
     only: Option<String>,
     worker: Option<String>,
@@ -125,6 +130,7 @@ fn parse_args() -> anyhow::Result<Args> {
     let mut a = Args {
         quick: false,
         burst: false,
+        batch_consume: false,
         out: "target/bench/overhead.json".into(),
         only: None,
         worker: None,
@@ -142,6 +148,7 @@ fn parse_args() -> anyhow::Result<Args> {
         match x.as_str() {
             "--quick" => a.quick = true,
             "--burst" => a.burst = true,
+            "--batch-consume" => a.batch_consume = true,
             "--cluster" => a.cluster = true,
             "--out" => a.out = val()?,
             "--only" => a.only = Some(val()?),
@@ -152,7 +159,7 @@ fn parse_args() -> anyhow::Result<Args> {
             // cargo bench passes `--bench` to harness-less targets.
             "--bench" => {}
             other => anyhow::bail!(
-                "unknown argument `{other}`; expected --quick, --burst, --cluster, --out FILE, --only TEXT, --side N"
+                "unknown argument `{other}`; expected --quick, --burst, --batch-consume, --cluster, --out FILE, --only TEXT, --side N"
             ),
         }
     }
@@ -203,6 +210,9 @@ fn main() -> anyhow::Result<()> {
     }
     if args.burst {
         return rt.block_on(burst::main(&env, args.quick));
+    }
+    if args.batch_consume {
+        return rt.block_on(consume_batch::main(&env, args.quick));
     }
     rt.block_on(run(&env, &args, plan))
 }
