@@ -32,7 +32,7 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{Connection, ConnectionProperties};
 
-use super::pump::{Each, Inbound, Process, Settle, pump};
+use super::pump::{Each, Inbound, Process, Settle, fit_prefetch, pump};
 use super::worker::{
     Backoff, ConsumerOptions, Delivery, Failures, ShutdownSignal, Verdict, connected,
 };
@@ -56,7 +56,8 @@ pub async fn run<H, Fut, E>(
 
 /// Consumes `queue` at `url` in batches through the consume log until
 /// `signal` is triggered: see [`Batch`](super::Batch). The channel's
-/// prefetch is raised to the batch size when it is smaller.
+/// prefetch is raised to fill every batch in flight (`size × concurrency`)
+/// when it is smaller.
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub async fn run_batch<H: super::BatchHandler>(
     url: &str,
@@ -76,8 +77,7 @@ async fn serve<P: Process>(
     mut signal: ShutdownSignal,
     process: Arc<P>,
 ) {
-    let unit = u16::try_from(process.size()).unwrap_or(u16::MAX);
-    opts.prefetch = opts.prefetch.max(unit);
+    fit_prefetch(&mut opts, process.size());
     let opts = Arc::new(opts);
     let failures = Arc::new(Failures::default());
     let mut backoff = Backoff::new(&opts);

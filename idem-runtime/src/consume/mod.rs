@@ -43,7 +43,11 @@
 //! - `amqp` (feature `rabbitmq`) and `nats` (feature `nats`): consumer loops
 //!   that acknowledge only after the handler's commit, over the shared
 //!   `worker` pieces ([`ConsumerOptions`], [`Delivery`], [`shutdown`], the
-//!   poison policy).
+//!   poison policy);
+//! - `Batch` and `BatchHandler` (a broker feature and a SQL database): a
+//!   batch of deliveries in one transaction, deduplicated by one statement,
+//!   a failing record rolled back alone (`amqp::run_batch`,
+//!   `nats::run_batch`).
 
 mod outcome;
 pub use outcome::{Consumed, DuplicateOf};

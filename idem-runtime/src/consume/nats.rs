@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use async_nats::jetstream::{self, AckKind, consumer::PullConsumer};
 
-use super::pump::{Each, Inbound, Process, Settle, pump};
+use super::pump::{Each, Inbound, Process, Settle, fit_prefetch, pump};
 use super::worker::{Backoff, ConsumerOptions, Delivery, ShutdownSignal, Verdict, connected};
 
 /// The message id header.
@@ -43,7 +43,8 @@ pub async fn run<H, Fut, E>(
 
 /// Consumes the durable pull consumer `consumer` of `stream` in batches
 /// through the consume log until `signal` is triggered: see
-/// [`Batch`](super::Batch). Pull requests ask for at least the batch size.
+/// [`Batch`](super::Batch). Pull requests ask for enough messages to fill
+/// every batch in flight (`size × concurrency`).
 /// Keep the consumer's `ack_wait` above a batch's time: a message whose ack
 /// is late is redelivered, and then found in the log.
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
@@ -67,8 +68,7 @@ async fn serve<P: Process>(
     mut signal: ShutdownSignal,
     process: Arc<P>,
 ) {
-    let unit = u16::try_from(process.size()).unwrap_or(u16::MAX);
-    opts.prefetch = opts.prefetch.max(unit);
+    fit_prefetch(&mut opts, process.size());
     let js = jetstream::new(client);
     let opts = Arc::new(opts);
     let mut backoff = Backoff::new(&opts);

@@ -44,6 +44,16 @@ pub(crate) trait Process: Send + Sync + 'static {
     ) -> impl Future<Output = Vec<Verdict>> + Send;
 }
 
+/// A batch loop asks its broker for enough messages to fill every batch in
+/// flight: a prefetch of at least `size × concurrency`. A loop per message
+/// keeps the configured one.
+pub(crate) fn fit_prefetch(opts: &mut ConsumerOptions, size: usize) {
+    if size > 1 {
+        let want = size.saturating_mul(opts.concurrency.max(1));
+        opts.prefetch = opts.prefetch.max(u16::try_from(want).unwrap_or(u16::MAX));
+    }
+}
+
 /// A handler per message: units of one.
 pub(crate) struct Each<H>(pub(crate) H);
 

@@ -60,6 +60,7 @@ impl Savepoint {
     /// savepoint is gone (MySQL rolls a deadlocked transaction back whole)
     /// and nothing more may run in what the caller believes is one
     /// transaction.
+    #[cfg_attr(not(any(feature = "rabbitmq", feature = "nats")), allow(dead_code))]
     pub(crate) async fn undo<C: SqlConn + ?Sized>(self, conn: &mut C) -> Result<(), sqlx::Error> {
         let sql = format!("ROLLBACK TO SAVEPOINT {}", self.name);
         conn.any().simple(sql).await?;

@@ -1,7 +1,7 @@
 //! The SQL text of the consume log (`#[consume_once]`, `idem::consume`): its
 //! DDL (part of [`ddl`](super::ddl) and `migrate()`), the insert the consumer
-//! runs in the caller's transaction, and the purge and `verify()` probe of the
-//! store. Kept apart from `ddl.rs` (the records' text) so each file holds one
+//! runs in the caller's transaction (one row, or a batched consumer's rows in
+//! one statement), and the purge and `verify()` probe of the store. Kept apart from `ddl.rs` (the records' text) so each file holds one
 //! table.
 //!
 //! | column        | PostgreSQL    | MySQL/MariaDB            | SQLite              |
@@ -120,6 +120,7 @@ pub(crate) fn insert(d: Dialect, t: &str) -> String {
 ///   business key and retention; a plain insert of the rows that
 ///   [`existing`] did not find, so a row that a concurrent transaction
 ///   inserted in between is a unique violation (the batch runs again).
+#[cfg_attr(not(any(feature = "rabbitmq", feature = "nats")), allow(dead_code))]
 pub(crate) fn insert_batch(d: Dialect, t: &str, n: usize) -> String {
     let cols = "msg_key, biz_key, consumed_at, expires_at";
     match d {
@@ -152,6 +153,8 @@ pub(crate) fn insert_batch(d: Dialect, t: &str, n: usize) -> String {
 /// MySQL/MariaDB: the rows holding any of `msgs` message keys or `bizs`
 /// business keys (binds: the message keys, then the business keys), each
 /// half on its own index.
+#[cfg(feature = "mysql")]
+#[cfg_attr(not(any(feature = "rabbitmq", feature = "nats")), allow(dead_code))]
 pub(crate) fn existing(t: &str, msgs: usize, bizs: usize) -> String {
     let list = |n: usize| vec!["?"; n].join(", ");
     let mut sql = format!(
@@ -169,6 +172,7 @@ pub(crate) fn existing(t: &str, msgs: usize, bizs: usize) -> String {
 
 /// Deletes one message's row: a batch's record whose body failed after the
 /// batch insert wrote its row (bind: msg_key).
+#[cfg_attr(not(any(feature = "rabbitmq", feature = "nats")), allow(dead_code))]
 pub(crate) fn forget(d: Dialect, t: &str) -> String {
     let p = match d {
         Dialect::Postgres => "$1",
@@ -255,7 +259,10 @@ mod tests {
         let lite = insert_batch(Dialect::Sqlite, "refund_log", 2);
         assert!(lite.contains("(?4, ?5, "), "{lite}");
         assert_eq!(insert_batch(Dialect::MySql, "l", 3).matches('?').count(), 9);
-        assert!(existing("l", 2, 0).ends_with("msg_key IN (?, ?)"));
-        assert!(existing("l", 1, 1).contains("UNION ALL"));
+        #[cfg(feature = "mysql")]
+        {
+            assert!(existing("l", 2, 0).ends_with("msg_key IN (?, ?)"));
+            assert!(existing("l", 1, 1).contains("UNION ALL"));
+        }
     }
 }
