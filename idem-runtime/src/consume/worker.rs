@@ -49,10 +49,11 @@ pub struct ConsumerOptions {
     /// consumer tag.
     pub name: String,
     /// Messages the broker may hand over unacknowledged (AMQP `basic.qos`,
-    /// the NATS pull batch). Default 32.
+    /// the NATS pull batch). Default 32; a batch loop raises it to
+    /// `size × concurrency`.
     pub prefetch: u16,
-    /// Handlers running at once. Default 8; at least 1, at most tokio's
-    /// `Semaphore::MAX_PERMITS`.
+    /// Handlers running at once (batches, for a batch loop). Default 8; at
+    /// least 1, at most tokio's `Semaphore::MAX_PERMITS`.
     pub concurrency: usize,
     /// Deliveries a message may fail before it is poison. Default 5.
     pub max_deliveries: u32,
