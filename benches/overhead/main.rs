@@ -5,9 +5,11 @@
 //! cargo bench --bench overhead --all-features -- [--quick] [--cluster] [--out FILE] [--only TEXT]
 //! cargo bench --bench overhead --all-features -- --burst [--quick]
 //! cargo bench --bench overhead --all-features -- --outbox [--quick]
+//! cargo bench --bench overhead --all-features -- --batch-consume [--quick]
 //! ```
 //! `--burst` runs the flash-sale burst rows instead (see `burst.rs`), `--outbox`
-//! the outbox relay against a raw publish loop (see `outbox_relay.rs`).
+//! the outbox relay against a raw publish loop (see `outbox_relay.rs`),
+//! `--batch-consume` the batched consume-once rows (see `consume_batch.rs`).
 //! Services (override with the environment): `IDEM_BENCH_REDIS` (redis://127.0.0.1:6379),
 //! `IDEM_BENCH_PG` (postgres://postgres@127.0.0.1/test), `IDEM_BENCH_MYSQL`
 //! (mysql://root@127.0.0.1/test), `IDEM_BENCH_AMQP` (amqp://guest:guest@127.0.0.1:5672/%2f),
@@ -22,6 +24,8 @@ mod burst;
 mod cluster;
 mod consume;
 mod consume_amqp;
+mod consume_batch;
+mod consume_batch_hand;
 mod consume_nats;
 mod harness;
 mod http;
@@ -114,6 +118,7 @@ struct Args {
     quick: bool,
     burst: bool,
     outbox: bool,
+    batch_consume: bool,
     out: String,
     only: Option<String>,
     worker: Option<String>,
@@ -130,6 +135,7 @@ fn parse_args() -> anyhow::Result<Args> {
         quick: false,
         burst: false,
         outbox: false,
+        batch_consume: false,
         out: "target/bench/overhead.json".into(),
         only: None,
         worker: None,
@@ -148,6 +154,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--quick" => a.quick = true,
             "--burst" => a.burst = true,
             "--outbox" => a.outbox = true,
+            "--batch-consume" => a.batch_consume = true,
             "--cluster" => a.cluster = true,
             "--out" => a.out = val()?,
             "--only" => a.only = Some(val()?),
@@ -158,7 +165,7 @@ fn parse_args() -> anyhow::Result<Args> {
             // cargo bench passes `--bench` to harness-less targets.
             "--bench" => {}
             other => anyhow::bail!(
-                "unknown argument `{other}`; expected --quick, --burst, --outbox, --cluster, --out FILE, --only TEXT, --side N"
+                "unknown argument `{other}`; expected --quick, --burst, --outbox, --batch-consume, --cluster, --out FILE, --only TEXT, --side N"
             ),
         }
     }
@@ -212,6 +219,9 @@ fn main() -> anyhow::Result<()> {
     }
     if args.outbox {
         return rt.block_on(outbox_relay::main(&env, args.quick));
+    }
+    if args.batch_consume {
+        return rt.block_on(consume_batch::main(&env, args.quick));
     }
     rt.block_on(run(&env, &args, plan))
 }

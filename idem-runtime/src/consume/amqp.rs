@@ -24,7 +24,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use futures_util::StreamExt as _;
+use lapin::Acker;
 use lapin::options::{
     BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions,
     BasicRejectOptions,
@@ -32,9 +32,9 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{Connection, ConnectionProperties};
 
+use super::pump::{Each, Inbound, Process, Settle, fit_prefetch, pump};
 use super::worker::{
-    Backoff, ConsumerOptions, Delivery, Failures, InFlight, ShutdownSignal, Verdict, acked,
-    connected, judge,
+    Backoff, ConsumerOptions, Delivery, Failures, ShutdownSignal, Verdict, connected,
 };
 
 /// Consumes `queue` at `url` until `signal` is triggered; see the module docs.
@@ -44,19 +44,45 @@ pub async fn run<H, Fut, E>(
     url: &str,
     queue: &str,
     opts: ConsumerOptions,
-    mut signal: ShutdownSignal,
+    signal: ShutdownSignal,
     handler: H,
 ) where
     H: Fn(Delivery) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), E>> + Send + 'static,
     E: std::fmt::Display + Send + 'static,
 {
-    let handler = Arc::new(handler);
+    serve(url, queue, opts, signal, Arc::new(Each(handler))).await;
+}
+
+/// Consumes `queue` at `url` in batches through the consume log until
+/// `signal` is triggered: see [`Batch`](super::Batch). The channel's
+/// prefetch is raised to fill every batch in flight (`size × concurrency`)
+/// when it is smaller.
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub async fn run_batch<H: super::BatchHandler>(
+    url: &str,
+    queue: &str,
+    opts: ConsumerOptions,
+    signal: ShutdownSignal,
+    batch: super::Batch<H>,
+) {
+    serve(url, queue, opts, signal, Arc::new(batch)).await;
+}
+
+/// The loop of sessions, reconnecting with backoff.
+async fn serve<P: Process>(
+    url: &str,
+    queue: &str,
+    mut opts: ConsumerOptions,
+    mut signal: ShutdownSignal,
+    process: Arc<P>,
+) {
+    fit_prefetch(&mut opts, process.size());
     let opts = Arc::new(opts);
     let failures = Arc::new(Failures::default());
     let mut backoff = Backoff::new(&opts);
     while !signal.is_triggered() {
-        match session(url, queue, &opts, &mut signal, &handler, &failures).await {
+        match session(url, queue, &opts, &mut signal, &process, &failures).await {
             Ok(got_any) => {
                 if got_any {
                     backoff.reset();
@@ -72,19 +98,14 @@ pub async fn run<H, Fut, E>(
 
 /// One connection: consume until the stream ends, fails or shutdown. Returns
 /// whether anything was delivered.
-async fn session<H, Fut, E>(
+async fn session<P: Process>(
     url: &str,
     queue: &str,
     opts: &Arc<ConsumerOptions>,
     signal: &mut ShutdownSignal,
-    handler: &Arc<H>,
+    process: &Arc<P>,
     failures: &Arc<Failures>,
-) -> Result<bool, lapin::Error>
-where
-    H: Fn(Delivery) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), E>> + Send + 'static,
-    E: std::fmt::Display + Send + 'static,
-{
+) -> Result<bool, lapin::Error> {
     let conn = Connection::connect(url, ConnectionProperties::default()).await?;
     let channel = conn.create_channel().await?;
     channel
@@ -100,67 +121,14 @@ where
         )
         .await?;
     connected(opts);
-    let mut inflight = InFlight::new(opts);
-    let mut got_any = false;
-    let ended = loop {
-        let Some(slot) = inflight.slot(signal).await else {
-            break Ok(());
-        };
-        let next = tokio::select! {
-            n = consumer.next() => n,
-            _ = signal.triggered() => break Ok(()),
-        };
-        let d = match next {
-            Some(Ok(d)) => d,
-            Some(Err(e)) => break Err(e),
-            None => break Ok(()),
-        };
-        got_any = true;
-        let (opts, handler, failures) = (opts.clone(), handler.clone(), failures.clone());
-        inflight.spawn(slot, async move {
-            let id = d.properties.message_id().as_ref().map(|s| s.to_string());
-            // Counted per message id, or per content without one: a classic
-            // queue says only `redelivered`, and an uncounted message failing
-            // every time was redelivered for ever (issue 24 k).
-            let counted = id.clone().unwrap_or_else(|| {
-                let props = format!("{:?}", d.properties);
-                Failures::anonymous(&[
-                    d.exchange.as_str().as_bytes(),
-                    d.routing_key.as_str().as_bytes(),
-                    props.as_bytes(),
-                    &d.data,
-                ])
-            });
-            let local = failures.get(&counted);
-            let attempt = delivery_count(&d).max(local.saturating_add(1));
-            let delivery = Delivery {
-                id: id.clone(),
-                payload: d.data.clone(),
-                attempt,
-                redelivered: d.redelivered,
-            };
-            let verdict = judge(&opts, &*handler, delivery).await;
-            failures.settle(&counted, verdict);
-            let sent = match verdict {
-                Verdict::Ack => d.acker.ack(BasicAckOptions::default()).await,
-                Verdict::Retry => {
-                    let requeue = BasicNackOptions {
-                        requeue: true,
-                        ..Default::default()
-                    };
-                    d.acker.nack(requeue).await
-                }
-                Verdict::Poison => d.acker.reject(BasicRejectOptions { requeue: false }).await,
-            };
-            match sent {
-                Ok(_) if verdict == Verdict::Ack => acked(&opts),
-                Ok(_) => {}
-                // The channel is gone: the broker redelivers the message,
-                // which the consume log then finds.
-                Err(e) => tracing::warn!(error = %e, "idem: settling an AMQP delivery failed"),
-            }
-        });
-    };
+    let pumped = pump(
+        &mut consumer,
+        |d| inbound(d, failures),
+        opts,
+        signal,
+        process,
+    )
+    .await;
     // Stop new deliveries, let running handlers finish and settle, then close:
     // whatever was prefetched but not started is requeued by the broker.
     if signal.is_triggered() {
@@ -168,10 +136,72 @@ where
             .basic_cancel(tag.as_str().into(), BasicCancelOptions::default())
             .await;
     }
-    inflight.drain().await;
+    pumped.inflight.drain().await;
     let _ = channel.close(200, "idem consumer stopped".into()).await;
     let _ = conn.close(200, "idem consumer stopped".into()).await;
-    ended.map(|()| got_any)
+    pumped.ended.map(|()| pumped.got_any)
+}
+
+/// A lapin delivery as a handler sees it, with its attempt.
+fn inbound(d: lapin::message::Delivery, failures: &Arc<Failures>) -> Inbound<AmqpSettle> {
+    let id = d.properties.message_id().as_ref().map(|s| s.to_string());
+    // Counted per message id, or per content without one: a classic queue
+    // says only `redelivered`, and an uncounted message failing every time
+    // was redelivered for ever.
+    let counted = id.clone().unwrap_or_else(|| {
+        let props = format!("{:?}", d.properties);
+        Failures::anonymous(&[
+            d.exchange.as_str().as_bytes(),
+            d.routing_key.as_str().as_bytes(),
+            props.as_bytes(),
+            &d.data,
+        ])
+    });
+    let local = failures.get(&counted);
+    let attempt = delivery_count(&d).max(local.saturating_add(1));
+    Inbound {
+        delivery: Delivery {
+            id,
+            payload: d.data,
+            attempt,
+            redelivered: d.redelivered,
+        },
+        settle: AmqpSettle {
+            acker: d.acker,
+            counted,
+            failures: failures.clone(),
+        },
+    }
+}
+
+/// How a verdict reaches RabbitMQ: `basic.ack`, `basic.nack` with requeue,
+/// or `basic.reject` without (dead-letter); the local failure count follows.
+struct AmqpSettle {
+    acker: Acker,
+    counted: String,
+    failures: Arc<Failures>,
+}
+
+impl Settle for AmqpSettle {
+    async fn settle(self, verdict: Verdict) -> Result<(), String> {
+        self.failures.settle(&self.counted, verdict);
+        let sent = match verdict {
+            Verdict::Ack => self.acker.ack(BasicAckOptions::default()).await,
+            Verdict::Retry => {
+                let requeue = BasicNackOptions {
+                    requeue: true,
+                    ..Default::default()
+                };
+                self.acker.nack(requeue).await
+            }
+            Verdict::Poison => {
+                self.acker
+                    .reject(BasicRejectOptions { requeue: false })
+                    .await
+            }
+        };
+        sent.map(drop).map_err(|e| e.to_string())
+    }
 }
 
 /// The broker's delivery count (quorum queues: `x-delivery-count`, the number

@@ -35,13 +35,19 @@ impl Default for LogTable<'_> {
 impl LogTable<'_> {
     /// The insert for `dialect`, or `Error::Config` for a bad name or retention.
     pub(crate) fn insert(&self, dialect: Dialect) -> Result<String, Error> {
+        self.check()?;
+        // Unquoted, as `migrate()` creates it (a quoted name would be
+        // case-sensitive on PostgreSQL); the check makes splicing safe.
+        Ok(crate::store::sql::consume_sql::insert(dialect, self.table))
+    }
+
+    /// `Error::Config` for a bad table name or a zero retention.
+    pub(crate) fn check(&self) -> Result<(), Error> {
         check_log_table(self.table).map_err(|e| Error::Config(format!("consume log: {e}")))?;
         if self.retention.is_zero() {
             return Err(Error::Config("consume log: a zero retention".into()));
         }
-        // Unquoted, as `migrate()` creates it (a quoted name would be
-        // case-sensitive on PostgreSQL); the check makes splicing safe.
-        Ok(crate::store::sql::consume_sql::insert(dialect, self.table))
+        Ok(())
     }
 
     /// The retention as the microseconds the insert binds.

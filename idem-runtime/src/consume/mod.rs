@@ -43,15 +43,31 @@
 //! - `amqp` (feature `rabbitmq`) and `nats` (feature `nats`): consumer loops
 //!   that acknowledge only after the handler's commit, over the shared
 //!   `worker` pieces ([`ConsumerOptions`], [`Delivery`], [`shutdown`], the
-//!   poison policy).
+//!   poison policy);
+//! - `Batch` and `BatchHandler` (a broker feature and a SQL database): a
+//!   batch of deliveries in one transaction, deduplicated by one statement,
+//!   a failing record rolled back alone (`amqp::run_batch`,
+//!   `nats::run_batch`).
 
 mod outcome;
 pub use outcome::{Consumed, DuplicateOf};
 
 #[cfg(feature = "rabbitmq")]
 pub mod amqp;
+#[cfg(all(
+    any(feature = "rabbitmq", feature = "nats"),
+    any(feature = "postgres", feature = "mysql", feature = "sqlite")
+))]
+mod batch;
 #[cfg(feature = "nats")]
 pub mod nats;
+#[cfg(all(
+    any(feature = "rabbitmq", feature = "nats"),
+    any(feature = "postgres", feature = "mysql", feature = "sqlite")
+))]
+pub use batch::{Batch, BatchHandler, MAX_BATCH, Record, RecordOutcome};
+#[cfg(any(feature = "rabbitmq", feature = "nats"))]
+mod pump;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 mod worker;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]

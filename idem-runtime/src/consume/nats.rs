@@ -15,11 +15,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use async_nats::jetstream::{self, AckKind, consumer::PullConsumer};
-use futures_util::StreamExt as _;
 
-use super::worker::{
-    Backoff, ConsumerOptions, Delivery, InFlight, ShutdownSignal, Verdict, acked, connected, judge,
-};
+use super::pump::{Each, Inbound, Process, Settle, fit_prefetch, pump};
+use super::worker::{Backoff, ConsumerOptions, Delivery, ShutdownSignal, Verdict, connected};
 
 /// The message id header.
 pub const MSG_ID_HEADER: &str = "Nats-Msg-Id";
@@ -32,19 +30,50 @@ pub async fn run<H, Fut, E>(
     stream: &str,
     consumer: &str,
     opts: ConsumerOptions,
-    mut signal: ShutdownSignal,
+    signal: ShutdownSignal,
     handler: H,
 ) where
     H: Fn(Delivery) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), E>> + Send + 'static,
     E: std::fmt::Display + Send + 'static,
 {
+    let each = Arc::new(Each(handler));
+    serve(client, stream, consumer, opts, signal, each).await;
+}
+
+/// Consumes the durable pull consumer `consumer` of `stream` in batches
+/// through the consume log until `signal` is triggered: see
+/// [`Batch`](super::Batch). Pull requests ask for enough messages to fill
+/// every batch in flight (`size × concurrency`).
+/// Keep the consumer's `ack_wait` above a batch's time: a message whose ack
+/// is late is redelivered, and then found in the log.
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub async fn run_batch<H: super::BatchHandler>(
+    client: async_nats::Client,
+    stream: &str,
+    consumer: &str,
+    opts: ConsumerOptions,
+    signal: ShutdownSignal,
+    batch: super::Batch<H>,
+) {
+    serve(client, stream, consumer, opts, signal, Arc::new(batch)).await;
+}
+
+/// The loop of sessions, re-subscribing with backoff.
+async fn serve<P: Process>(
+    client: async_nats::Client,
+    stream: &str,
+    consumer: &str,
+    mut opts: ConsumerOptions,
+    mut signal: ShutdownSignal,
+    process: Arc<P>,
+) {
+    fit_prefetch(&mut opts, process.size());
     let js = jetstream::new(client);
-    let handler = Arc::new(handler);
     let opts = Arc::new(opts);
     let mut backoff = Backoff::new(&opts);
     while !signal.is_triggered() {
-        match session(&js, stream, consumer, &opts, &mut signal, &handler).await {
+        match session(&js, stream, consumer, &opts, &mut signal, &process).await {
             Ok(true) => backoff.reset(),
             Ok(false) => {}
             Err(e) => tracing::warn!(consumer = %opts.name, error = %e, "idem: NATS session ended"),
@@ -57,19 +86,14 @@ pub async fn run<H, Fut, E>(
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-async fn session<H, Fut, E>(
+async fn session<P: Process>(
     js: &jetstream::Context,
     stream: &str,
     consumer: &str,
     opts: &Arc<ConsumerOptions>,
     signal: &mut ShutdownSignal,
-    handler: &Arc<H>,
-) -> Result<bool, BoxError>
-where
-    H: Fn(Delivery) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), E>> + Send + 'static,
-    E: std::fmt::Display + Send + 'static,
-{
+    process: &Arc<P>,
+) -> Result<bool, BoxError> {
     let c: PullConsumer = js.get_stream(stream).await?.get_consumer(consumer).await?;
     let mut messages = c
         .stream()
@@ -77,53 +101,47 @@ where
         .messages()
         .await?;
     connected(opts);
-    let mut inflight = InFlight::new(opts);
-    let mut got_any = false;
-    let ended: Result<(), BoxError> = loop {
-        let Some(slot) = inflight.slot(signal).await else {
-            break Ok(());
-        };
-        let next = tokio::select! {
-            n = messages.next() => n,
-            _ = signal.triggered() => break Ok(()),
-        };
-        let m = match next {
-            Some(Ok(m)) => m,
-            Some(Err(e)) => break Err(Box::new(e)),
-            None => break Ok(()),
-        };
-        got_any = true;
-        let (opts, handler) = (opts.clone(), handler.clone());
-        inflight.spawn(slot, async move {
-            let id = m
-                .headers
-                .as_ref()
-                .and_then(|h| h.get(MSG_ID_HEADER))
-                .map(|v| v.as_str().to_owned());
-            let delivered = m.info().map(|i| i.delivered).unwrap_or(1);
-            let delivery = Delivery {
-                id,
-                payload: m.payload.to_vec(),
-                attempt: u32::try_from(delivered).unwrap_or(u32::MAX).max(1),
-                redelivered: delivered > 1,
-            };
-            let verdict = judge(&opts, &*handler, delivery).await;
-            let sent = match verdict {
-                Verdict::Ack => m.ack().await,
-                Verdict::Retry => m.ack_with(AckKind::Nak(None)).await,
-                Verdict::Poison => m.ack_with(AckKind::Term).await,
-            };
-            match sent {
-                Ok(()) if verdict == Verdict::Ack => acked(&opts),
-                Ok(()) => {}
-                // Lost: JetStream redelivers after `ack_wait`, and the consume
-                // log finds the message.
-                Err(e) => tracing::warn!(error = %e, "idem: settling a NATS message failed"),
-            }
-        });
-    };
+    let pumped = pump(&mut messages, inbound, opts, signal, process).await;
     // Running handlers finish and settle; messages pulled but not started are
     // redelivered after `ack_wait`.
-    inflight.drain().await;
-    ended.map(|()| got_any)
+    pumped.inflight.drain().await;
+    match pumped.ended {
+        Ok(()) => Ok(pumped.got_any),
+        Err(e) => Err(Box::new(e)),
+    }
+}
+
+/// A JetStream message as a handler sees it: its attempt is the server's
+/// `delivered` count.
+fn inbound(m: jetstream::Message) -> Inbound<NatsSettle> {
+    let id = m
+        .headers
+        .as_ref()
+        .and_then(|h| h.get(MSG_ID_HEADER))
+        .map(|v| v.as_str().to_owned());
+    let delivered = m.info().map(|i| i.delivered).unwrap_or(1);
+    Inbound {
+        delivery: Delivery {
+            id,
+            payload: m.payload.to_vec(),
+            attempt: u32::try_from(delivered).unwrap_or(u32::MAX).max(1),
+            redelivered: delivered > 1,
+        },
+        settle: NatsSettle(m),
+    }
+}
+
+/// How a verdict reaches JetStream: `Ack`, `Nak`, or `Term`. A lost one is
+/// redelivered after `ack_wait`, and the consume log finds the message.
+struct NatsSettle(jetstream::Message);
+
+impl Settle for NatsSettle {
+    async fn settle(self, verdict: Verdict) -> Result<(), String> {
+        let sent = match verdict {
+            Verdict::Ack => self.0.ack().await,
+            Verdict::Retry => self.0.ack_with(AckKind::Nak(None)).await,
+            Verdict::Poison => self.0.ack_with(AckKind::Term).await,
+        };
+        sent.map_err(|e| e.to_string())
+    }
 }

@@ -159,7 +159,7 @@ fn duplicate_of(v: &UniqueViolation, table: &str) -> DuplicateOf {
 /// means (`tx_error`: a lost race with a concurrent transaction is
 /// `Error::TxConflict`, to roll back and retry; else a database error on the
 /// message's key).
-fn db_error(key: &str, table: &str, e: sqlx::Error) -> Error {
+pub(crate) fn db_error(key: &str, table: &str, e: sqlx::Error) -> Error {
     match classify(&e) {
         Failure::MissingObject => Error::Config(format!(
             "the consume log table `{table}` does not exist in the caller's database: run `migrate()` there, or apply `idem::consume::ddl`"

@@ -2,8 +2,8 @@
 //! poison threshold, reconnect backoff), the [`Delivery`] a handler receives,
 //! graceful shutdown, counters, and the one decision every delivery ends in:
 //! ack after the handler's commit, back to the broker on an error, or poison
-//! after the last allowed attempt. `amqp.rs` and `nats.rs` only translate
-//! these into their broker's calls.
+//! after the last allowed attempt. `pump.rs` runs the session loop on these;
+//! `amqp.rs` and `nats.rs` only translate them into their broker's calls.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -49,10 +49,11 @@ pub struct ConsumerOptions {
     /// consumer tag.
     pub name: String,
     /// Messages the broker may hand over unacknowledged (AMQP `basic.qos`,
-    /// the NATS pull batch). Default 32.
+    /// the NATS pull batch). Default 32; a batch loop raises it to
+    /// `size × concurrency`.
     pub prefetch: u16,
-    /// Handlers running at once. Default 8; at least 1, at most tokio's
-    /// `Semaphore::MAX_PERMITS`.
+    /// Handlers running at once (batches, for a batch loop). Default 8; at
+    /// least 1, at most tokio's `Semaphore::MAX_PERMITS`.
     pub concurrency: usize,
     /// Deliveries a message may fail before it is poison. Default 5.
     pub max_deliveries: u32,
@@ -180,27 +181,51 @@ pub(crate) enum Verdict {
 }
 
 /// Runs the handler on one delivery and decides its verdict, counting it.
+/// A `Retry` is returned at once: the pause before the message goes back is
+/// the loop's (see `pump`), so a batch pauses once, after its acks.
 pub(crate) async fn judge<H, Fut, E>(opts: &ConsumerOptions, handler: &H, d: Delivery) -> Verdict
 where
     H: Fn(Delivery) -> Fut,
     Fut: Future<Output = Result<(), E>>,
     E: std::fmt::Display,
 {
+    received(opts, &d);
+    let keep = opts.on_poison.as_ref().map(|_| d.clone());
+    let attempt = d.attempt;
+    let out = handler(d).await;
+    decide(opts, attempt, out, move || keep)
+}
+
+/// Counts a delivery handed to a handler (and a redelivery as such).
+pub(crate) fn received(opts: &ConsumerOptions, d: &Delivery) {
     let c = &opts.counters;
     bump(&c.delivered);
     if d.redelivered {
         bump(&c.redelivered);
         count_delivery(&opts.name, DeliveryEvent::Redelivered);
     }
-    let keep = opts.on_poison.as_ref().map(|_| d.clone());
-    let attempt = d.attempt;
-    match handler(d).await {
+}
+
+/// The verdict on one delivery whose handling ended with `out`, on its
+/// `attempt`: `Ack`; `Retry`, counted; or, on the last allowed attempt,
+/// `Poison`, counted, logged and handed to the hook (`keep` gives the
+/// delivery for it, called only then).
+pub(crate) fn decide<E: std::fmt::Display>(
+    opts: &ConsumerOptions,
+    attempt: u32,
+    out: Result<(), E>,
+    keep: impl FnOnce() -> Option<Delivery>,
+) -> Verdict {
+    let c = &opts.counters;
+    match out {
         Ok(()) => Verdict::Ack,
         Err(e) if attempt >= opts.max_deliveries => {
             bump(&c.poisoned);
             count_delivery(&opts.name, DeliveryEvent::Poison);
             tracing::error!(consumer = %opts.name, attempt, error = %e, "idem: poison message given up on");
-            if let (Some(hook), Some(delivery)) = (&opts.on_poison, keep) {
+            if let Some(hook) = &opts.on_poison
+                && let Some(delivery) = keep()
+            {
                 hook(&Poisoned {
                     delivery,
                     error: e.to_string(),
@@ -212,7 +237,6 @@ where
             bump(&c.retried);
             count_delivery(&opts.name, DeliveryEvent::Retried);
             tracing::warn!(consumer = %opts.name, attempt, error = %e, "idem: handler failed; the message goes back");
-            tokio::time::sleep(opts.retry_delay).await;
             Verdict::Retry
         }
     }
@@ -263,66 +287,20 @@ impl Backoff {
     }
 }
 
-/// The handlers of one session: at most `concurrency` at once.
-#[derive(Debug)]
-pub(crate) struct InFlight {
-    permits: Arc<tokio::sync::Semaphore>,
-    tasks: tokio::task::JoinSet<()>,
-}
-
-impl InFlight {
-    pub(crate) fn new(opts: &ConsumerOptions) -> Self {
-        InFlight {
-            // Clamped: a semaphore refuses (panics on) more than MAX_PERMITS.
-            permits: Arc::new(tokio::sync::Semaphore::new(
-                opts.concurrency
-                    .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
-            )),
-            tasks: tokio::task::JoinSet::new(),
-        }
-    }
-
-    /// Waits for a free slot (or shutdown: `None`).
-    pub(crate) async fn slot(
-        &mut self,
-        signal: &mut ShutdownSignal,
-    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        // Reap finished tasks so the set does not grow.
-        while self.tasks.try_join_next().is_some() {}
-        tokio::select! {
-            p = Arc::clone(&self.permits).acquire_owned() => p.ok(),
-            _ = signal.triggered() => None,
-        }
-    }
-
-    /// Runs one delivery's work, holding `slot` until it ends.
-    pub(crate) fn spawn<F>(&mut self, slot: tokio::sync::OwnedSemaphorePermit, work: F)
-    where
-        F: Future<Output = ()> + Send + 'static,
-    {
-        self.tasks.spawn(async move {
-            work.await;
-            drop(slot);
-        });
-    }
-
-    /// Waits for every running handler to finish and settle its delivery.
-    pub(crate) async fn drain(mut self) {
-        while self.tasks.join_next().await.is_some() {}
-    }
-}
-
 /// Failures per message id, for brokers that do not count deliveries (classic
 /// RabbitMQ queues): bounded, forgotten on success or poison. A message
 /// without an id is counted under [`Failures::anonymous`].
+#[cfg(feature = "rabbitmq")]
 #[derive(Debug, Default)]
 pub(crate) struct Failures(std::sync::Mutex<std::collections::HashMap<String, u32>>);
 
 /// Ids remembered at most; past it the map is cleared (attempts then restart
 /// from the broker's own information, never loop forever: each id still
 /// needs `max_deliveries` failures in a row to be poison).
+#[cfg(feature = "rabbitmq")]
 const MAX_REMEMBERED: usize = 100_000;
 
+#[cfg(feature = "rabbitmq")]
 impl Failures {
     fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, u32>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())

@@ -56,6 +56,17 @@ impl Savepoint {
         let _ = release(conn, &self.name).await;
     }
 
+    /// Undoes what was written since the savepoint, or fails: then the
+    /// savepoint is gone (MySQL rolls a deadlocked transaction back whole)
+    /// and nothing more may run in what the caller believes is one
+    /// transaction.
+    #[cfg_attr(not(any(feature = "rabbitmq", feature = "nats")), allow(dead_code))]
+    pub(crate) async fn undo<C: SqlConn + ?Sized>(self, conn: &mut C) -> Result<(), sqlx::Error> {
+        let sql = format!("ROLLBACK TO SAVEPOINT {}", self.name);
+        conn.any().simple(sql).await?;
+        release(conn, &self.name).await
+    }
+
     /// The body of a technique that holds the savepoint around it (a state
     /// transition, a consume) ended with `out`: kept (`kept`, the body's
     /// value) or rolled back (`Released`, the body's error as is). A failed

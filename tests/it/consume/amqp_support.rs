@@ -105,15 +105,32 @@ pub(crate) async fn depth(ch: &Channel, queue: &str) -> u32 {
 }
 
 pub(crate) async fn publish(ch: &Channel, queue: &str, id: &str, msg: &RefundMsg) {
+    publish_bytes(ch, queue, id, &serde_json::to_vec(msg).unwrap()).await;
+}
+
+/// Publishes `body` to `queue` with the message id `id`.
+pub(crate) async fn publish_bytes(ch: &Channel, queue: &str, id: &str, body: &[u8]) {
     ch.basic_publish(
         "".into(),
         queue.into(),
         BasicPublishOptions::default(),
-        &serde_json::to_vec(msg).unwrap(),
+        body,
         BasicProperties::default().with_message_id(id.into()),
     )
     .await
     .expect("publish");
+}
+
+/// Waits until `queue` holds `n` ready messages.
+pub(crate) async fn wait_depth(ch: &Channel, queue: &str, n: u32) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while depth(ch, queue).await < n {
+        assert!(
+            Instant::now() < deadline,
+            "the broker did not take all messages"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// 1,000 messages about 800 orders: 100 re-sent with the same id, 100 about
@@ -133,13 +150,6 @@ pub(crate) async fn publish_with_duplicates(ch: &Channel, queue: &str, total: us
             publish(ch, queue, &format!("m-{i}-again"), &msg(i)).await;
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while depth(ch, queue).await < total as u32 {
-        assert!(
-            Instant::now() < deadline,
-            "the broker did not take all messages"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_depth(ch, queue, total as u32).await;
     orders
 }

@@ -7,83 +7,13 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::{self, consumer::pull, stream};
+use async_nats::jetstream::{self, consumer::pull};
 use idem::consume::{ConsumerOptions, Counters, nats, shutdown};
 use idem::db::Dialect;
 
 use crate::consume::handler::{RefundMsg, handle_delivery, stop_when_idle};
+use crate::consume::nats_support::{TestStream, client, publish};
 use crate::consume::support::LogDb;
-
-fn nats_url() -> String {
-    std::env::var("IDEM_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
-}
-
-async fn client() -> async_nats::Client {
-    async_nats::connect(nats_url())
-        .await
-        .unwrap_or_else(|e| panic!("NATS at {} is required: {e}", nats_url()))
-}
-
-/// A fresh stream, deleted on drop.
-struct TestStream {
-    name: String,
-    subject: String,
-}
-
-impl TestStream {
-    async fn new(js: &jetstream::Context) -> TestStream {
-        let sfx = uuid::Uuid::new_v4().simple().to_string();
-        let t = TestStream {
-            name: format!("IDEM_T_{sfx}"),
-            subject: format!("idem.t.{sfx}"),
-        };
-        js.create_stream(stream::Config {
-            name: t.name.clone(),
-            subjects: vec![t.subject.clone()],
-            // The server drops a re-published `Nats-Msg-Id` inside this window
-            // (100 ms at least); the test's same-id duplicates are published
-            // after it, so they reach the consumer.
-            duplicate_window: Duration::from_millis(100),
-            ..Default::default()
-        })
-        .await
-        .expect("create stream");
-        t
-    }
-}
-
-impl Drop for TestStream {
-    fn drop(&mut self) {
-        let name = self.name.clone();
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(async move {
-                    let js = jetstream::new(client().await);
-                    let _ = js.delete_stream(&name).await;
-                })
-        })
-        .join();
-    }
-}
-
-async fn publish(js: &jetstream::Context, subject: &str, id: &str, msg: &RefundMsg) {
-    let mut headers = async_nats::HeaderMap::new();
-    headers.insert(nats::MSG_ID_HEADER, id);
-    let ack = js
-        .publish_with_headers(
-            subject.to_owned(),
-            headers,
-            serde_json::to_vec(msg).unwrap().into(),
-        )
-        .await
-        .expect("publish")
-        .await
-        .expect("publish ack");
-    assert!(!ack.duplicate, "the server kept the publisher's duplicate");
-}
 
 /// 1,000 messages about 800 orders (100 same-id and 100 same-order-new-id
 /// duplicates, every 40th order slow), `ack_wait` 1 s, concurrency 8: slow

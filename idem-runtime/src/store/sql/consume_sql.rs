@@ -1,7 +1,7 @@
 //! The SQL text of the consume log (`#[consume_once]`, `idem::consume`): its
 //! DDL (part of [`ddl`](super::ddl) and `migrate()`), the insert the consumer
-//! runs in the caller's transaction, and the purge and `verify()` probe of the
-//! store. Kept apart from `ddl.rs` (the records' text) so each file holds one
+//! runs in the caller's transaction (one row, or a batched consumer's rows in
+//! one statement), and the purge and `verify()` probe of the store. Kept apart from `ddl.rs` (the records' text) so each file holds one
 //! table.
 //!
 //! | column        | PostgreSQL    | MySQL/MariaDB            | SQLite              |
@@ -108,6 +108,80 @@ pub(crate) fn insert(d: Dialect, t: &str) -> String {
     }
 }
 
+/// The batch insert of a batched consumer's new rows, `n` of them (binds as
+/// below); rows whose message key or business key the log already holds are
+/// skipped and the statement names the inserted message keys:
+///
+/// - PostgreSQL: `$1` message keys, `$2` business keys (arrays), `$3`
+///   retention µs; `ON CONFLICT DO NOTHING … RETURNING`, one text for any `n`;
+/// - SQLite: per row its message key and business key, then the retention;
+///   `ON CONFLICT DO NOTHING … RETURNING`;
+/// - MySQL/MariaDB (no `RETURNING` on MySQL): per row its message key,
+///   business key and retention; a plain insert of the rows that
+///   [`existing`] did not find, so a row that a concurrent transaction
+///   inserted in between is a unique violation (the batch runs again).
+#[cfg_attr(not(any(feature = "rabbitmq", feature = "nats")), allow(dead_code))]
+pub(crate) fn insert_batch(d: Dialect, t: &str, n: usize) -> String {
+    let cols = "msg_key, biz_key, consumed_at, expires_at";
+    match d {
+        Dialect::Postgres => format!(
+            "INSERT INTO {t} ({cols}) \
+             SELECT m, b, statement_timestamp(), statement_timestamp() + ($3::INT8 * INTERVAL '1 microsecond') \
+             FROM unnest($1::TEXT[], $2::TEXT[]) AS u(m, b) \
+             ON CONFLICT DO NOTHING RETURNING msg_key"
+        ),
+        Dialect::MySql => {
+            let row = "(?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
+            format!(
+                "INSERT INTO {t} ({cols}) VALUES {}",
+                vec![row; n].join(", ")
+            )
+        }
+        Dialect::Sqlite => {
+            let now = "CAST(unixepoch('subsec') * 1000000 AS INTEGER)";
+            let rows: Vec<String> = (0..n)
+                .map(|i| format!("(?{}, ?{}, {now}, {now} + ?1)", 2 * i + 2, 2 * i + 3))
+                .collect();
+            format!(
+                "INSERT INTO {t} ({cols}) VALUES {} ON CONFLICT DO NOTHING RETURNING msg_key",
+                rows.join(", ")
+            )
+        }
+    }
+}
+
+/// MySQL/MariaDB: the rows holding any of `msgs` message keys or `bizs`
+/// business keys (binds: the message keys, then the business keys), each
+/// half on its own index.
+#[cfg(feature = "mysql")]
+#[cfg_attr(not(any(feature = "rabbitmq", feature = "nats")), allow(dead_code))]
+pub(crate) fn existing(t: &str, msgs: usize, bizs: usize) -> String {
+    let list = |n: usize| vec!["?"; n].join(", ");
+    let mut sql = format!(
+        "SELECT msg_key, biz_key FROM {t} WHERE msg_key IN ({})",
+        list(msgs)
+    );
+    if bizs > 0 {
+        sql.push_str(&format!(
+            " UNION ALL SELECT msg_key, biz_key FROM {t} WHERE biz_key IN ({})",
+            list(bizs)
+        ));
+    }
+    sql
+}
+
+/// Deletes one message's row: a batch's record whose body failed after the
+/// batch insert wrote its row (bind: msg_key).
+#[cfg_attr(not(any(feature = "rabbitmq", feature = "nats")), allow(dead_code))]
+pub(crate) fn forget(d: Dialect, t: &str) -> String {
+    let p = match d {
+        Dialect::Postgres => "$1",
+        Dialect::MySql => "?",
+        Dialect::Sqlite => "?1",
+    };
+    format!("DELETE FROM {t} WHERE msg_key = {p}")
+}
+
 /// Whether the log holds a row for a message key: a violation that names the
 /// business id may also be a redelivered message id (both keys taken; SQLite
 /// then names the business id's index), which this tells apart.
@@ -182,5 +256,13 @@ mod tests {
         let my = statements(Dialect::MySql, &n).join(";\n");
         assert!(my.contains("UNIQUE KEY refund_log_biz_uk (biz_key)"));
         assert!(insert(Dialect::Sqlite, "refund_log").contains("?3"));
+        let lite = insert_batch(Dialect::Sqlite, "refund_log", 2);
+        assert!(lite.contains("(?4, ?5, "), "{lite}");
+        assert_eq!(insert_batch(Dialect::MySql, "l", 3).matches('?').count(), 9);
+        #[cfg(feature = "mysql")]
+        {
+            assert!(existing("l", 2, 0).ends_with("msg_key IN (?, ?)"));
+            assert!(existing("l", 1, 1).contains("UNION ALL"));
+        }
     }
 }
