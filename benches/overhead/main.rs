@@ -31,6 +31,7 @@ mod harness;
 mod http;
 mod lock;
 mod memory;
+mod outbox_latency;
 mod outbox_relay;
 mod peers;
 mod redis;
@@ -44,13 +45,14 @@ mod table;
 mod token;
 mod transition;
 mod txguard;
+mod workers;
 
 use std::io::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use harness::{Plan, Side, SideRun};
+use harness::{Plan, Side};
 use scenarios::{Kind, Scenario, Target, scenarios};
 
 /// Connection settings and the run's namespace (shared with the workers).
@@ -297,7 +299,7 @@ async fn measure_all(
         eprint!("{:<28} ", s.id);
         let load0 = run_facts::load1();
         let (runs, pairs, repeats) = if s.procs > 1 {
-            let per_proc = spawn_workers(env, &s, args.quick).await?;
+            let per_proc = workers::spawn_workers(env, &s, args.quick).await?;
             let mut pairs: Vec<Vec<f64>> = vec![Vec::new(); per_proc[0].len()];
             for runs in &per_proc {
                 for (i, r) in runs.iter().enumerate().skip(1) {
@@ -362,41 +364,6 @@ async fn cleanup(env: &Env) -> anyhow::Result<()> {
     transition::cleanup(env).await?;
     consume::cleanup(env).await?;
     sqlstore::cleanup(env).await
-}
-
-/// Re-runs this binary as `procs` workers on the same scenario at the same time.
-async fn spawn_workers(env: &Env, s: &Scenario, quick: bool) -> anyhow::Result<Vec<Vec<SideRun>>> {
-    let exe = std::env::current_exe()?;
-    let mut handles = Vec::new();
-    for p in 0..s.procs {
-        let mut cmd = std::process::Command::new(&exe);
-        cmd.args([
-            "--worker",
-            &s.id,
-            "--ns",
-            &env.ns,
-            "--tag",
-            &format!("w{p}"),
-        ])
-        .env("IDEM_BENCH_REDIS", &env.redis_url)
-        .env("IDEM_BENCH_PG", &env.pg_url)
-        .env("IDEM_BENCH_MYSQL", &env.mysql_url);
-        if quick {
-            cmd.arg("--quick");
-        }
-        handles.push(tokio::task::spawn_blocking(move || cmd.output()));
-    }
-    let mut out = Vec::new();
-    for h in handles {
-        let o = h.await??;
-        anyhow::ensure!(
-            o.status.success(),
-            "worker failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        out.push(serde_json::from_slice(&o.stdout)?);
-    }
-    Ok(out)
 }
 
 /// The machine's load average, to tell a quiet run from a busy one.

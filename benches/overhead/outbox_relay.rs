@@ -14,13 +14,12 @@
 //! message per transaction, 20 ms apart), with the relay woken by
 //! PostgreSQL's `NOTIFY` and without it (polling).
 
-use std::collections::HashMap;
 use std::str::FromStr as _;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, stream};
-use idem::outbox::{MessageId, Relay, RelayCounters as R, RelayOptions};
+use idem::outbox::{Relay, RelayCounters as R, RelayOptions};
 use lapin::options::{
     BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
     QueuePurgeOptions,
@@ -33,7 +32,7 @@ use crate::harness::median;
 use crate::run_facts::load1;
 
 const BATCH: usize = 200;
-const PAYLOAD: &[u8] = br#"{"topic":"orders","business_id":"o-1","step":0}"#;
+pub(crate) const PAYLOAD: &[u8] = br#"{"topic":"orders","business_id":"o-1","step":0}"#;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Broker {
@@ -109,7 +108,7 @@ async fn run(env: &Env, schema: &str, dest: &Dest, n: usize, rounds: usize) -> a
         println!("  2 relays ÷ relay   {}", spread(&ratio(2, 1), "×"));
     }
     for wake in [true, false] {
-        let lat = latency(dest, &store, &pool, wake).await?;
+        let lat = crate::outbox_latency::latency(&dest.prefix, &store, &pool, wake).await?;
         println!(
             "\ncommit-to-confirm latency, one message per transaction every 20 ms, NATS, {}: \
              p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} messages)",
@@ -356,64 +355,4 @@ async fn relays(
         t.await?;
     }
     Ok(rate)
-}
-
-/// Milliseconds from each commit to the broker's confirmation of its
-/// message, one message per transaction every 20 ms.
-async fn latency(
-    dest: &Dest,
-    store: &idem::store::sql::SqlStore,
-    pool: &sqlx::PgPool,
-    wake: bool,
-) -> anyhow::Result<Vec<f64>> {
-    sqlx::query("TRUNCATE idem_outbox").execute(pool).await?;
-    let confirmed: Arc<Mutex<HashMap<MessageId, Instant>>> = Arc::default();
-    let mut opts = RelayOptions::new("latency");
-    opts.wake_on_commit = wake;
-    opts.after_confirm = Some({
-        let confirmed = confirmed.clone();
-        Arc::new(move |ids: &[MessageId]| {
-            let now = Instant::now();
-            let mut c = confirmed.lock().unwrap();
-            for id in ids {
-                c.insert(id.clone(), now);
-            }
-        })
-    });
-    let client = async_nats::connect(nats_url()).await?;
-    let relay = Arc::new(publisher(Broker::Nats, dest, Some(client))(
-        store.clone(),
-        opts,
-    ));
-    let (stop, signal) = idem::consume::shutdown();
-    let task = tokio::spawn({
-        let relay = relay.clone();
-        async move { relay.run(signal).await }
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let tag = crate::rand_u64();
-    let mut commits = Vec::new();
-    for i in 0..150 {
-        let mut tx = pool.begin().await?;
-        let id = idem::outbox::Outbox::enqueue(&mut tx, "orders", &format!("l-{tag}-{i}"), PAYLOAD)
-            .await?;
-        tx.commit().await?;
-        commits.push((id, Instant::now()));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let t0 = Instant::now();
-    while confirmed.lock().unwrap().len() < commits.len() {
-        anyhow::ensure!(
-            t0.elapsed() < Duration::from_secs(30),
-            "latency run stalled"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    stop.trigger();
-    task.await?;
-    let c = confirmed.lock().unwrap();
-    Ok(commits
-        .iter()
-        .map(|(id, at)| c[id].saturating_duration_since(*at).as_secs_f64() * 1e3)
-        .collect())
 }

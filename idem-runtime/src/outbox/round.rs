@@ -10,7 +10,7 @@ use super::relay::{Parked, Relay, add};
 use crate::db::micros;
 use crate::observe::Op;
 use crate::store::StoreError;
-use crate::store::sql::outbox_store::OutboxRow;
+use crate::store::sql::outbox_claim::OutboxRow;
 
 /// Why a claim did not happen.
 #[derive(Debug, thiserror::Error)]

@@ -141,6 +141,8 @@ mod local;
 mod mysql;
 mod mysql_sql;
 mod names;
+#[cfg(any(feature = "rabbitmq", feature = "nats"))]
+pub(crate) mod outbox_claim;
 pub(crate) mod outbox_ddl;
 #[cfg(all(feature = "postgres", any(feature = "rabbitmq", feature = "nats")))]
 mod outbox_pg;

@@ -1,6 +1,6 @@
 //! The outbox relay's statements on a [`SqlStore`]'s pool (feature `rabbitmq`
-//! or `nats`): claim due messages, mark them sent, reschedule or park a failed
-//! one, read the gauges. Text in `outbox_sql.rs`; what the relay does with
+//! or `nats`): mark claimed messages sent, give them back, reschedule or park
+//! a failed one, read the gauges (the claim is in `outbox_claim.rs`). Text in `outbox_sql.rs`; what the relay does with
 //! them in `crate::outbox`. Each call is one store operation the relay runs
 //! through the execution layer (timeout, breaker, retries), so each is safe to
 //! repeat: a claim repeated after a lost reply leaves the first claim's rows to
@@ -11,19 +11,8 @@ use super::errors::map_err;
 use super::outbox_sql as q;
 use super::pool::Pool;
 use crate::sql_kernel::arg::bind_args;
-use crate::sql_kernel::{Arg, Dialect, retry_conflicts};
+use crate::sql_kernel::{Arg, retry_conflicts};
 use crate::store::StoreError;
-
-/// One claimed message.
-#[derive(Debug, Clone)]
-pub(crate) struct OutboxRow {
-    pub(crate) seq: i64,
-    pub(crate) id: String,
-    pub(crate) topic: String,
-    pub(crate) business_id: String,
-    pub(crate) payload: Vec<u8>,
-    pub(crate) attempts: i64,
-}
 
 /// The outbox gauges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,193 +34,9 @@ fn lit<'a>(a: &Arg<'a>) -> super::outbox_pg::Lit<'a> {
     }
 }
 
-/// Text columns: MySQL's are `VARBINARY`, read as bytes.
-fn text<R>(row: &R, i: usize) -> Result<String, sqlx::Error>
-where
-    R: sqlx::Row,
-    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    for<'r> Vec<u8>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    usize: sqlx::ColumnIndex<R>,
-{
-    match row.try_get::<String, _>(i) {
-        Ok(s) => Ok(s),
-        Err(_) => {
-            let b: Vec<u8> = row.try_get(i)?;
-            String::from_utf8(b).map_err(|e| sqlx::Error::Decode(Box::new(e)))
-        }
-    }
-}
-
-fn claimed<R>(row: &R) -> Result<OutboxRow, sqlx::Error>
-where
-    R: sqlx::Row,
-    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    for<'r> Vec<u8>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    usize: sqlx::ColumnIndex<R>,
-{
-    Ok(OutboxRow {
-        seq: row.try_get(0)?,
-        id: text(row, 1)?,
-        topic: text(row, 2)?,
-        business_id: text(row, 3)?,
-        payload: row.try_get(4)?,
-        attempts: row.try_get(5)?,
-    })
-}
-
-/// Runs `$body` with `$p` bound to the store's sqlx pool; SQLite holds the
-/// process's writer turn.
-macro_rules! on_pool {
-    ($store:expr, |$p:ident| $body:expr) => {
-        match &$store.pool {
-            #[cfg(feature = "postgres")]
-            Pool::Postgres($p) => $body,
-            #[cfg(feature = "mysql")]
-            Pool::MySql($p) => $body,
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite(lite) => {
-                let _turn = lite.writer.lock().await;
-                let $p = &lite.pool;
-                $body
-            }
-        }
-    };
-}
-
 impl SqlStore {
-    fn outbox_table(&self) -> String {
+    pub(super) fn outbox_table(&self) -> String {
         self.names.outbox_q(self.dialect)
-    }
-
-    /// Claims up to `limit` due messages for `owner` for `lease_us`, oldest
-    /// first (PostgreSQL and MySQL skip rows other relays are claiming; SQLite
-    /// claims in `BEGIN IMMEDIATE`). `again`: this claim is repeated after its
-    /// reply was lost, so it first gives back, in the same transaction, what
-    /// the lost attempt took under `owner`.
-    pub(crate) async fn outbox_claim(
-        &self,
-        owner: &[u8; 16],
-        lease_us: i64,
-        limit: i64,
-        again: bool,
-    ) -> Result<Vec<OutboxRow>, StoreError> {
-        let t = self.outbox_table();
-        let release = again.then(|| q::release_claim(self.dialect, &t));
-        let release = release.as_deref();
-        let mut rows = match self.dialect {
-            Dialect::MySql => self.claim_mysql(&t, owner, lease_us, limit, release).await,
-            #[cfg(feature = "postgres")]
-            Dialect::Postgres => self.claim_pg(&t, owner, lease_us, limit, again).await,
-            _ => {
-                let sql = q::claim(self.dialect, &t);
-                let args = [Arg::Int(lease_us), Arg::Bytes(owner), Arg::Int(limit)];
-                retry_conflicts(|| async {
-                    self.sent.one();
-                    on_pool!(self, |p| {
-                        let mut tx = if self.dialect == Dialect::Sqlite {
-                            p.begin_with("BEGIN IMMEDIATE").await?
-                        } else {
-                            p.begin().await?
-                        };
-                        if let Some(r) = release {
-                            bind_args(sqlx::query(sqlx::AssertSqlSafe(r)), &[Arg::Bytes(owner)])
-                                .execute(&mut *tx)
-                                .await?;
-                        }
-                        let got = bind_args(sqlx::query(sqlx::AssertSqlSafe(sql.as_str())), &args)
-                            .fetch_all(&mut *tx)
-                            .await?;
-                        let out = got.iter().map(claimed).collect::<Result<Vec<_>, _>>()?;
-                        tx.commit().await?;
-                        Ok(out)
-                    })
-                })
-                .await
-            }
-        }
-        .map_err(map_err)?;
-        rows.sort_by_key(|r| r.seq);
-        Ok(rows)
-    }
-
-    /// PostgreSQL's claim: one simple query, unflushed (`outbox_pg.rs`).
-    #[cfg(feature = "postgres")]
-    async fn claim_pg(
-        &self,
-        t: &str,
-        owner: &[u8; 16],
-        lease_us: i64,
-        limit: i64,
-        again: bool,
-    ) -> Result<Vec<OutboxRow>, sqlx::Error> {
-        use super::outbox_pg::{Lit, inline, unflushed};
-        let mut parts = Vec::with_capacity(2);
-        if again {
-            let release = q::release_claim(Dialect::Postgres, t);
-            parts.push(inline(&release, &[Lit::Bytes(owner)]));
-        }
-        let claim = q::claim(Dialect::Postgres, t);
-        let args = [Lit::Int(lease_us), Lit::Bytes(owner), Lit::Int(limit)];
-        parts.push(inline(&claim, &args));
-        let sql = unflushed(&parts);
-        retry_conflicts(|| async {
-            self.sent.one();
-            #[allow(irrefutable_let_patterns)]
-            let Pool::Postgres(p) = &self.pool else {
-                return Err(sqlx::Error::Configuration("not a PostgreSQL pool".into()));
-            };
-            let got = sqlx::raw_sql(sqlx::AssertSqlSafe(sql.as_str()))
-                .fetch_all(p)
-                .await?;
-            got.iter().map(claimed).collect()
-        })
-        .await
-    }
-
-    #[allow(unused_variables, unreachable_code, irrefutable_let_patterns)]
-    async fn claim_mysql(
-        &self,
-        t: &str,
-        owner: &[u8; 16],
-        lease_us: i64,
-        limit: i64,
-        release: Option<&str>,
-    ) -> Result<Vec<OutboxRow>, sqlx::Error> {
-        #[cfg(feature = "mysql")]
-        if let Pool::MySql(p) = &self.pool {
-            let select = q::claim_select(t);
-            return retry_conflicts(|| async {
-                self.sent.one();
-                let mut tx = p.begin().await?;
-                if let Some(r) = release {
-                    bind_args(sqlx::query(sqlx::AssertSqlSafe(r)), &[Arg::Bytes(owner)])
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                let got = bind_args(
-                    sqlx::query(sqlx::AssertSqlSafe(select.as_str())),
-                    &[Arg::Int(limit)],
-                )
-                .fetch_all(&mut *tx)
-                .await?;
-                let out = got.iter().map(claimed).collect::<Result<Vec<_>, _>>()?;
-                if !out.is_empty() {
-                    let seqs: Vec<i64> = out.iter().map(|r| r.seq).collect();
-                    let update = q::claim_update(t, &seqs);
-                    bind_args(
-                        sqlx::query(sqlx::AssertSqlSafe(update)),
-                        &[Arg::Int(lease_us), Arg::Bytes(owner)],
-                    )
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                tx.commit().await?;
-                Ok(out)
-            })
-            .await;
-        }
-        Err(sqlx::Error::Configuration("not a MySQL pool".into()))
     }
 
     /// One statement with `args`; the rows it changed.
@@ -418,50 +223,4 @@ where
         oldest_us: row.try_get::<Option<i64>, _>(1)?.unwrap_or(0),
         parked: row.try_get::<Option<i64>, _>(2)?.unwrap_or(0),
     })
-}
-
-#[cfg(all(test, feature = "sqlite"))]
-mod tests {
-    use super::*;
-    use crate::outbox::Outbox;
-
-    /// A claim whose reply was lost, repeated: the repeat gets the rows the
-    /// lost attempt took at once, instead of leaving them for a lease.
-    #[tokio::test]
-    async fn a_repeated_claim_takes_back_what_its_lost_attempt_claimed() {
-        let pool = sqlx::sqlite::SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect("sqlite::memory:")
-            .await
-            .unwrap();
-        let store = SqlStore::sqlite(pool.clone());
-        store.migrate().await.unwrap();
-        let mut tx = pool.begin().await.unwrap();
-        for i in 0..3 {
-            Outbox::enqueue(&mut tx, "orders", &format!("o-{i}"), b"x")
-                .await
-                .unwrap();
-        }
-        tx.commit().await.unwrap();
-        let (owner, lease) = ([7; 16], 60_000_000);
-        let lost = store.outbox_claim(&owner, lease, 10, false).await.unwrap();
-        assert_eq!(
-            lost.len(),
-            3,
-            "the first attempt took them; its reply is lost"
-        );
-        let other = store
-            .outbox_claim(&[8; 16], lease, 10, false)
-            .await
-            .unwrap();
-        assert!(other.is_empty(), "another claim finds them leased");
-        let again = store.outbox_claim(&owner, lease, 10, true).await.unwrap();
-        let seqs = |v: &[OutboxRow]| v.iter().map(|r| r.seq).collect::<Vec<_>>();
-        assert_eq!(seqs(&again), seqs(&lost), "the repeat holds them now");
-        let gone = store
-            .outbox_claim(&[9; 16], lease, 10, false)
-            .await
-            .unwrap();
-        assert!(gone.is_empty(), "and under a lease again");
-    }
 }

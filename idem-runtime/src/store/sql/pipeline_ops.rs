@@ -14,7 +14,7 @@ use super::SqlStore;
 use super::bind::{Arg, bind};
 use super::ddl::Stmt;
 use super::errors::map_err;
-use super::pool::Pool;
+use super::pool::on_pool;
 use crate::sql_kernel::{Dialect, retry_conflicts};
 use crate::store::StoreError;
 
@@ -143,26 +143,6 @@ fn age(us: Option<i64>) -> Option<Duration> {
 
 fn count(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
-}
-
-/// Runs `$body` with `$p` bound to the store's sqlx pool; SQLite holds the
-/// process's writer turn.
-macro_rules! on_pool {
-    ($store:expr, |$p:ident| $body:expr) => {
-        match &$store.pool {
-            #[cfg(feature = "postgres")]
-            Pool::Postgres($p) => $body,
-            #[cfg(feature = "mysql")]
-            Pool::MySql($p) => $body,
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite(lite) => {
-                // This process's SQLite writers take turns (`pool.rs`).
-                let _turn = lite.writer.lock().await;
-                let $p = &lite.pool;
-                $body
-            }
-        }
-    };
 }
 
 /// Every row of `stmt`, each decoded by `$decode` (a generic fn over rows).

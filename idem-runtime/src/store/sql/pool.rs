@@ -86,3 +86,24 @@ pub(crate) fn pool_options<DB: Database>(max: u32) -> sqlx::pool::PoolOptions<DB
         .acquire_timeout(Duration::from_secs(5))
         .test_before_acquire(false)
 }
+
+/// Runs `$body` with `$p` bound to the store's sqlx pool; SQLite holds the
+/// process's writer turn.
+macro_rules! on_pool {
+    ($store:expr, |$p:ident| $body:expr) => {
+        match &$store.pool {
+            #[cfg(feature = "postgres")]
+            $crate::store::sql::pool::Pool::Postgres($p) => $body,
+            #[cfg(feature = "mysql")]
+            $crate::store::sql::pool::Pool::MySql($p) => $body,
+            #[cfg(feature = "sqlite")]
+            $crate::store::sql::pool::Pool::Sqlite(lite) => {
+                // This process's SQLite writers take turns.
+                let _turn = lite.writer.lock().await;
+                let $p = &lite.pool;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use on_pool;
