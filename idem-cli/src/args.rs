@@ -123,7 +123,7 @@ pub(crate) enum Command {
         #[arg(long)]
         strict: bool,
     },
-    /// Prints the schema (`idem::sql::ddl`), as in `migrations/<dialect>/`.
+    /// Prints the schema as it is now (`idem::sql::ddl`); `migrations/<dialect>/` holds it in steps.
     Ddl {
         #[arg(long, value_enum)]
         dialect: DialectArg,

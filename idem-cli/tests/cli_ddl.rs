@@ -1,5 +1,7 @@
 //! `idem ddl` prints `idem::sql::ddl()` byte for byte, and the checked-in
-//! migration files are its steps (`idem::sql::migrations()`), one file each.
+//! migration files are `idem::sql::migrations()`, one file per step (that
+//! both end in the same schema is `cli_sql`'s test: it builds its databases
+//! from the files and verifies them).
 
 mod support;
 
@@ -33,10 +35,7 @@ fn ddl_equals_the_library_and_the_migration_files() {
             let file = std::fs::read_to_string(&path).unwrap();
             assert_eq!(&file, text, "{path} is stale");
         }
-        assert_eq!(
-            steps.iter().map(|(_, t)| t.as_str()).collect::<String>(),
-            library
-        );
+
         let json = idem(&["ddl", "--dialect", arg, "--json"]).json();
         assert_eq!(json["ddl"].as_str(), Some(library.as_str()));
     }

@@ -10,8 +10,22 @@ use super::{Dialect, TableNames};
 
 /// The outbox DDL statements for table `t` (qualified), its indexes named
 /// after `name` (unqualified).
-pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str) -> Vec<String> {
-    let (id_uk, biz_uk) = (format!("{name}_id_uk"), format!("{name}_biz_uk"));
+pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str, shape: Shape) -> Vec<String> {
+    let id_uk = format!("{name}_id_uk");
+    // The first shape is unique on (topic, business id); the current one
+    // adds the namespace to it (`namespace_upgrade` turns one into the other).
+    let (ns_col, uk, uk_cols) = match shape {
+        Shape::First => ("", format!("{name}_biz_uk"), "topic, business_id"),
+        Shape::Current => (
+            if d == Dialect::MySql {
+                "namespace VARBINARY(255) NOT NULL DEFAULT '',\n  "
+            } else {
+                "namespace TEXT NOT NULL DEFAULT '',\n  "
+            },
+            format!("{name}_ns_uk"),
+            "namespace, topic, business_id",
+        ),
+    };
     let (due, ord, exp) = (
         format!("{name}_due_idx"),
         format!("{name}_order_idx"),
@@ -38,7 +52,7 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str) -> Vec<String> {
                 format!(
                     "CREATE TABLE IF NOT EXISTS {t} (\n  \
                      {seq},\n  \
-                     id {text} NOT NULL,\n  \
+                     {ns_col}id {text} NOT NULL,\n  \
                      topic {text} NOT NULL,\n  \
                      business_id {text} NOT NULL,\n  \
                      order_key {text},\n  \
@@ -53,16 +67,17 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str) -> Vec<String> {
                      last_error {text}\n)"
                 ),
                 format!("CREATE UNIQUE INDEX IF NOT EXISTS {id_uk} ON {t} (id)"),
-                format!("CREATE UNIQUE INDEX IF NOT EXISTS {biz_uk} ON {t} (topic, business_id)"),
+                format!("CREATE UNIQUE INDEX IF NOT EXISTS {uk} ON {t} ({uk_cols})"),
                 format!("CREATE INDEX IF NOT EXISTS {due} ON {t} (state, seq)"),
                 format!("CREATE INDEX IF NOT EXISTS {ord} ON {t} (order_key, seq)"),
                 format!("CREATE INDEX IF NOT EXISTS {exp} ON {t} (expires_at)"),
             ]
         }
-        Dialect::MySql => vec![format!(
-            "CREATE TABLE IF NOT EXISTS {t} (\n  \
+        Dialect::MySql => {
+            let mut v = vec![format!(
+                "CREATE TABLE IF NOT EXISTS {t} (\n  \
              seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,\n  \
-             id VARBINARY(64) NOT NULL,\n  \
+             {ns_col}id VARBINARY(64) NOT NULL,\n  \
              topic VARBINARY(255) NOT NULL,\n  \
              business_id VARBINARY(512) NOT NULL,\n  \
              order_key VARBINARY(512) NULL,\n  \
@@ -76,12 +91,38 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str) -> Vec<String> {
              expires_at DATETIME(6) NULL,\n  \
              last_error TEXT NULL,\n  \
              UNIQUE KEY {id_uk} (id),\n  \
-             UNIQUE KEY {biz_uk} (topic, business_id),\n  \
+             UNIQUE KEY {uk} ({uk_cols}),\n  \
              KEY {due} (state, seq),\n  \
              KEY {ord} (order_key, seq),\n  \
              KEY {exp} (expires_at)\n) ENGINE=InnoDB"
-        )],
+            )];
+            if shape == Shape::Current {
+                v.push(order_locks_ddl(t));
+            }
+            v
+        }
     }
+}
+
+/// Which shape of the outbox table the DDL writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// As the first migration step created it (kept as it was: migration
+    /// tools check that an applied step's text never changes).
+    First,
+    /// As it is now: what `ddl()` creates in a new database.
+    Current,
+}
+
+/// MySQL's lock table of ordered enqueues (see [`order_locks`]).
+fn order_locks_ddl(t: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {locks} (\n  \
+         namespace VARBINARY(255) NOT NULL,\n  \
+         order_key VARBINARY(512) NOT NULL,\n  \
+         PRIMARY KEY (namespace, order_key)\n) ENGINE=InnoDB",
+        locks = order_locks(t)
+    )
 }
 
 /// The outbox's second schema step, for table `t` (qualified) whose indexes
@@ -89,7 +130,8 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str) -> Vec<String> {
 /// the business id (two services sharing one table never collide on a
 /// business id), and on MySQL/MariaDB the ordered enqueues' lock table.
 /// PostgreSQL's statements are idempotent; on MySQL/MariaDB and SQLite,
-/// `migrate()` takes "already there" as done.
+/// `migrate()` takes "already there" as done (and, on every dialect, "no
+/// such table": a new database gets the current shape from `ddl()`).
 pub(crate) fn namespace_upgrade(
     d: Dialect,
     t: &str,
@@ -125,13 +167,7 @@ pub(crate) fn namespace_upgrade(
                 "ALTER TABLE {t} ADD COLUMN namespace VARBINARY(255) NOT NULL DEFAULT '' AFTER seq, \
                  ADD UNIQUE KEY {ns_uk} (namespace, topic, business_id), DROP INDEX {biz_uk}"
             ),
-            format!(
-                "CREATE TABLE IF NOT EXISTS {locks} (\n  \
-                 namespace VARBINARY(255) NOT NULL,\n  \
-                 order_key VARBINARY(512) NOT NULL,\n  \
-                 PRIMARY KEY (namespace, order_key)\n) ENGINE=InnoDB",
-                locks = order_locks(t)
-            ),
+            order_locks_ddl(t),
         ],
     }
 }
@@ -143,9 +179,9 @@ pub(crate) fn order_locks(t: &str) -> String {
     format!("{t}_order_locks")
 }
 
-/// The table as first created.
-pub(crate) fn first_statements(d: Dialect, n: &TableNames) -> Vec<String> {
-    outbox_ddl(d, &n.outbox_q(d), n.outbox_name())
+/// The table in `shape`.
+pub(crate) fn table_statements(d: Dialect, n: &TableNames, shape: Shape) -> Vec<String> {
+    outbox_ddl(d, &n.outbox_q(d), n.outbox_name(), shape)
 }
 
 /// The namespace upgrade.

@@ -1,16 +1,17 @@
-//! The schema as a whole: every table's DDL, in the steps a migration tool
-//! applies (`migrations/<dialect>/` holds them for the default names).
+//! The schema as a whole: every table's DDL as it is now (`ddl()`), and in
+//! the steps a migration tool applies (`migrations/<dialect>/` holds them
+//! for the default names).
 
 use super::ddl::records_statements;
+use super::outbox_ddl::Shape;
 use super::{Dialect, TableNames};
 
 /// The schema idem needs (records, fences, one-time tokens, the consume log,
-/// the transactional outbox): each step of [`migrations`] in order, its
-/// statements separated by `;\n`. Apply it with your migration tool, or call
-/// `migrate()`. The first step is `CREATE … IF NOT EXISTS` statements; a
-/// later step changes tables the earlier ones created (PostgreSQL's are
-/// idempotent, MySQL/MariaDB's and SQLite's run once, as migration tools run
-/// them; `migrate()` takes "already there" as done on every dialect).
+/// the transactional outbox) as it is now, for a new database: idempotent
+/// `CREATE … IF NOT EXISTS` statements separated by `;\n`. Apply it with your
+/// migration tool, or call `migrate()`, which also brings tables an earlier
+/// version created up to date. A database set up step by step instead
+/// applies each of [`migrations`] once; the two end in the same schema.
 ///
 /// ```
 /// use idem::db::Dialect;
@@ -22,15 +23,13 @@ use super::{Dialect, TableNames};
 /// assert!(text.contains("CREATE TABLE IF NOT EXISTS idem_outbox"));
 /// ```
 pub fn ddl(dialect: Dialect, names: &TableNames) -> String {
-    migrations(dialect, names)
-        .into_iter()
-        .map(|(_, text)| text)
-        .collect()
+    join(tables(dialect, names, Shape::Current))
 }
 
-/// The schema in steps, as the files of a migration tool hold it: each
+/// The schema in steps, as the files of a migration tool hold them: each
 /// step's name (`0001_idem_tables`, `0002_outbox_namespaces`, …) and its
-/// statements, each ended by `;\n`. The crate's `migrations/<dialect>/`
+/// statements, each ended by `;\n`. Each step runs once, in order, and an
+/// applied step's text never changes. The crate's `migrations/<dialect>/`
 /// folder holds these texts for the default names.
 ///
 /// ```
@@ -41,54 +40,72 @@ pub fn ddl(dialect: Dialect, names: &TableNames) -> String {
 /// assert!(steps[1].1.contains("ADD COLUMN namespace"));
 /// ```
 pub fn migrations(dialect: Dialect, names: &TableNames) -> Vec<(&'static str, String)> {
-    let join = |v: Vec<String>| {
-        let mut out = String::new();
-        for s in v {
-            out.push_str(&s);
-            out.push_str(";\n");
-        }
-        out
-    };
     vec![
-        ("0001_idem_tables", join(first_statements(dialect, names))),
         (
-            "0002_outbox_namespaces",
-            join(super::outbox_ddl::upgrade_statements(dialect, names)),
+            "0001_idem_tables",
+            join(tables(dialect, names, Shape::First)),
         ),
+        ("0002_outbox_namespaces", join(upgrades(dialect, names))),
     ]
 }
 
-/// The DDL as separate statements (drivers run one statement at a time),
-/// every step in order.
+fn join(v: Vec<String>) -> String {
+    let mut out = String::new();
+    for s in v {
+        out.push_str(&s);
+        out.push_str(";\n");
+    }
+    out
+}
+
+/// What `migrate()` runs, one statement at a time: the upgrades of tables an
+/// earlier version created (each taken as done when its change is there
+/// already, or when its table is not: a new database), then the current
+/// schema's `CREATE … IF NOT EXISTS`.
 pub(crate) fn statements(d: Dialect, n: &TableNames) -> Vec<String> {
-    let mut v = first_statements(d, n);
-    v.extend(super::outbox_ddl::upgrade_statements(d, n));
+    let mut v = upgrades(d, n);
+    v.extend(tables(d, n, Shape::Current));
     v
 }
 
-/// The first step: the records' and fences' tables here, then the one-time
-/// tokens' (`token_sql.rs`), the consume log's (`consume_sql.rs`) and the
-/// outbox's (`outbox_ddl.rs`).
-fn first_statements(d: Dialect, n: &TableNames) -> Vec<String> {
+/// Every table: the records' and fences' here, then the one-time tokens'
+/// (`token_sql.rs`), the consume log's (`consume_sql.rs`) and the outbox's
+/// (`outbox_ddl.rs`) in `shape`.
+fn tables(d: Dialect, n: &TableNames, shape: Shape) -> Vec<String> {
     let mut v = records_statements(d, n);
     v.extend(super::token_sql::statements(d, n));
     v.extend(super::consume_sql::statements(d, n));
-    v.extend(super::outbox_ddl::first_statements(d, n));
+    v.extend(super::outbox_ddl::table_statements(d, n, shape));
     v
 }
 
-/// An upgrade step that finds its change made already: a column or key it
-/// adds exists, a key it drops is gone (MySQL/MariaDB 1060, 1061, 1091;
-/// SQLite's "duplicate column name"). Such steps change one thing per
-/// statement, or all of theirs at once (MySQL's one `ALTER TABLE`), so
+/// How many of [`statements`] are upgrades (the rest must all succeed).
+pub(crate) fn upgrade_count(d: Dialect, n: &TableNames) -> usize {
+    upgrades(d, n).len()
+}
+
+/// The steps after the first.
+fn upgrades(d: Dialect, n: &TableNames) -> Vec<String> {
+    super::outbox_ddl::upgrade_statements(d, n)
+}
+
+/// An upgrade statement with nothing to do: a column or key it adds exists,
+/// a key it drops is gone (MySQL/MariaDB 1060, 1061, 1091; SQLite's
+/// "duplicate column name"), or its table does not exist yet (PostgreSQL
+/// 42P01, or 3F000 for a schema not created yet, MySQL/MariaDB 1146, SQLite
+/// "no such table": a new database, which
+/// the current schema's statements then create). Upgrades change one thing
+/// per statement, or all of theirs at once (MySQL's one `ALTER TABLE`), so
 /// "already there" means "done".
-pub(crate) fn applied_already(e: &sqlx::Error) -> bool {
+pub(crate) fn nothing_to_upgrade(e: &sqlx::Error) -> bool {
     let Some(db) = e.as_database_error() else {
         return false;
     };
     #[cfg(feature = "mysql")]
     if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
-        return matches!(my.number(), 1060 | 1061 | 1091);
+        return matches!(my.number(), 1060 | 1061 | 1091 | 1146);
     }
-    db.message().contains("duplicate column name")
+    matches!(db.code().as_deref(), Some("42P01" | "3F000"))
+        || db.message().contains("duplicate column name")
+        || db.message().contains("no such table")
 }
