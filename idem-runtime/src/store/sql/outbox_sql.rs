@@ -331,7 +331,16 @@ mod tests {
         let pg = super::super::ddl(Dialect::Postgres, &n);
         assert!(pg.contains("CREATE TABLE IF NOT EXISTS shop_outbox"));
         assert!(pg.contains("shop_outbox_ns_uk ON shop_outbox (namespace, topic, business_id)"));
-        assert!(pg.contains("DROP INDEX IF EXISTS shop_outbox_biz_uk"));
+        let steps = super::super::migrations(Dialect::Postgres, &n);
+        assert!(
+            steps[1]
+                .1
+                .contains("DROP INDEX IF EXISTS shop_outbox_biz_uk")
+        );
+        assert!(
+            !pg.contains("shop_outbox_biz_uk"),
+            "a new database never has the old key"
+        );
         let ins = insert(Dialect::Postgres, "o", "o");
         assert!(
             ins.contains("pg_notify('idem_o', '')") && ins.contains("$6"),
