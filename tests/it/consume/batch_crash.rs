@@ -7,7 +7,6 @@
 //! found in the log: after a consumer that finishes, every order is
 //! refunded once, nothing is lost and nothing is left.
 
-use std::io::BufRead as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -78,29 +77,12 @@ async fn child(cfg: &str) {
 /// Runs one consumer process of `test` until it reports a commit, then
 /// SIGKILLs it; the number of messages that commit applied.
 fn run_and_kill(test: &str, cfg: &str) -> usize {
-    let exe = std::env::current_exe().expect("test binary");
-    let mut child = std::process::Command::new(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, cfg)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .expect("spawn consumer process");
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some((_, n)) = line.split_once(&format!("{MARK} ")) {
-                let _ = tx.send(n.trim().parse::<usize>().unwrap());
-                return;
-            }
-        }
-    });
-    let got = rx.recv_timeout(Duration::from_secs(120));
-    // SIGKILL (std's `Child::kill` on Unix), by the child's own PID.
-    let _ = child.kill();
-    let _ = child.wait();
-    got.expect("the consumer process committed a batch within 120 s")
+    crate::support::child::run_until_mark_then_kill(
+        test,
+        (CHILD_ENV, cfg),
+        MARK,
+        "committed a batch",
+    )
 }
 
 /// Ten consumer processes killed after a commit: returns the messages their

@@ -5,7 +5,6 @@
 //! killed batches are published again after their lease: RabbitMQ holds
 //! duplicates, and the consumer's effects still equal the committed messages.
 
-use std::io::BufRead as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,29 +53,13 @@ async fn child_relay(cfg: &str) {
 /// Runs one relay process until it reports a confirmed batch, then SIGKILLs
 /// it; the size of that batch.
 fn run_and_kill(schema: &str, queue: &str) -> usize {
-    let exe = std::env::current_exe().expect("test binary");
-    let mut child = std::process::Command::new(exe)
-        .args([TEST, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{schema},{queue}"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn relay process");
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some((_, n)) = line.split_once(&format!("{MARK} ")) {
-                let _ = tx.send(n.trim().parse::<usize>().unwrap());
-                return;
-            }
-        }
-    });
-    let got = rx.recv_timeout(Duration::from_secs(120));
-    // SIGKILL (std's `Child::kill` on Unix), by the child's own PID.
-    let _ = child.kill();
-    let _ = child.wait();
-    got.expect("the relay process confirmed a batch within 120 s")
+    let cfg = format!("{schema},{queue}");
+    crate::support::child::run_until_mark_then_kill(
+        TEST,
+        (CHILD_ENV, &cfg),
+        MARK,
+        "confirmed a batch",
+    )
 }
 
 /// 1,000 business transactions (900 committed) on PostgreSQL; ten relay
