@@ -4,8 +4,8 @@
 //! - `cargo run --example NAME …`: the example exists, and its
 //!   `required-features` are on with the features the command names (an
 //!   environment variable that picks a backend needs that backend's feature);
-//! - `cargo bench --bench NAME …`: likewise for the bench (CI builds it with
-//!   `clippy --all-targets`);
+//! - `cargo bench -p idem-bench --bench NAME …`: the bench exists in the
+//!   benchmark's own package (CI builds it with `clippy --all-targets`);
 //! - any other command: `.ci/run` runs it (its words appear, in order, in one
 //!   of CI's command lines), so the README's test command is CI's;
 //! - the README's first block is the two set-up commands, and `.ci/run` runs
@@ -63,12 +63,19 @@ fn list(value: &str) -> BTreeSet<String> {
 }
 
 fn manifest() -> Manifest {
-    let text = read(&Path::new(ROOT).join("Cargo.toml"));
     let mut m = Manifest {
         default: BTreeSet::new(),
         features: BTreeSet::new(),
         targets: Vec::new(),
     };
+    read_manifest(&mut m, "Cargo.toml");
+    read_manifest(&mut m, "idem-bench/Cargo.toml");
+    m
+}
+
+/// Adds one manifest's features and targets to `m`.
+fn read_manifest(m: &mut Manifest, path: &str) {
+    let text = read(&Path::new(ROOT).join(path));
     let mut section = String::new();
     for line in text.lines() {
         let line = line.trim();
@@ -102,7 +109,6 @@ fn manifest() -> Manifest {
             }
         }
     }
-    m
 }
 
 /// What is wrong with one shown command, if anything.
@@ -123,7 +129,9 @@ fn check(cmd: &str, m: &Manifest, ci: &[Vec<String>]) -> Result<(), String> {
     let args = &words[vars.len()..];
     let target = match args {
         ["cargo", "run", "--example", name, ..] => Some(("example", *name, &args[4..])),
-        ["cargo", "bench", "--bench", name, ..] => Some(("bench", *name, &args[4..])),
+        ["cargo", "bench", "-p", "idem-bench", "--bench", name, ..] => {
+            Some(("bench", *name, &args[6..]))
+        }
         _ => None,
     };
     let Some((kind, name, rest)) = target else {

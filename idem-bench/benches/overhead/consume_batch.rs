@@ -25,7 +25,7 @@
 //! max over rounds, and A's cost ratio to each side per round.
 //!
 //! ```text
-//! cargo bench --bench overhead --all-features -- --batch-consume [--quick]
+//! cargo bench -p idem-bench --bench overhead -- --batch-consume [--quick]
 //! ```
 
 use std::sync::Arc;

@@ -2,10 +2,10 @@
 //! in one run against the live services.
 //!
 //! ```text
-//! cargo bench --bench overhead --all-features -- [--quick] [--cluster] [--out FILE] [--only TEXT]
-//! cargo bench --bench overhead --all-features -- --burst [--quick]
-//! cargo bench --bench overhead --all-features -- --outbox [--quick]
-//! cargo bench --bench overhead --all-features -- --batch-consume [--quick]
+//! cargo bench -p idem-bench --bench overhead -- [--quick] [--cluster] [--out FILE] [--only TEXT]
+//! cargo bench -p idem-bench --bench overhead -- --burst [--quick]
+//! cargo bench -p idem-bench --bench overhead -- --outbox [--quick]
+//! cargo bench -p idem-bench --bench overhead -- --batch-consume [--quick]
 //! ```
 //! `--burst` runs the flash-sale burst rows instead (see `burst.rs`), `--outbox`
 //! the outbox relay against a raw publish loop (see `outbox_relay.rs`),

@@ -9,7 +9,7 @@
 //! duplicates that find `P` poll `GET` every 2 ms).
 //!
 //! ```text
-//! cargo bench --bench overhead --all-features -- --burst [--quick]
+//! cargo bench -p idem-bench --bench overhead -- --burst [--quick]
 //! ```
 
 use std::collections::BTreeMap;
