@@ -37,26 +37,9 @@ impl<'a> PartWriter<'a> {
         let _ = fmt::write(&mut Esc(self.0), format_args!("{v}"));
     }
 
-    /// Writes an integer: `-` when `negative`, then `magnitude` in decimal.
-    fn write_int(&mut self, negative: bool, mut magnitude: u64) {
-        let mut digits = [0u8; 21];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (magnitude % 10) as u8;
-            magnitude /= 10;
-            if magnitude == 0 {
-                break;
-            }
-        }
-        if negative {
-            at -= 1;
-            digits[at] = b'-';
-        }
-        // ASCII digits and `-` only: always UTF-8, written in one copy.
-        if let Ok(text) = std::str::from_utf8(&digits[at..]) {
-            self.0.push_str(text);
-        }
+    /// Writes an integer in decimal: digits and `-` never need escaping.
+    fn write_int(&mut self, v: impl itoa::Integer) {
+        self.0.push_str(itoa::Buffer::new().format(v));
     }
 
     /// Writes `value` as a present option: unchanged, unless its text starts with
@@ -145,20 +128,20 @@ macro_rules! display_parts {
         }
     )*};
 }
-display_parts!(u128, i128, bool, char);
+display_parts!(bool, char);
 
-/// Integers up to 64 bits: decimal digits and `-` never need escaping, so
-/// they skip the formatting machinery and the escaping scan (an integer part
-/// was 2 % of a memory-store duplicate through `write_display`). The text is
-/// what `Display` writes, so keys do not change.
+/// Integers: decimal digits and `-` never need escaping, so they are written
+/// by `itoa` without the formatting machinery or the escaping scan. The text
+/// is what `Display` writes.
 macro_rules! int_parts {
     ($($t:ty),*) => {$(
         impl KeyPart for $t {
-            #[allow(clippy::cast_lossless, trivial_numeric_casts, unused_comparisons)]
             fn write_part(&self, out: &mut PartWriter<'_>) {
-                out.write_int(*self < 0, (*self as i128).unsigned_abs() as u64)
+                out.write_int(*self)
             }
         }
     )*};
 }
-int_parts!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+int_parts!(
+    u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize
+);
