@@ -16,7 +16,6 @@ pub mod consume;
     doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
 )]
 pub mod db;
-mod digest;
 pub mod error;
 pub(crate) mod exec;
 mod fence;

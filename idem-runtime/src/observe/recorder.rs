@@ -11,7 +11,6 @@ use super::labels::{CallOutcome, Technique};
 use super::stats::{Stats, TopKey};
 use super::topk::SpaceSaving;
 use super::verdict::Verdict;
-use crate::digest::ByDigest;
 
 /// At most this many `idem_calls_total` keys are cached per handle; calls past it
 /// (an unbounded set of scopes) build their key each time, as the macro would.
@@ -34,8 +33,9 @@ pub(crate) struct Recorder {
 
 #[derive(Debug, Default)]
 struct Scopes {
-    /// Hashed by digest: scope names are the program's (`namespace:scene`).
-    by_name: HashMap<Box<str>, Scope, ByDigest>,
+    /// Scope names are the program's (`namespace:scene`): a fast hasher is
+    /// enough, and SipHash was most of a look-up.
+    by_name: HashMap<Box<str>, Scope, foldhash::fast::RandomState>,
     /// `idem_calls_total` keys cached over all scopes (at most [`CALL_KEYS_CAPACITY`]).
     keys: usize,
 }

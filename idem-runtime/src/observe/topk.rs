@@ -6,7 +6,9 @@
 //!
 //! [`floor`]: SpaceSaving::floor
 
-use crate::digest::digest;
+use std::hash::BuildHasher as _;
+
+use hashbrown::HashTable;
 
 pub(super) const TOP_CAPACITY: usize = 64;
 
@@ -21,20 +23,20 @@ pub(super) const TOP_CAPACITY: usize = 64;
 /// one, so each hit swapped from the root to a leaf (issue 29's profile had
 /// the top-K at 14 % of a memory-store duplicate).
 ///
-/// Tracked keys are found through [`Index`], a table of slot numbers keyed
-/// by a 32-bit digest of the key: one or two probes where the scan of all 64
-/// digests it replaced cost about 240 instructions per hit (issue 29, round
-/// eight), and with 1,000 keys cycling through 64 slots every duplicate is a
-/// miss that scanned them all. The digest needs no secret seed: at most
-/// `TOP_CAPACITY` keys are in the table whatever the input, so a crafted
-/// collision lengthens a probe by at most that many steps and costs one
-/// string comparison per colliding slot, never a wrong answer.
+/// Tracked keys are found through `index`, a hash table of slot numbers keyed
+/// by the key's hash (kept in `tags`, so a slot can be moved or removed
+/// without hashing its key again): a probe or two instead of a scan of all
+/// 64 slots, which every miss would pay (with 1,000 keys cycling through 64
+/// slots, every duplicate is a miss). The table never holds more than
+/// `TOP_CAPACITY` keys whatever the input, so a crafted collision costs at
+/// most that many string comparisons, never a wrong answer.
 #[derive(Debug)]
 pub(super) struct SpaceSaving {
     slots: Vec<Slot>,
     /// `tag(slots[i].key)`, by slot id.
-    tags: [u32; TOP_CAPACITY],
-    index: Index,
+    tags: [u64; TOP_CAPACITY],
+    /// Slot ids, hashed by their tag.
+    index: HashTable<usize>,
     /// Slot ids in ascending order of count.
     order: Vec<usize>,
     /// `counts[i]` is the count of `order[i]`: ascending.
@@ -55,7 +57,7 @@ impl Default for SpaceSaving {
         SpaceSaving {
             slots: Vec::new(),
             tags: [0; TOP_CAPACITY],
-            index: Index::default(),
+            index: HashTable::with_capacity(TOP_CAPACITY),
             order: Vec::new(),
             counts: Vec::new(),
             pos: Vec::new(),
@@ -63,10 +65,10 @@ impl Default for SpaceSaving {
     }
 }
 
-/// A key's tag: the low half of its digest, into which `digest` has already
-/// folded the high half.
-fn tag(key: &str) -> u32 {
-    digest(key) as u32
+/// A key's tag: its hash, with a fixed seed (see [`SpaceSaving`] on why no
+/// secret seed is needed).
+fn tag(key: &str) -> u64 {
+    foldhash::fast::FixedState::default().hash_one(key)
 }
 
 impl SpaceSaving {
@@ -75,7 +77,7 @@ impl SpaceSaving {
     }
 
     /// [`hit`](Self::hit) for a key whose tag is `t` (tests force collisions).
-    fn hit_tagged(&mut self, t: u32, key: &str) {
+    fn hit_tagged(&mut self, t: u64, key: &str) {
         if let Some(s) = self.find(t, key) {
             self.bump(self.pos[s]);
             return;
@@ -89,7 +91,7 @@ impl SpaceSaving {
                 error: 0,
             });
             self.tags[s] = t;
-            self.index.insert(t, s);
+            self.index.insert_unique(t, s, |&x| self.tags[x]);
             self.order.insert(0, s);
             self.counts.insert(0, 1);
             self.pos.push(0);
@@ -101,13 +103,15 @@ impl SpaceSaving {
         // Replace the minimum: the newcomer inherits its count as possible error.
         // The key buffer is reused, so a full summary allocates nothing.
         let s = self.order[0];
-        self.index.remove(&self.tags, s);
+        if let Ok(e) = self.index.find_entry(self.tags[s], |&x| x == s) {
+            e.remove();
+        }
         let slot = &mut self.slots[s];
         slot.key.clear();
         slot.key.push_str(key);
         slot.error = self.counts[0];
         self.tags[s] = t;
-        self.index.insert(t, s);
+        self.index.insert_unique(t, s, |&x| self.tags[x]);
         self.bump(0);
     }
 
@@ -124,11 +128,11 @@ impl SpaceSaving {
         self.counts[last] = c + 1;
     }
 
-    /// The slot tracking `key` (whose tag is `t`): the entries from the
-    /// tag's home up to the first empty one hold every slot with that tag.
-    fn find(&self, t: u32, key: &str) -> Option<usize> {
+    /// The slot tracking `key` (whose tag is `t`).
+    fn find(&self, t: u64, key: &str) -> Option<usize> {
         self.index
-            .find(t, |s| self.tags[s] == t && self.slots[s].key == key)
+            .find(t, |&s| self.tags[s] == t && self.slots[s].key == key)
+            .copied()
     }
 
     /// The tracked keys with their counts and overestimates, in no order.
@@ -146,84 +150,6 @@ impl SpaceSaving {
             true => 0,
             false => self.counts[0],
         }
-    }
-}
-
-/// Slots by tag: open addressing with linear probing over four times as
-/// many entries as slots (at most a quarter full: a miss, the benchmark's
-/// every duplicate, reads 1.4 entries on average), each entry a slot id plus one
-/// (0: empty). Removal shifts the entries after the hole back (no
-/// tombstones), so a probe always ends at the first empty entry.
-#[derive(Debug)]
-struct Index {
-    entries: [u8; INDEX_LEN],
-}
-
-const INDEX_LEN: usize = 4 * TOP_CAPACITY;
-const _: () = assert!(INDEX_LEN.is_power_of_two() && TOP_CAPACITY < u8::MAX as usize);
-
-impl Default for Index {
-    fn default() -> Self {
-        Index {
-            entries: [0; INDEX_LEN],
-        }
-    }
-}
-
-impl Index {
-    fn home(t: u32) -> usize {
-        t as usize & (INDEX_LEN - 1)
-    }
-
-    /// The entry after `i`, wrapping at the end of the table.
-    fn next(i: usize) -> usize {
-        (i + 1) & (INDEX_LEN - 1)
-    }
-
-    /// The first slot from `t`'s home up to the first empty entry that
-    /// `matches`: every slot with tag `t` is in that run.
-    fn find(&self, t: u32, matches: impl Fn(usize) -> bool) -> Option<usize> {
-        let mut i = Self::home(t);
-        loop {
-            let s = usize::from(self.entries[i]).checked_sub(1)?;
-            if matches(s) {
-                return Some(s);
-            }
-            i = Self::next(i);
-        }
-    }
-
-    fn insert(&mut self, t: u32, slot: usize) {
-        let mut i = Self::home(t);
-        while self.entries[i] != 0 {
-            i = Self::next(i);
-        }
-        self.entries[i] = slot as u8 + 1;
-    }
-
-    /// Takes `slot` (whose tag is `tags[slot]`) out: every entry after the
-    /// hole that its home allows to move back moves into it.
-    fn remove(&mut self, tags: &[u32; TOP_CAPACITY], slot: usize) {
-        let mask = INDEX_LEN - 1;
-        let mut hole = Self::home(tags[slot]);
-        while usize::from(self.entries[hole]) != slot + 1 {
-            hole = Self::next(hole);
-        }
-        let mut j = hole;
-        loop {
-            j = Self::next(j);
-            let e = self.entries[j];
-            if e == 0 {
-                break;
-            }
-            let home = Self::home(tags[usize::from(e) - 1]);
-            // Movable when its home is not cyclically within (hole, j].
-            if j.wrapping_sub(home) & mask >= j.wrapping_sub(hole) & mask {
-                self.entries[hole] = e;
-                hole = j;
-            }
-        }
-        self.entries[hole] = 0;
     }
 }
 
@@ -341,22 +267,20 @@ mod tests {
         assert_eq!((c.1, c.2), (2, 0));
     }
 
-    /// Under churn with crowded tags (a few homes shared by many keys, and
-    /// runs that wrap around the end of the table), every tracked key is
-    /// found at its slot, no other key is, and no entry is lost or doubled.
+    /// Under churn with crowded tags (a few tags shared by many keys), every
+    /// tracked key is found at its slot, no other key is, and no entry is
+    /// lost or doubled.
     #[test]
     fn the_index_survives_eviction_churn() {
         let mut ss = SpaceSaving::default();
-        let crowded =
-            |i: u64| (((i % 5) as u32) * 61 + (INDEX_LEN as u32 - 3)) ^ ((i % 3) as u32) << 20;
+        let crowded = |i: u64| ((i % 5) * 61 + 253) ^ (i % 3) << 20;
         for i in 0..5_000u64 {
             let key = format!("k{}", (i * 7_919) % 300);
             let t = crowded((i * 7_919) % 300);
             ss.hit_tagged(t, &key);
             if i % 97 == 0 || i > 4_900 {
                 let mut seen = [false; TOP_CAPACITY];
-                for e in ss.index.entries.iter().filter(|&&e| e != 0) {
-                    let s = usize::from(*e) - 1;
+                for &s in ss.index.iter() {
                     assert!(!seen[s], "slot {s} indexed twice");
                     seen[s] = true;
                 }

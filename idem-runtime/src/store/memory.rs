@@ -8,6 +8,7 @@
 //! under paused, virtual time.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -57,6 +58,9 @@ impl Entry {
 #[derive(Debug)]
 pub struct MemoryStore {
     shards: Box<[Mutex<HashMap<String, Entry>>]>,
+    /// Picks a key's shard; seeded per store, so crafted keys cannot pile
+    /// onto one shard.
+    spread: foldhash::fast::RandomState,
     last_fence: AtomicU64,
     tokens: super::token::memory::MemoryTokens,
     states: super::state::MemoryStates,
@@ -73,6 +77,7 @@ impl MemoryStore {
     pub fn new() -> Self {
         MemoryStore {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            spread: foldhash::fast::RandomState::default(),
             last_fence: AtomicU64::new(0),
             tokens: Default::default(),
             states: Default::default(),
@@ -80,9 +85,7 @@ impl MemoryStore {
     }
 
     fn shard(&self, key: &str) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        // Unkeyed: a key can only choose its shard, each shard's map keeps
-        // its seeded hasher (one SipHash per look-up instead of two).
-        let i = (crate::digest::digest(key) % SHARDS as u64) as usize;
+        let i = (self.spread.hash_one(key) % SHARDS as u64) as usize;
         // A poisoned shard only means another thread panicked mid-update of a map
         // whose every update is a single insert/remove: the data is consistent.
         self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
