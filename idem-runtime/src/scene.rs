@@ -12,15 +12,12 @@
 //! non-macro call (`Idem::guard`, `Idem::guard_key`) is one owner, whose scenes
 //! are escaped (a single segment), so they never overlap each other.
 //!
-//! A known scene costs one read-locked hash lookup per call, and a non-macro
-//! scene its thread registered last only a string comparison. The registry keeps
+//! A known scene costs one read-locked hash lookup per call. The registry keeps
 //! every scene seen for the handle's life: scenes are meant to be a fixed set
 //! (put request data in the parts).
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Error;
 use crate::key::{Key, Namespace};
@@ -51,57 +48,15 @@ impl Owner {
 }
 
 /// Scene → owner, for one handle.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct SceneRegistry {
-    /// Unique per registry for the process's life (not an address, which a
-    /// later handle may reuse): what [`LAST_PLAIN`] entries are tagged with.
-    id: u64,
-    scenes: RwLock<HashMap<Box<str>, Owner>>,
-}
-
-impl Default for SceneRegistry {
-    fn default() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        SceneRegistry {
-            id: NEXT.fetch_add(1, Ordering::Relaxed),
-            scenes: RwLock::default(),
-        }
-    }
-}
-
-thread_local! {
-    /// The last scene this thread registered as a non-macro one, with its
-    /// registry's id. Registrations are never undone, so a match needs neither
-    /// the lock nor a hash: a service calling `guard` in one scene over and
-    /// over (the usual case) pays a string comparison.
-    static LAST_PLAIN: RefCell<(u64, String)> = const { RefCell::new((0, String::new())) };
+    scenes: RwLock<HashMap<Box<str>, Owner, foldhash::fast::RandomState>>,
 }
 
 impl SceneRegistry {
     /// Records that `owner` renders keys under `scene` (as it appears in keys),
     /// or says which other owner's scene overlaps it.
     pub(crate) fn register(&self, scene: &str, owner: Owner) -> Result<(), Error> {
-        if owner.id != Owner::PLAIN.id {
-            return self.register_in_map(scene, owner);
-        }
-        let seen = LAST_PLAIN.with(|last| {
-            let last = last.borrow();
-            last.0 == self.id && last.1 == scene
-        });
-        if seen {
-            return Ok(());
-        }
-        self.register_in_map(scene, owner)?;
-        LAST_PLAIN.with(|last| {
-            let mut last = last.borrow_mut();
-            last.0 = self.id;
-            last.1.clear();
-            last.1.push_str(scene);
-        });
-        Ok(())
-    }
-
-    fn register_in_map(&self, scene: &str, owner: Owner) -> Result<(), Error> {
         let known = self
             .scenes
             .read()
