@@ -23,6 +23,13 @@ pub use hold::{HoldTooShort, check_hold};
 
 use std::time::Duration;
 
+/// The longest duration any idem setting accepts (ttl, lease, wait, `max_hold`,
+/// the operation timeout, the breaker cooldown): 3,650 days. Every store can
+/// represent `now + MAX_DURATION` (MySQL `DATETIME` ends in year 9999,
+/// millisecond and microsecond fields fit in `i64`), and so can `Instant` on
+/// every platform, so nothing downstream overflows.
+pub const MAX_DURATION: Duration = Duration::from_secs(3650 * 24 * 3600);
+
 const UNITS: &str =
     "`ms`, `s`, `m`, `h` or `d` (or humantime's `sec`, `min`, `hours`, `days`, `weeks`, …)";
 

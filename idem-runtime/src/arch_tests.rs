@@ -29,6 +29,17 @@ const ABOVE: &[&str] = &[
     "__private",
 ];
 const BELOW: &[&str] = &["store", "sql_kernel", "exec", "record", "error", "backstop"];
+/// The values every layer passes around: they name no layer that acts.
+const VALUES: &[&str] = &["record", "error"];
+/// What the values must never name, beside [`ABOVE`].
+const ACTING: &[&str] = &[
+    "store",
+    "sql_kernel",
+    "exec",
+    "backstop",
+    "observe",
+    "policy",
+];
 
 fn strip_comments(src: &str) -> String {
     let src = src.split("#[cfg(test)]\nmod tests").next().unwrap_or(src);
@@ -170,4 +181,28 @@ fn the_layers_below_name_no_technique_and_not_the_handle() {
         }
     }
     assert!(up.is_empty(), "arrows that run back up: {up:?}");
+}
+
+#[test]
+fn the_values_name_no_layer_that_acts() {
+    let g = graph();
+    let mut up = Vec::new();
+    for v in VALUES {
+        for other in g.get(*v).into_iter().flatten() {
+            if ABOVE.contains(&other.as_str()) || ACTING.contains(&other.as_str()) {
+                up.push(format!("{v} -> {other}"));
+            }
+        }
+    }
+    assert!(up.is_empty(), "values that reach up: {up:?}");
+}
+
+#[test]
+fn the_sql_kernel_names_no_policy() {
+    let g = graph();
+    let named = &g["sql_kernel"];
+    assert!(
+        !named.contains("policy") && !named.contains("store"),
+        "sql_kernel -> {named:?}"
+    );
 }

@@ -34,11 +34,9 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// bodies set `wait` (or the configuration's `wait`) explicitly.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(5);
 /// The longest duration any setting accepts (ttl, lease, wait, `max_hold`, the
-/// operation timeout, the breaker cooldown): 3,650 days. Every store can represent
-/// `now + MAX_DURATION` (MySQL `DATETIME` ends in year 9999, millisecond and
-/// microsecond fields fit in `i64`), and so can `Instant` on every platform, so
-/// nothing downstream overflows. Longer values are `Error::Config`, not a panic.
-pub const MAX_DURATION: Duration = Duration::from_secs(3650 * 24 * 3600);
+/// operation timeout, the breaker cooldown): 3,650 days. Longer values are
+/// `Error::Config`, not a panic.
+pub use idem_duration::MAX_DURATION;
 /// A call's store operations never take longer than `lease / LEASE_PER_OP`:
 /// renewal runs every `lease / 3` and each renewal may take a whole operation
 /// budget, so with a longer budget a lease could lapse while its body is still

@@ -7,7 +7,6 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::error::Error;
-use crate::store::StoredResult;
 
 const MAGIC: &[u8; 2] = b"I1";
 const HEADER: usize = 2 + 4 + 1;
@@ -72,7 +71,7 @@ pub(crate) fn open<'a>(
 }
 
 /// The stored version, the kind and the JSON body of any idem payload.
-fn header(bytes: &[u8]) -> Result<(u32, Kind, &[u8]), String> {
+pub(crate) fn header(bytes: &[u8]) -> Result<(u32, Kind, &[u8]), String> {
     if bytes.len() < HEADER || &bytes[..2] != MAGIC {
         return Err("not an idem record (unknown format)".into());
     }
@@ -83,19 +82,6 @@ fn header(bytes: &[u8]) -> Result<(u32, Kind, &[u8]), String> {
         b => return Err(format!("unknown result kind {b}")),
     };
     Ok((stored, kind, &bytes[HEADER..]))
-}
-
-impl crate::store::DoneRecord {
-    /// The stored result, decoded as JSON: what the `idem inspect` command
-    /// prints. A payload idem did not write is `Error::Codec` naming `key`.
-    pub fn result(&self, key: &str) -> Result<StoredResult, Error> {
-        let (version, kind, json) = header(&self.payload).map_err(|e| Error::codec(key, e))?;
-        Ok(StoredResult {
-            version,
-            is_err: kind == Kind::Err,
-            json: serde_json::from_slice(json).map_err(|e| Error::codec(key, e))?,
-        })
-    }
 }
 
 /// Decodes a JSON body into the caller's type.

@@ -20,7 +20,7 @@ use std::time::Duration;
 /// assert_eq!(micros(Duration::MAX), MAX_DURATION.as_micros() as i64);
 /// ```
 pub fn micros(d: Duration) -> i64 {
-    let d = d.min(crate::policy::MAX_DURATION);
+    let d = d.min(idem_duration::MAX_DURATION);
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX / 2)
 }
 

@@ -16,9 +16,9 @@ use std::time::Duration;
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
 
+pub use crate::error::{BoxError, Reason, StoreError};
 pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use census::{Census, Counted, PurgeReport, SceneCount};
-pub use error::{BoxError, Reason, StoreError};
 pub use owner::Owner;
 pub use queue::SendQueue;
 pub use stored_result::StoredResult;
@@ -26,7 +26,6 @@ pub use url::redact_url;
 
 pub mod catalog;
 mod census;
-mod error;
 pub mod faulty;
 pub mod memory;
 mod owner;

@@ -7,6 +7,10 @@
 use std::fmt;
 use std::time::Duration;
 
+pub use store::{BoxError, Reason, StoreError};
+
+mod store;
+
 /// Everything that can go wrong in a guarded call, a technique helper or a store.
 ///
 /// Business errors are never wrapped in this type: they stay the caller's `E`,
@@ -90,7 +94,7 @@ pub enum Error {
         /// The driver's error (a `sqlx::Error`, a `redis::RedisError`, ...), when
         /// the store kept it: this error's `source()`, for downcasting.
         #[source]
-        source: Option<crate::store::BoxError>,
+        source: Option<BoxError>,
     },
     /// The store answers, but a burst of operations filled its queue (see
     /// `store::SendQueue`) and this call got no turn to send its operation within
@@ -174,7 +178,7 @@ pub enum Error {
     /// this type with `?`: `RedisStore::connect(url).await?` in a function
     /// returning `idem::Result`.
     #[error("idem store: {0}")]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] StoreError),
     /// The database reported an error the technique cannot interpret.
     #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
     #[error("database error on `{key}`: {detail}")]
@@ -235,8 +239,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 mod tests {
     use std::error::Error as _;
 
+    use super::StoreError;
     use super::*;
-    use crate::store::{StoreError, Warning};
+    use crate::store::Warning;
 
     #[derive(Debug, thiserror::Error)]
     #[error("driver: connection refused")]
