@@ -286,7 +286,7 @@ pub async fn macro_lock(store: Arc<dyn Store>) {
 }
 
 macro_rules! lock_suite {
-    ($store:expr) => {
+    (store = $store:expr, keys = $keys:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn no_overlap() {
             crate::lock::stores::no_overlap($store).await;
@@ -315,33 +315,4 @@ macro_rules! lock_suite {
 }
 pub(crate) use lock_suite;
 
-mod memory {
-    crate::lock::stores::lock_suite!(crate::support::stores::memory());
-}
-
-#[cfg(all(
-    feature = "redis",
-    feature = "postgres",
-    feature = "mysql",
-    feature = "sqlite"
-))]
-mod redis {
-    crate::lock::stores::lock_suite!(crate::support::stores::redis().await);
-}
-
-#[cfg(all(
-    feature = "redis",
-    feature = "postgres",
-    feature = "mysql",
-    feature = "sqlite"
-))]
-mod redis_cluster {
-    crate::lock::stores::lock_suite!(crate::support::stores::redis_cluster().await);
-}
-
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-mod postgres {
-    crate::lock::stores::lock_suite!(
-        crate::support::sql::conformance_store(idem::db::Dialect::Postgres).await
-    );
-}
+crate::support::stores::for_each_store!(crate::lock::stores::lock_suite);
