@@ -77,6 +77,9 @@ mod deliveries;
 mod describe;
 mod export;
 mod fallback;
+pub(crate) mod messaging;
+#[cfg(feature = "otel")]
+mod otel;
 pub(crate) mod instrument;
 pub(crate) mod labels;
 mod recorder;
@@ -89,6 +92,7 @@ mod store_ops;
 #[cfg(test)]
 mod testing;
 mod topk;
+mod trace;
 mod verdict;
 
 pub use deliveries::{DeliveryEvent, count_delivery};
@@ -104,6 +108,7 @@ pub use report::{CallReport, reported};
 #[cfg(feature = "sql")]
 pub(crate) use sql::Observer;
 pub use stats::{Stats, TopKey};
+pub use trace::{TRACEPARENT, TRACESTATE, TraceContext};
 pub(crate) use store_ops::StoreOpKeys;
 pub(crate) use verdict::Verdict;
 
