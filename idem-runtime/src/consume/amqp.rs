@@ -33,10 +33,10 @@ use lapin::types::{AMQPValue, FieldTable};
 use lapin::{Connection, ConnectionProperties};
 
 use super::pump::{Each, Inbound, Process, Settle, Source, fit_prefetch, pump};
-use crate::observe::{TRACEPARENT, TRACESTATE, TraceContext};
 use super::worker::{
     Backoff, ConsumerOptions, Delivery, Failures, ShutdownSignal, Verdict, connected,
 };
+use crate::observe::{TRACEPARENT, TRACESTATE, TraceContext};
 
 /// Consumes `queue` at `url` until `signal` is triggered; see the module docs.
 /// Connection and channel failures are retried with backoff (logged), never

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use async_nats::jetstream::{self, AckKind, consumer::PullConsumer};
 
 use super::pump::{Each, Inbound, Process, Settle, Source, fit_prefetch, pump};
-use crate::observe::{TRACEPARENT, TRACESTATE, TraceContext};
 use super::worker::{Backoff, ConsumerOptions, Delivery, ShutdownSignal, Verdict, connected};
+use crate::observe::{TRACEPARENT, TRACESTATE, TraceContext};
 
 /// The message id header.
 pub const MSG_ID_HEADER: &str = "Nats-Msg-Id";

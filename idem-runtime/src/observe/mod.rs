@@ -77,11 +77,11 @@ mod deliveries;
 mod describe;
 mod export;
 mod fallback;
+pub(crate) mod instrument;
+pub(crate) mod labels;
 pub(crate) mod messaging;
 #[cfg(feature = "otel")]
 mod otel;
-pub(crate) mod instrument;
-pub(crate) mod labels;
 mod recorder;
 mod redact;
 mod report;
@@ -108,8 +108,8 @@ pub use report::{CallReport, reported};
 #[cfg(feature = "sql")]
 pub(crate) use sql::Observer;
 pub use stats::{Stats, TopKey};
-pub use trace::{TRACEPARENT, TRACESTATE, TraceContext};
 pub(crate) use store_ops::StoreOpKeys;
+pub use trace::{TRACEPARENT, TRACESTATE, TraceContext};
 pub(crate) use verdict::Verdict;
 
 /// Metadata of every metric registration: the target is this module.

@@ -83,7 +83,11 @@ pub(crate) fn idem_attrs(
     use super::CallOutcome as O;
     set(span, "idem.technique", technique.as_str());
     set(span, "idem.scope", key.scope().to_owned());
-    set(span, "idem.key_hash", super::key_hash(key.as_str()).to_string());
+    set(
+        span,
+        "idem.key_hash",
+        super::key_hash(key.as_str()).to_string(),
+    );
     set(span, "idem.outcome", outcome.as_str());
     set(
         span,
@@ -91,6 +95,10 @@ pub(crate) fn idem_attrs(
         matches!(outcome, O::Replayed | O::Waited),
     );
     if let Some(f) = fence {
-        set(span, "idem.fence", i64::try_from(f.get()).unwrap_or(i64::MAX));
+        set(
+            span,
+            "idem.fence",
+            i64::try_from(f.get()).unwrap_or(i64::MAX),
+        );
     }
 }

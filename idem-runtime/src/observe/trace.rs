@@ -167,9 +167,11 @@ mod tests {
         let long = "a=".to_owned() + &"b".repeat(600);
         let cx = TraceContext::parse(TP, Some(&long)).unwrap();
         assert_eq!(cx.tracestate(), None, "an over-long tracestate is dropped");
-        assert!(!TraceContext::parse(&TP.replace("-01", "-00"), None)
-            .unwrap()
-            .sampled());
+        assert!(
+            !TraceContext::parse(&TP.replace("-01", "-00"), None)
+                .unwrap()
+                .sampled()
+        );
     }
 
     #[tokio::test]

@@ -81,7 +81,9 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str, shape: Shape) -> Vec<S
         Dialect::MySql => {
             let trace_cols = match shape {
                 Shape::First => "",
-                Shape::Current => "traceparent VARBINARY(55) NULL,\n  tracestate VARBINARY(512) NULL,\n  ",
+                Shape::Current => {
+                    "traceparent VARBINARY(55) NULL,\n  tracestate VARBINARY(512) NULL,\n  "
+                }
             };
             let mut v = vec![format!(
                 "CREATE TABLE IF NOT EXISTS {t} (\n  \
