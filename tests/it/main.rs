@@ -30,4 +30,13 @@ mod sim;
 mod sql;
 mod state;
 mod token;
+#[cfg(all(
+    feature = "otel",
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "rabbitmq",
+    feature = "nats"
+))]
+mod trace;
 mod tx;

@@ -32,10 +32,11 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{Connection, ConnectionProperties};
 
-use super::pump::{Each, Inbound, Process, Settle, fit_prefetch, pump};
+use super::pump::{Each, Inbound, Process, Settle, Source, fit_prefetch, pump};
 use super::worker::{
     Backoff, ConsumerOptions, Delivery, Failures, ShutdownSignal, Verdict, connected,
 };
+use crate::observe::{TRACEPARENT, TRACESTATE, TraceContext};
 
 /// Consumes `queue` at `url` until `signal` is triggered; see the module docs.
 /// Connection and channel failures are retried with backoff (logged), never
@@ -124,6 +125,7 @@ async fn session<P: Process>(
     let pumped = pump(
         &mut consumer,
         |d| inbound(d, failures),
+        &Source::new("rabbitmq", queue),
         opts,
         signal,
         process,
@@ -159,12 +161,14 @@ fn inbound(d: lapin::message::Delivery, failures: &Arc<Failures>) -> Inbound<Amq
     });
     let local = failures.get(&counted);
     let attempt = delivery_count(&d).max(local.saturating_add(1));
+    let trace = trace_context(&d);
     Inbound {
         delivery: Delivery {
             id,
             payload: d.data,
             attempt,
             redelivered: d.redelivered,
+            trace,
         },
         settle: AmqpSettle {
             acker: d.acker,
@@ -202,6 +206,18 @@ impl Settle for AmqpSettle {
         };
         sent.map(drop).map_err(|e| e.to_string())
     }
+}
+
+/// The creation's trace context from the `traceparent` and `tracestate`
+/// headers (string values; anything else is ignored).
+fn trace_context(d: &lapin::message::Delivery) -> Option<TraceContext> {
+    let headers = d.properties.headers().as_ref()?;
+    let text = |name: &str| match headers.inner().get(name) {
+        Some(AMQPValue::LongString(s)) => std::str::from_utf8(s.as_bytes()).ok().map(str::to_owned),
+        Some(AMQPValue::ShortString(s)) => Some(s.as_str().to_owned()),
+        _ => None,
+    };
+    TraceContext::parse(&text(TRACEPARENT)?, text(TRACESTATE).as_deref())
 }
 
 /// The broker's delivery count (quorum queues: `x-delivery-count`, the number

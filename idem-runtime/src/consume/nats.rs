@@ -16,8 +16,9 @@ use std::sync::Arc;
 
 use async_nats::jetstream::{self, AckKind, consumer::PullConsumer};
 
-use super::pump::{Each, Inbound, Process, Settle, fit_prefetch, pump};
+use super::pump::{Each, Inbound, Process, Settle, Source, fit_prefetch, pump};
 use super::worker::{Backoff, ConsumerOptions, Delivery, ShutdownSignal, Verdict, connected};
+use crate::observe::{TRACEPARENT, TRACESTATE, TraceContext};
 
 /// The message id header.
 pub const MSG_ID_HEADER: &str = "Nats-Msg-Id";
@@ -101,7 +102,8 @@ async fn session<P: Process>(
         .messages()
         .await?;
     connected(opts);
-    let pumped = pump(&mut messages, inbound, opts, signal, process).await;
+    let source = Source::new("nats", stream);
+    let pumped = pump(&mut messages, inbound, &source, opts, signal, process).await;
     // Running handlers finish and settle; messages pulled but not started are
     // redelivered after `ack_wait`.
     pumped.inflight.drain().await;
@@ -120,12 +122,20 @@ fn inbound(m: jetstream::Message) -> Inbound<NatsSettle> {
         .and_then(|h| h.get(MSG_ID_HEADER))
         .map(|v| v.as_str().to_owned());
     let delivered = m.info().map(|i| i.delivered).unwrap_or(1);
+    let header = |name: &str| {
+        m.headers
+            .as_ref()
+            .and_then(|h| h.get(name))
+            .map(|v| v.as_str())
+    };
+    let trace = header(TRACEPARENT).and_then(|tp| TraceContext::parse(tp, header(TRACESTATE)));
     Inbound {
         delivery: Delivery {
             id,
             payload: m.payload.to_vec(),
             attempt: u32::try_from(delivered).unwrap_or(u32::MAX).max(1),
             redelivered: delivered > 1,
+            trace,
         },
         settle: NatsSettle(m),
     }

@@ -15,6 +15,34 @@ use std::time::Duration;
 use futures_util::{Stream, StreamExt as _};
 
 use super::worker::{ConsumerOptions, Delivery, ShutdownSignal, Verdict, acked, judge};
+use crate::observe::messaging::MsgSpan;
+
+/// Where a session's deliveries come from, as its `process` spans name it:
+/// the broker (`messaging.system`) and the queue or stream consumed
+/// (`messaging.destination.name`).
+#[derive(Debug)]
+pub(crate) struct Source {
+    system: &'static str,
+    destination: Arc<str>,
+}
+
+impl Source {
+    pub(crate) fn new(system: &'static str, destination: &str) -> Source {
+        Source {
+            system,
+            destination: destination.into(),
+        }
+    }
+
+    /// The `process` span of `unit`: linked to each delivery's creation
+    /// context (nothing without the `otel` feature).
+    fn span<S>(&self, opts: &ConsumerOptions, unit: &[Inbound<S>]) -> MsgSpan {
+        let members = unit
+            .iter()
+            .map(|i| (i.delivery.id.as_deref(), i.delivery.trace.as_ref()));
+        MsgSpan::process(self.system, &self.destination, &opts.name, members)
+    }
+}
 
 /// One delivery in hand: what a handler sees, and how to settle it.
 pub(crate) struct Inbound<S> {
@@ -95,6 +123,7 @@ pub(crate) struct Pumped<E> {
 pub(crate) async fn pump<St, R, E, S, P>(
     stream: &mut St,
     inbound: impl Fn(R) -> Inbound<S>,
+    source: &Source,
     opts: &Arc<ConsumerOptions>,
     signal: &mut ShutdownSignal,
     process: &Arc<P>,
@@ -144,7 +173,8 @@ where
                 }
             }
         }
-        inflight.spawn(slot, run_unit(opts.clone(), process.clone(), unit));
+        let span = source.span(opts, &unit);
+        inflight.spawn(slot, run_unit(opts.clone(), process.clone(), unit, span));
         if let Some(stop) = stop {
             break stop;
         }
@@ -163,10 +193,11 @@ async fn run_unit<S: Settle, P: Process>(
     opts: Arc<ConsumerOptions>,
     process: Arc<P>,
     unit: Vec<Inbound<S>>,
+    span: MsgSpan,
 ) {
     let (deliveries, settles): (Vec<_>, Vec<_>) =
         unit.into_iter().map(|i| (i.delivery, i.settle)).unzip();
-    let verdicts = process.process(&opts, deliveries).await;
+    let verdicts = span.run(process.process(&opts, deliveries)).await;
     let mut later = Vec::new();
     for (i, s) in settles.into_iter().enumerate() {
         // A delivery without a verdict goes back: never acknowledged unseen.

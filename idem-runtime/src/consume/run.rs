@@ -57,6 +57,17 @@ where
     F: Future<Output = (CallOutcome, R)>,
 {
     let (recorder, _) = recorder_for(handle);
+    // The loop's `process` span (feature `otel`) shows the outcome too: a
+    // redelivered message's span says `duplicate_message`.
+    #[cfg(feature = "otel")]
+    let op = {
+        let process = tracing::Span::current();
+        async move {
+            let (outcome, r) = op.await;
+            crate::observe::messaging::record_outcome(&process, outcome);
+            (outcome, r)
+        }
+    };
     instrument(recorder, Technique::Consume, key, || op).await
 }
 

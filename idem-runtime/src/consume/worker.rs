@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::observe::{DeliveryEvent, count_delivery};
+use crate::observe::{DeliveryEvent, TraceContext, count_delivery};
 
 /// One message as a handler sees it.
 #[derive(Debug, Clone)]
@@ -26,6 +26,10 @@ pub struct Delivery {
     pub attempt: u32,
     /// The broker delivered it before.
     pub redelivered: bool,
+    /// The W3C trace context of the message's creation, from its
+    /// `traceparent` and `tracestate` headers (`None` without them, or when
+    /// malformed). The loop's `process` span (feature `otel`) links to it.
+    pub trace: Option<TraceContext>,
 }
 
 /// A message given up on: what the poison hook receives.

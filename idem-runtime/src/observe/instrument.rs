@@ -83,6 +83,8 @@ where
         if let Some(fence) = value.fence() {
             span.record("fence", fence.get());
         }
+        #[cfg(feature = "otel")]
+        super::otel::idem_attrs(&span, technique, key, verdict.outcome, value.fence());
         (verdict, value)
     };
     recorder.record(technique, key.scope(), key.as_str(), verdict);

@@ -79,6 +79,9 @@ mod export;
 mod fallback;
 pub(crate) mod instrument;
 pub(crate) mod labels;
+pub(crate) mod messaging;
+#[cfg(feature = "otel")]
+mod otel;
 mod recorder;
 mod redact;
 mod report;
@@ -89,6 +92,7 @@ mod store_ops;
 #[cfg(test)]
 mod testing;
 mod topk;
+mod trace;
 mod verdict;
 
 pub use deliveries::{DeliveryEvent, count_delivery};
@@ -105,6 +109,7 @@ pub use report::{CallReport, reported};
 pub(crate) use sql::Observer;
 pub use stats::{Stats, TopKey};
 pub(crate) use store_ops::StoreOpKeys;
+pub use trace::{TRACEPARENT, TRACESTATE, TraceContext};
 pub(crate) use verdict::Verdict;
 
 /// Metadata of every metric registration: the target is this module.

@@ -2,7 +2,8 @@
 //! connection and one channel in publisher-confirm mode, persistent messages
 //! (`delivery_mode` 2) with `message_id` set to the outbox message id, the
 //! topic as `type` and routing key, the business id in the
-//! `idem-business-id` header, `mandatory` so an unroutable message comes back
+//! `idem-business-id` header, the creation's W3C trace context in the
+//! `traceparent` and `tracestate` headers, `mandatory` so an unroutable message comes back
 //! (a refusal, counted against its attempts) instead of vanishing.
 //!
 //! ```text
@@ -23,6 +24,7 @@ use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 
 use super::publish::{BrokerDown, Confirmed, Outgoing, PublishResult, Publisher, Verdict};
+use crate::observe::{TRACEPARENT, TRACESTATE};
 use crate::store::BoxFuture;
 
 /// The header holding the business id.
@@ -147,13 +149,23 @@ impl AmqpPublisher {
 }
 
 /// A message's properties: persistent, the outbox id as `message_id`, the
-/// topic as `type`, the business id in a header.
+/// topic as `type`, the business id in a header, and the creation's trace
+/// context in the `traceparent` and `tracestate` headers.
 fn properties(m: &Outgoing<'_>) -> BasicProperties {
     let mut headers = FieldTable::default();
     headers.insert(
         BUSINESS_ID_HEADER.into(),
         AMQPValue::LongString(m.business_id.into()),
     );
+    if let Some(cx) = m.trace {
+        headers.insert(
+            TRACEPARENT.into(),
+            AMQPValue::LongString(cx.traceparent().into()),
+        );
+        if let Some(state) = cx.tracestate() {
+            headers.insert(TRACESTATE.into(), AMQPValue::LongString(state.into()));
+        }
+    }
     BasicProperties::default()
         .with_message_id(m.id.into())
         .with_delivery_mode(2)

@@ -5,6 +5,8 @@ use super::MessageId;
 use crate::db::caller_tx::tx_error;
 use crate::db::{Arg, Dialect, SqlConn, SqlDialect as _};
 use crate::error::Error;
+use crate::observe::TraceContext;
+use crate::observe::messaging::MsgSpan;
 use crate::store::sql::outbox_sql;
 
 /// Longest namespace, topic and business id (the MySQL columns' widths).
@@ -94,6 +96,12 @@ impl OutboxTable<'_> {
     /// its id returned, provided it holds the same payload; another payload is
     /// `Error::PayloadMismatch`. A concurrent transaction enqueuing the same
     /// pair waits on the unique key until the first one ends.
+    ///
+    /// The row keeps the W3C trace context of the message's creation
+    /// ([`TraceContext::current`]: with the `otel` feature the `create` span
+    /// this call opens, else the context the task set with
+    /// [`TraceContext::scope`]), which the relay sends along as headers. An
+    /// existing row keeps its first context.
     pub async fn enqueue<C>(
         &self,
         conn: &mut C,
@@ -107,6 +115,23 @@ impl OutboxTable<'_> {
         outbox_sql::check_outbox_table(self.table)
             .map_err(|e| Error::Config(format!("outbox: {e}")))?;
         let id = self.message_id(topic, business_id);
+        let span = MsgSpan::create(topic, id.as_str());
+        span.run(self.write(conn, id, topic, business_id, payload))
+            .await
+    }
+
+    /// The enqueue's statements, inside its `create` span.
+    async fn write<C>(
+        &self,
+        conn: &mut C,
+        id: MessageId,
+        topic: &str,
+        business_id: &str,
+        payload: &[u8],
+    ) -> Result<MessageId, Error>
+    where
+        C: SqlConn + ?Sized,
+    {
         check_part(&id, "namespace", self.namespace, MAX_NAMESPACE, true)?;
         check_part(&id, "topic", topic, MAX_TOPIC, false)?;
         check_part(&id, "business id", business_id, MAX_BUSINESS_ID, false)?;
@@ -116,6 +141,7 @@ impl OutboxTable<'_> {
             self.lock_order(conn, business_id).await.map_err(fail)?;
         }
         let order = self.ordered.then_some(business_id);
+        let trace = TraceContext::current();
         let args = [
             Arg::Text(self.namespace),
             Arg::Text(id.as_str()),
@@ -123,6 +149,8 @@ impl OutboxTable<'_> {
             Arg::Text(business_id),
             Arg::OptText(order),
             Arg::Bytes(payload),
+            Arg::OptText(trace.as_ref().map(TraceContext::traceparent)),
+            Arg::OptText(trace.as_ref().and_then(TraceContext::tracestate)),
         ];
         let rows = conn
             .any()

@@ -1,7 +1,8 @@
 //! The relay's NATS JetStream publisher (feature `nats`, `async-nats`): each
 //! message published with `Nats-Msg-Id` set to the outbox message id (the
 //! server drops a repeat inside the stream's duplicate window and says so:
-//! counted as a duplicate), the business id in `Idem-Business-Id`, on the
+//! counted as a duplicate), the business id in `Idem-Business-Id`, the
+//! creation's W3C trace context in `traceparent` and `tracestate`, on the
 //! subject `<prefix><topic>`; every publish acknowledged by the stream before
 //! the relay marks it sent.
 //!
@@ -20,6 +21,7 @@
 use async_nats::jetstream::{self, context::PublishErrorKind};
 
 use super::publish::{BrokerDown, Confirmed, Outgoing, PublishResult, Publisher, Verdict};
+use crate::observe::{TRACEPARENT, TRACESTATE};
 use crate::store::BoxFuture;
 
 /// The header holding the business id.
@@ -54,6 +56,12 @@ impl NatsPublisher {
             let mut headers = async_nats::HeaderMap::new();
             headers.insert(crate::consume::nats::MSG_ID_HEADER, m.id);
             headers.insert(BUSINESS_ID_HEADER, m.business_id);
+            if let Some(cx) = m.trace {
+                headers.insert(TRACEPARENT, cx.traceparent());
+                if let Some(state) = cx.tracestate() {
+                    headers.insert(TRACESTATE, state);
+                }
+            }
             let subject = format!("{}{}", self.prefix, m.topic);
             let sent = self
                 .js

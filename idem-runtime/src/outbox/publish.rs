@@ -3,6 +3,7 @@
 //! be reached at all. `amqp.rs` and `nats.rs` implement it; another broker is
 //! one more implementation.
 
+use crate::observe::TraceContext;
 use crate::store::BoxFuture;
 
 /// One message to publish.
@@ -18,6 +19,10 @@ pub struct Outgoing<'a> {
     pub business_id: &'a str,
     /// The payload.
     pub payload: &'a [u8],
+    /// The W3C trace context of the message's creation, sent as the
+    /// `traceparent` and `tracestate` headers (the same on every publish of
+    /// the message).
+    pub trace: Option<&'a TraceContext>,
 }
 
 /// A message the broker confirmed.

@@ -9,6 +9,7 @@ use super::publish::{BrokerDown, Outgoing, Verdict};
 use super::relay::{Parked, Relay, add};
 use crate::db::micros;
 use crate::observe::Op;
+use crate::observe::messaging::MsgSpan;
 use crate::store::StoreError;
 use crate::store::sql::outbox_claim::OutboxRow;
 
@@ -83,7 +84,15 @@ impl Relay {
                 topic: &r.topic,
                 business_id: &r.business_id,
                 payload: &r.payload,
+                trace: r.trace.as_ref(),
             })
+            .collect();
+        // One `send` span per message, a child of its creation context
+        // (nothing without the `otel` feature).
+        let broker = self.publisher.broker();
+        let spans: Vec<MsgSpan> = rows
+            .iter()
+            .map(|r| MsgSpan::send(broker, &r.topic, &r.id, r.trace.as_ref()))
             .collect();
         let sent = tokio::time::timeout(self.opts.publish_timeout, self.publisher.publish(&out));
         let verdicts = match sent.await {
@@ -101,7 +110,13 @@ impl Relay {
         let (mut confirmed, mut unconfirmed, mut refused) = (Vec::new(), Vec::new(), Vec::new());
         let mut duplicates = 0;
         let mut down = None;
-        for (row, v) in rows.iter().zip(verdicts) {
+        for ((row, v), span) in rows.iter().zip(verdicts).zip(&spans) {
+            span.verdict(match &v {
+                Verdict::Confirmed(ok) if ok.duplicate => "duplicate",
+                Verdict::Confirmed(_) => "confirmed",
+                Verdict::Refused(_) => "refused",
+                Verdict::Unconfirmed(_) => "unconfirmed",
+            });
             match v {
                 Verdict::Confirmed(ok) => {
                     duplicates += u64::from(ok.duplicate);

@@ -28,6 +28,7 @@ pub(crate) fn delivery(id: &str, order_no: &str, fail: bool) -> Delivery {
         payload: body(order_no, fail),
         attempt: 1,
         redelivered: false,
+        trace: None,
     }
 }
 

@@ -52,7 +52,7 @@ async fn child_relay(cfg: &str) {
 
 /// Runs one relay process until it reports a confirmed batch, then SIGKILLs
 /// it; the size of that batch.
-fn run_and_kill(schema: &str, queue: &str) -> usize {
+pub(crate) fn run_and_kill(schema: &str, queue: &str) -> usize {
     let cfg = format!("{schema},{queue}");
     crate::support::child::run_until_mark_then_kill(
         TEST,

@@ -10,6 +10,7 @@ use super::outbox_sql as q;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 use super::pool::Pool;
 use super::pool::on_pool;
+use crate::observe::TraceContext;
 use crate::sql_kernel::arg::bind_args;
 use crate::sql_kernel::{Arg, Dialect, retry_conflicts};
 use crate::store::StoreError;
@@ -23,6 +24,25 @@ pub(crate) struct OutboxRow {
     pub(crate) business_id: String,
     pub(crate) payload: Vec<u8>,
     pub(crate) attempts: i64,
+    /// The creation's trace context; a malformed stored one reads as `None`.
+    pub(crate) trace: Option<TraceContext>,
+}
+
+/// An optional text column (`NULL`, or bytes on MySQL).
+fn opt_text<R>(row: &R, i: usize) -> Result<Option<String>, sqlx::Error>
+where
+    R: sqlx::Row,
+    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<Vec<u8>>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    usize: sqlx::ColumnIndex<R>,
+{
+    match row.try_get::<Option<String>, _>(i) {
+        Ok(s) => Ok(s),
+        Err(_) => {
+            let b: Option<Vec<u8>> = row.try_get(i)?;
+            Ok(b.and_then(|b| String::from_utf8(b).ok()))
+        }
+    }
 }
 
 /// Text columns: MySQL's are `VARBINARY`, read as bytes.
@@ -48,9 +68,16 @@ where
     for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> Vec<u8>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<Vec<u8>>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     usize: sqlx::ColumnIndex<R>,
 {
+    let trace = match opt_text(row, 6)? {
+        Some(tp) => TraceContext::parse(&tp, opt_text(row, 7)?.as_deref()),
+        None => None,
+    };
     Ok(OutboxRow {
+        trace,
         seq: row.try_get(0)?,
         id: text(row, 1)?,
         topic: text(row, 2)?,

@@ -1,6 +1,7 @@
 //! The outbox's schema: the table as first created, the upgrade that makes
 //! the namespace part of its uniqueness (and, on MySQL/MariaDB, adds the
-//! table whose rows serialise the enqueues of one ordered business id), and
+//! table whose rows serialise the enqueues of one ordered business id), the
+//! upgrade that adds each message's trace context, and
 //! the purge and `verify()` probe the store runs on it. Statement texts of
 //! the enqueue and the relay are in `outbox_sql.rs`.
 
@@ -48,6 +49,10 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str, shape: Shape) -> Vec<S
                     "INTEGER",
                 )
             };
+            let trace_cols = match shape {
+                Shape::First => "",
+                Shape::Current => ",\n  traceparent TEXT,\n  tracestate TEXT",
+            };
             vec![
                 format!(
                     "CREATE TABLE IF NOT EXISTS {t} (\n  \
@@ -64,7 +69,7 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str, shape: Shape) -> Vec<S
                      created_at {time} NOT NULL,\n  \
                      sent_at {time},\n  \
                      expires_at {time},\n  \
-                     last_error {text}\n)"
+                     last_error {text}{trace_cols}\n)"
                 ),
                 format!("CREATE UNIQUE INDEX IF NOT EXISTS {id_uk} ON {t} (id)"),
                 format!("CREATE UNIQUE INDEX IF NOT EXISTS {uk} ON {t} ({uk_cols})"),
@@ -74,6 +79,12 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str, shape: Shape) -> Vec<S
             ]
         }
         Dialect::MySql => {
+            let trace_cols = match shape {
+                Shape::First => "",
+                Shape::Current => {
+                    "traceparent VARBINARY(55) NULL,\n  tracestate VARBINARY(512) NULL,\n  "
+                }
+            };
             let mut v = vec![format!(
                 "CREATE TABLE IF NOT EXISTS {t} (\n  \
              seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,\n  \
@@ -90,7 +101,7 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str, shape: Shape) -> Vec<S
              sent_at DATETIME(6) NULL,\n  \
              expires_at DATETIME(6) NULL,\n  \
              last_error TEXT NULL,\n  \
-             UNIQUE KEY {id_uk} (id),\n  \
+             {trace_cols}UNIQUE KEY {id_uk} (id),\n  \
              UNIQUE KEY {uk} ({uk_cols}),\n  \
              KEY {due} (state, seq),\n  \
              KEY {ord} (order_key, seq),\n  \
@@ -172,6 +183,28 @@ pub(crate) fn namespace_upgrade(
     }
 }
 
+/// The outbox's third schema step, for table `t` (qualified): the W3C
+/// `traceparent` and `tracestate` of each message's creation, sent as broker
+/// headers by the relay (`NULL` for messages enqueued outside any trace, and
+/// for those enqueued before the step). `migrate()` takes "already there"
+/// as done, as for the namespace step.
+pub(crate) fn trace_upgrade(d: Dialect, t: &str) -> Vec<String> {
+    match d {
+        Dialect::Postgres => vec![format!(
+            "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS traceparent TEXT, \
+             ADD COLUMN IF NOT EXISTS tracestate TEXT"
+        )],
+        Dialect::Sqlite => vec![
+            format!("ALTER TABLE {t} ADD COLUMN traceparent TEXT"),
+            format!("ALTER TABLE {t} ADD COLUMN tracestate TEXT"),
+        ],
+        Dialect::MySql => vec![format!(
+            "ALTER TABLE {t} ADD COLUMN traceparent VARBINARY(55) NULL, \
+             ADD COLUMN tracestate VARBINARY(512) NULL"
+        )],
+    }
+}
+
 /// MySQL's lock table of ordered enqueues, beside outbox table `t`
 /// (qualified): one row per ordered (namespace, business id), locked by the
 /// enqueue until its transaction ends.
@@ -187,6 +220,11 @@ pub(crate) fn table_statements(d: Dialect, n: &TableNames, shape: Shape) -> Vec<
 /// The namespace upgrade.
 pub(crate) fn upgrade_statements(d: Dialect, n: &TableNames) -> Vec<String> {
     namespace_upgrade(d, &n.outbox_q(d), n.outbox_name(), n.schema_name())
+}
+
+/// The trace context upgrade.
+pub(crate) fn trace_statements(d: Dialect, n: &TableNames) -> Vec<String> {
+    trace_upgrade(d, &n.outbox_q(d))
 }
 
 /// The store's outbox statements: purge, and the `verify()` probes (the
@@ -209,7 +247,8 @@ impl OutboxStatements {
             t.clone(),
             Stmt::from(format!(
                 "SELECT seq, namespace, id, topic, business_id, order_key, payload, state, attempts, \
-                 owner, due_at, created_at, sent_at, expires_at, last_error FROM {t} WHERE {never}"
+                 owner, due_at, created_at, sent_at, expires_at, last_error, traceparent, tracestate \
+                 FROM {t} WHERE {never}"
             )),
         )];
         if d == Dialect::MySql {

@@ -16,6 +16,7 @@
 //! | `due_at`      | when a relay may claim it next (a claim moves it one lease ahead) | `DATETIME(6)` | `INTEGER` µs |
 //! | `created_at`, `sent_at`, `expires_at` | timestamps; `expires_at` is set when sent: `purge_expired` deletes after it | | |
 //! | `last_error`  | the last publish failure, as text | | |
+//! | `traceparent`, `tracestate` | the W3C trace context of the message's creation, or `NULL` | `VARBINARY(55)`, `VARBINARY(512)` | `TEXT` |
 //!
 //! Times come from the database clock, as everywhere in idem.
 
@@ -72,14 +73,15 @@ pub(crate) fn channel(name: &str) -> String {
 }
 
 /// The enqueue (binds: namespace, id, topic, business id, order key or
-/// `NULL`, payload). An existing (namespace, topic, business id) is left
+/// `NULL`, payload, traceparent or `NULL`, tracestate or `NULL`). An existing (namespace, topic, business id) is left
 /// alone; [`same_payload`] then says whether it holds this payload. On
 /// PostgreSQL a new row also notifies the table's [`channel`] (delivered when
 /// the transaction commits); its row count is that of the inserted rows.
 pub(crate) fn insert(d: Dialect, t: &str, name: &str) -> String {
     let n = now(d);
-    let cols = "namespace, id, topic, business_id, order_key, payload, state, attempts, due_at, created_at";
-    let head = format!("INSERT INTO {t} ({cols}) VALUES (?, ?, ?, ?, ?, ?, 0, 0, {n}, {n})");
+    let cols = "namespace, id, topic, business_id, order_key, payload, traceparent, tracestate, \
+                state, attempts, due_at, created_at";
+    let head = format!("INSERT INTO {t} ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, {n}, {n})");
     let conflict = "ON CONFLICT (namespace, topic, business_id) DO NOTHING";
     match d {
         // Not `INSERT IGNORE`: it would turn data errors into warnings.
@@ -134,7 +136,8 @@ pub(crate) fn order_lock(d: Dialect, t: &str) -> Option<String> {
 }
 
 /// The columns a claim returns, in order.
-pub(crate) const CLAIM_COLS: &str = "seq, id, topic, business_id, payload, attempts";
+pub(crate) const CLAIM_COLS: &str =
+    "seq, id, topic, business_id, payload, attempts, traceparent, tracestate";
 
 /// The due messages a claim may take (binds: limit), oldest first (the
 /// `(state, seq)` index: the scan stops after `limit` due rows); a message
@@ -343,7 +346,7 @@ mod tests {
         );
         let ins = insert(Dialect::Postgres, "o", "o");
         assert!(
-            ins.contains("pg_notify('idem_o', '')") && ins.contains("$6"),
+            ins.contains("pg_notify('idem_o', '')") && ins.contains("$8"),
             "{ins}"
         );
         assert!(park(Dialect::Sqlite, "o").contains("state IN (0, 2)"));

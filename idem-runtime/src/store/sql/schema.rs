@@ -45,7 +45,14 @@ pub fn migrations(dialect: Dialect, names: &TableNames) -> Vec<(&'static str, St
             "0001_idem_tables",
             join(tables(dialect, names, Shape::First)),
         ),
-        ("0002_outbox_namespaces", join(upgrades(dialect, names))),
+        (
+            "0002_outbox_namespaces",
+            join(super::outbox_ddl::upgrade_statements(dialect, names)),
+        ),
+        (
+            "0003_outbox_trace_context",
+            join(super::outbox_ddl::trace_statements(dialect, names)),
+        ),
     ]
 }
 
@@ -86,7 +93,9 @@ pub(crate) fn upgrade_count(d: Dialect, n: &TableNames) -> usize {
 
 /// The steps after the first.
 fn upgrades(d: Dialect, n: &TableNames) -> Vec<String> {
-    super::outbox_ddl::upgrade_statements(d, n)
+    let mut v = super::outbox_ddl::upgrade_statements(d, n);
+    v.extend(super::outbox_ddl::trace_statements(d, n));
+    v
 }
 
 /// An upgrade statement with nothing to do: a column or key it adds exists,

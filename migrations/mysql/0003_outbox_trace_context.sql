@@ -1,0 +1,1 @@
+ALTER TABLE idem_outbox ADD COLUMN traceparent VARBINARY(55) NULL, ADD COLUMN tracestate VARBINARY(512) NULL;

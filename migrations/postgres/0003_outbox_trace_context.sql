@@ -1,0 +1,1 @@
+ALTER TABLE idem_outbox ADD COLUMN IF NOT EXISTS traceparent TEXT, ADD COLUMN IF NOT EXISTS tracestate TEXT;
