@@ -2,7 +2,7 @@
 //! the steps a migration tool applies (`migrations/<dialect>/` holds them
 //! for the default names).
 
-use super::ddl::records_statements;
+use super::ddl::{records_statements, state_index};
 use super::outbox_ddl::Shape;
 use super::{Dialect, TableNames};
 
@@ -45,7 +45,14 @@ pub fn migrations(dialect: Dialect, names: &TableNames) -> Vec<(&'static str, St
             "0001_idem_tables",
             join(tables(dialect, names, Shape::First)),
         ),
-        ("0002_outbox_namespaces", join(upgrades(dialect, names))),
+        (
+            "0002_outbox_namespaces",
+            join(super::outbox_ddl::upgrade_statements(dialect, names)),
+        ),
+        (
+            "0003_records_state_index",
+            join(vec![state_index(dialect, names)]),
+        ),
     ]
 }
 
@@ -72,7 +79,7 @@ pub(crate) fn statements(d: Dialect, n: &TableNames) -> Vec<String> {
 /// (`token_sql.rs`), the consume log's (`consume_sql.rs`) and the outbox's
 /// (`outbox_ddl.rs`) in `shape`.
 fn tables(d: Dialect, n: &TableNames, shape: Shape) -> Vec<String> {
-    let mut v = records_statements(d, n);
+    let mut v = records_statements(d, n, shape);
     v.extend(super::token_sql::statements(d, n));
     v.extend(super::consume_sql::statements(d, n));
     v.extend(super::outbox_ddl::table_statements(d, n, shape));
@@ -86,7 +93,9 @@ pub(crate) fn upgrade_count(d: Dialect, n: &TableNames) -> usize {
 
 /// The steps after the first.
 fn upgrades(d: Dialect, n: &TableNames) -> Vec<String> {
-    super::outbox_ddl::upgrade_statements(d, n)
+    let mut v = super::outbox_ddl::upgrade_statements(d, n);
+    v.push(state_index(d, n));
+    v
 }
 
 /// An upgrade statement with nothing to do: a column or key it adds exists,
