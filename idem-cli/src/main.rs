@@ -5,6 +5,8 @@
 mod args;
 mod commands;
 mod fail;
+#[cfg(test)]
+mod forget_race;
 mod keys;
 mod open;
 mod pipeline;
