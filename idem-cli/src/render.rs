@@ -79,14 +79,14 @@ fn holder_json(owner: idem::store::Owner) -> Value {
 /// The holder line of the text form.
 fn holder_text(h: &Value) -> String {
     if h.is_null() {
-        return "not recorded (an id from before owners named their process)".to_owned();
+        return "not recorded (a random owner id names no process)".to_owned();
     }
     let host = h["host"].as_str().unwrap_or_default();
     let pid = &h["pid"];
     let started = h["started"].as_str().unwrap_or_default();
     let status = match (h["this_host"].as_bool(), h["running"].as_bool()) {
-        (Some(true), Some(true)) => "this host; running".to_owned(),
-        (Some(true), Some(false)) => "this host; gone (no such process)".to_owned(),
+        (Some(true), Some(true)) => "this host, running".to_owned(),
+        (Some(true), Some(false)) => "this host, gone: no such process".to_owned(),
         (Some(true), None) => "this host".to_owned(),
         _ => format!("another host: check pid {pid} there"),
     };
@@ -283,6 +283,9 @@ impl Out {
                 r.records
             );
             println!("(tokens, consume log and outbox: purge without -n)");
+            if store.starts_with("redis") {
+                println!("(Redis expires records itself: there is never anything to purge)");
+            }
             return;
         }
         println!("{:<12} {:>8}", "records", r.records);

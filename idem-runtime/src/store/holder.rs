@@ -137,7 +137,7 @@ mod tests {
         assert_eq!(me.running_here(), Some(true));
         let age = SystemTime::now().duration_since(me.started).unwrap();
         assert!(age < Duration::from_secs(86_400 * 365), "{age:?}");
-        // A random id as stores hold from before (a UUID v4 XOR a counter).
+        // A random id (a UUID v4 XOR a counter), as other versions wrote.
         let old = Owner(uuid::Uuid::new_v4().as_u128() ^ 77);
         assert_eq!(old.holder(), None);
         assert_eq!(Owner(42).holder(), None);

@@ -25,8 +25,8 @@ impl Owner {
     /// it) and 46 random bits. Two processes' ids can only meet if they
     /// started in the same second with the same process id on hosts whose
     /// names hash alike and their random bits meet. A process whose id does
-    /// not fit 22 bits draws a random base (a UUID v4) instead, the form
-    /// every id had before ids named their process: such an id names none.
+    /// not fit 22 bits draws a random base (a UUID v4) instead: such an id
+    /// names no process, like the random ids other versions wrote.
     /// Drawing a UUID per call instead cost a `getrandom` system call per
     /// guarded call (about 6% of a memory-store replay in the overhead
     /// benchmark). A child `fork`ed without `exec` would share the parent's
@@ -56,8 +56,8 @@ impl Owner {
     }
 
     /// The process this id names: its host, process id and start. `None`
-    /// for an id that names none (drawn at random, as ids of stores written
-    /// before ids named their process are, or made by hand).
+    /// for an id that names none (drawn at random, as other versions drew
+    /// every id, or made by hand).
     pub fn holder(self) -> Option<Holder> {
         holder::decode(self.0)
     }
