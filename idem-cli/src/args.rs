@@ -9,13 +9,19 @@ The store: --store URL, else $REDIS_URL, else $DATABASE_URL (as the examples rea
 `outbox` and `consume` read the service's SQL database: --store URL, else $DATABASE_URL.
 Passwords in URLs are shown as *** in every message.
 
-Exit codes:
+Keys: KEY as rendered (`namespace:scene:parts`), or `#<hash>` as logs show it (searched
+among --namespace's live records), or --scene S --part P…. Durations: `30s`, `2m`, `1h 30m`
+(a bare number is seconds).
+
+Exit codes (with --json, a failure prints one JSON object, error: {code, class, message}, on stdout):
   0  success (verify: every check passed)
   1  the answer is no: verify found a problem (or a warning, with --strict), forget refused a
-     live claim or found no record, inspect found no record, outbox retry found no such
-     message or a message that is not parked
-  2  usage: bad arguments, no store given, an unknown URL scheme, outbox or consume on Redis
-  3  the store is unreachable (connecting, I/O, timeout)
+     live claim, found no record or found it changed, inspect found no record, outbox retry
+     found no such message or a message that is not parked
+  2  usage: bad arguments, no store given, an unknown URL scheme, a malformed URL, outbox or
+     consume on Redis
+  3  unreachable: connecting, I/O, timeout, credentials refused (missing or wrong), no
+     SQLite file at the path, a --metrics endpoint that does not answer
   4  any other error (a stored value idem cannot read, a command the store refused)";
 
 /// Operate idem's stores: inspect and forget keys, purge, count, verify, print the DDL; watch
@@ -58,9 +64,9 @@ pub(crate) struct Global {
     /// PostgreSQL: the schema of idem's tables (`TableNames::schema`).
     #[arg(long, global = true, value_name = "NAME")]
     pub(crate) schema: Option<String>,
-    /// Give up on the store after this many seconds.
-    #[arg(long, global = true, default_value_t = 30)]
-    pub(crate) timeout: u64,
+    /// Give up on the store after this long (`2s`, `1m`; a bare number is seconds).
+    #[arg(long, global = true, default_value = "30s", value_parser = duration)]
+    pub(crate) timeout: std::time::Duration,
     /// Print JSON (one object) instead of text, for scripts.
     #[arg(long, global = true)]
     pub(crate) json: bool,
@@ -86,9 +92,23 @@ impl Global {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// A key's record: state, owner, fence, expiry, size, and the stored result as JSON.
+    /// The live keys under --namespace: in-progress claims (the default) with their holder
+    /// and lease left, or every record with --state all. Redis scans; SQL reads an index.
+    Ls {
+        /// Which records: in-progress claims, or all live records.
+        #[arg(long, value_enum, default_value = "in-progress")]
+        state: StateArg,
+        /// Only this scene's keys.
+        #[arg(long)]
+        scene: Option<String>,
+        /// List at most this many keys, in key order.
+        #[arg(long, default_value_t = 100, value_name = "N")]
+        limit: usize,
+    },
+    /// A key's record: state, owner and its process, fence, expiry, size, the stored result.
     Inspect(KeyArgs),
-    /// Deletes a key's record; refuses a live in-progress claim unless --force.
+    /// Deletes a key's record if it is still the one inspected (same state, owner, fence);
+    /// refuses a live in-progress claim unless --force.
     Forget {
         #[command(flatten)]
         key: KeyArgs,
@@ -96,7 +116,8 @@ pub(crate) enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Deletes expired records, tokens, consume-log rows and sent outbox messages, with counts.
+    /// Deletes expired records, tokens, consume-log rows and sent outbox messages, with counts;
+    /// with -n, only that namespace's expired records.
     Purge {
         /// Count what would be deleted; delete nothing.
         #[arg(long)]
@@ -160,7 +181,8 @@ pub(crate) enum OutboxAction {
 /// A key: as rendered, or as scene and parts rendered by the library's key writer.
 #[derive(Debug, Args)]
 pub(crate) struct KeyArgs {
-    /// The rendered key (`namespace:scene:parts`), as logged with `log_raw_keys`.
+    /// The rendered key (`namespace:scene:parts`), as logged with `log_raw_keys`, or the
+    /// `#<hash>` logs show (found among --namespace's live records).
     #[arg(required_unless_present = "scene", conflicts_with = "scene")]
     pub(crate) key: Option<String>,
     /// The scene of `Idem::guard(scene, parts)` (rendered under --namespace).
@@ -169,6 +191,21 @@ pub(crate) struct KeyArgs {
     /// A key part, in order (repeatable); escaped as the library escapes it.
     #[arg(long = "part", short = 'p', requires = "scene")]
     pub(crate) parts: Vec<String>,
+}
+
+/// Which records `ls` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StateArg {
+    InProgress,
+    All,
+}
+
+/// A duration as idem writes them (`30s`, `1h 30m`), or bare seconds.
+fn duration(text: &str) -> Result<std::time::Duration, String> {
+    match text.trim().parse::<u64>() {
+        Ok(secs) => Ok(std::time::Duration::from_secs(secs)),
+        Err(_) => idem_duration::parse(text),
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem::db::Dialect;
-use idem::store::RecordState;
-use idem::{Idem, Key, KeyPart, Store};
+use idem::store::{Census, PurgeReport, RecordState};
+use idem::{Idem, Store};
 use serde_json::json;
 
-use crate::args::{Cli, Command, DialectArg, Global, KeyArgs};
+use crate::args::{Cli, Command, DialectArg, Global};
 use crate::fail::{Fail, NO, OK, OTHER, UNREACHABLE};
 use crate::render::{self, Out};
 
@@ -33,7 +33,7 @@ pub(crate) async fn run(cli: &Cli) -> Result<u8, Fail> {
         }
         return Ok(OK);
     }
-    let budget = Duration::from_secs(g.timeout.max(1));
+    let budget = g.timeout.max(Duration::from_millis(100));
     let messaging = matches!(cli.command, Command::Outbox { .. } | Command::Consume);
     let work = async {
         match &cli.command {
@@ -41,17 +41,35 @@ pub(crate) async fn run(cli: &Cli) -> Result<u8, Fail> {
                 action,
                 parked,
                 limit,
-            } => return crate::pipeline::outbox(g, action.as_ref(), *parked, *limit, out).await,
-            Command::Consume => return crate::pipeline::consume(g, out).await,
+            } => {
+                return crate::pipeline::outbox(g, action.as_ref(), *parked, *limit, out)
+                    .await
+                    .map(Done);
+            }
+            Command::Consume => return crate::pipeline::consume(g, out).await.map(Done),
             _ => {}
         }
         let store = crate::open::store(g).await?;
         match &cli.command {
-            Command::Inspect(k) => inspect(&*store, &key(g, k), out).await,
-            Command::Forget { key: k, force } => forget(&*store, &key(g, k), *force, out).await,
-            Command::Purge { dry_run } => purge(&*store, *dry_run, out).await,
+            Command::Ls {
+                state,
+                scene,
+                limit,
+            } => crate::keys::ls(&*store, g, *state, scene.as_deref(), *limit, out).await,
+            Command::Inspect(k) => {
+                let key = crate::keys::resolve(&*store, g, k).await?;
+                inspect(&*store, &key, out).await
+            }
+            Command::Forget { key: k, force } => {
+                let key = crate::keys::resolve(&*store, g, k).await?;
+                forget(&*store, &key, *force, out).await
+            }
+            Command::Purge { dry_run } => purge(&*store, g, *dry_run, out).await,
             Command::Stats { metrics, top } => {
-                stats(&*store, g, metrics.as_deref(), *top, out).await
+                let census = census(&*store, g).await?;
+                // Fetched after the store answered, on its own clock: a
+                // hanging endpoint is named as itself, never as the store.
+                return Ok(Stats(census, metrics.clone(), *top));
             }
             Command::Verify {
                 backstops,
@@ -62,8 +80,9 @@ pub(crate) async fn run(cli: &Cli) -> Result<u8, Fail> {
                 unreachable!("answered above")
             }
         }
+        .map(Done)
     };
-    tokio::time::timeout(budget, work)
+    let answered = tokio::time::timeout(budget, work)
         .await
         .unwrap_or_else(|_| {
             // Named as the other store errors are: the URL, password masked.
@@ -74,30 +93,35 @@ pub(crate) async fn run(cli: &Cli) -> Result<u8, Fail> {
             Err(Fail::new(
                 UNREACHABLE,
                 format!(
-                    "the store at `{at}` did not answer within {}s (--timeout); check that \
+                    "the store at `{at}` did not answer within {} (--timeout); check that \
                      the server is running and reachable from this host",
-                    budget.as_secs()
+                    render::duration(budget)
                 ),
             ))
-        })
-}
-
-/// The key of `KEY`, or of `--scene` and `--part`s under `--namespace`.
-fn key(g: &Global, k: &KeyArgs) -> String {
-    match (&k.key, &k.scene) {
-        (Some(key), _) => key.clone(),
-        (None, scene) => {
-            let parts: Vec<&(dyn KeyPart + Sync)> =
-                k.parts.iter().map(|p| p as &(dyn KeyPart + Sync)).collect();
-            let scene = scene.as_deref().unwrap_or_default();
-            Key::from_parts(&g.namespace, scene, &parts)
-                .as_str()
-                .to_owned()
+        })?;
+    match answered {
+        Done(code) => Ok(code),
+        Stats(census, metrics, top) => {
+            let top_keys = match metrics {
+                Some(url) => Some(crate::top_keys::fetch(&url, top, budget).await?),
+                None => None,
+            };
+            out.stats(&g.namespace, &census, top_keys.as_deref());
+            Ok(OK)
         }
     }
 }
 
-async fn inspect(store: &dyn Store, key: &str, out: Out) -> Result<u8, Fail> {
+/// What the store part of a command ended with.
+enum Answered {
+    /// The command's exit code.
+    Done(u8),
+    /// `stats`: the census, then the metrics URL and how many keys to show.
+    Stats(Census, Option<String>, usize),
+}
+use Answered::{Done, Stats};
+
+pub(crate) async fn inspect(store: &dyn Store, key: &str, out: Out) -> Result<u8, Fail> {
     let state = store
         .inspect(key)
         .await
@@ -106,76 +130,75 @@ async fn inspect(store: &dyn Store, key: &str, out: Out) -> Result<u8, Fail> {
     Ok(if state.is_some() { OK } else { NO })
 }
 
-/// Owner-safe: a live claim is removed only with `--force`, and then by an
-/// owner-checked release of the very claim inspected (a claim taken or
-/// finished meanwhile is left alone); a finished record is forgotten.
-async fn forget(store: &dyn Store, key: &str, force: bool, out: Out) -> Result<u8, Fail> {
+/// Owner-safe: deletes the record only while it is still the one inspected
+/// (`Store::forget_if`: same state, owner, fence and fingerprint), so a
+/// record that expired and was claimed anew meanwhile, or a claim that
+/// finished, is left alone; a live claim only with `--force`.
+pub(crate) async fn forget(
+    store: &dyn Store,
+    key: &str,
+    force: bool,
+    out: Out,
+) -> Result<u8, Fail> {
     let state = store
         .inspect(key)
         .await
         .map_err(|e| Fail::store("inspect", e))?;
-    let removed = match &state {
-        None => {
-            out.forgot(key, None, "no record: nothing removed");
-            return Ok(NO);
-        }
-        Some(RecordState::InProgress { remaining, .. }) if !force => {
-            let why = format!(
-                "refused: a live in-progress claim (lease left {}); its body may still run. \
-                 Use --force once you know its process is gone",
-                render::duration(*remaining)
-            );
-            out.forgot(key, state.as_ref(), &why);
-            return Ok(NO);
-        }
-        Some(RecordState::InProgress { owner, .. }) => {
-            let released = store
-                .release(key, *owner)
-                .await
-                .map_err(|e| Fail::store("release", e))?;
-            released == idem::store::Owned::Applied
-        }
-        Some(RecordState::Done { .. }) => store
-            .forget(key)
-            .await
-            .map_err(|e| Fail::store("forget", e))?,
+    let Some(seen) = &state else {
+        out.forgot(key, None, "no record: nothing removed");
+        return Ok(NO);
     };
+    if let RecordState::InProgress { remaining, .. } = seen
+        && !force
+    {
+        let why = format!(
+            "refused: a live in-progress claim (lease left {}); its body may still run. \
+             Use --force once you know its process is gone",
+            render::duration(*remaining)
+        );
+        out.forgot(key, state.as_ref(), &why);
+        return Ok(NO);
+    }
+    let removed = store
+        .forget_if(key, seen)
+        .await
+        .map_err(|e| Fail::store("forget", e))?;
     if removed {
         out.forgot(key, state.as_ref(), "removed");
         Ok(OK)
     } else {
-        let why = "nothing removed: the record changed meanwhile (finished, or taken over)";
+        let why = "nothing removed: the record changed since it was read (it finished, expired, \
+                   or the key was claimed anew); inspect it again";
         out.forgot(key, state.as_ref(), why);
         Ok(NO)
     }
 }
 
-async fn purge(store: &dyn Store, dry_run: bool, out: Out) -> Result<u8, Fail> {
-    let report = store
-        .purge_report(dry_run)
-        .await
-        .map_err(|e| Fail::store("purge", e))?;
-    out.purge(store.name(), dry_run, &report);
+/// Every table's expired rows; with `-n`, that namespace's records only.
+async fn purge(store: &dyn Store, g: &Global, dry_run: bool, out: Out) -> Result<u8, Fail> {
+    let fail = |e| Fail::store("purge", e);
+    if g.namespace.is_empty() {
+        let report = store.purge_report(dry_run).await.map_err(fail)?;
+        out.purge(store.name(), dry_run, &report, None);
+    } else {
+        let records = store
+            .purge_namespace(&g.namespace, dry_run)
+            .await
+            .map_err(fail)?;
+        let report = PurgeReport {
+            records,
+            ..PurgeReport::default()
+        };
+        out.purge(store.name(), dry_run, &report, Some(&g.namespace));
+    }
     Ok(OK)
 }
 
-async fn stats(
-    store: &dyn Store,
-    g: &Global,
-    metrics: Option<&str>,
-    top: usize,
-    out: Out,
-) -> Result<u8, Fail> {
-    let census = store
+async fn census(store: &dyn Store, g: &Global) -> Result<Census, Fail> {
+    store
         .census(&g.namespace)
         .await
-        .map_err(|e| Fail::store("stats", e))?;
-    let top_keys = match metrics {
-        Some(url) => Some(crate::top_keys::fetch(url, top).await?),
-        None => None,
-    };
-    out.stats(&g.namespace, &census, top_keys.as_deref());
-    Ok(OK)
+        .map_err(|e| Fail::store("stats", e))
 }
 
 async fn verify(

@@ -38,6 +38,34 @@ impl Fail {
         Fail::new(code, format!("{what}: {e}"))
     }
 
+    /// A store that could not be opened: unreachable (3) when the server is
+    /// down or refuses the credentials, missing or wrong alike; usage (2)
+    /// when the URL or an option is malformed; other (4) otherwise.
+    pub(crate) fn connect(e: idem::store::StoreError) -> Self {
+        use idem::store::StoreError;
+        let text = e.to_string();
+        let auth = ["NOAUTH", "WRONGPASS", "uthentication", "password"]
+            .iter()
+            .any(|w| text.contains(w));
+        let code = match e {
+            StoreError::Unavailable(_) => UNREACHABLE,
+            StoreError::Config(_) if auth => UNREACHABLE,
+            StoreError::Config(_) => USAGE,
+            _ => OTHER,
+        };
+        Fail::new(code, format!("cannot open the store: {text}"))
+    }
+
+    /// The exit code's class, as `--json` errors name it.
+    pub(crate) fn class(&self) -> &'static str {
+        match self.code {
+            NO => "no",
+            USAGE => "usage",
+            UNREACHABLE => "unreachable",
+            _ => "other",
+        }
+    }
+
     /// An `idem::Error` of a handle call.
     pub(crate) fn idem(what: &str, e: idem::Error) -> Self {
         let code = match e {

@@ -8,7 +8,7 @@ use idem::store::redis::{RedisClusterStore, RedisStore};
 use idem::store::sql::{SqlConstraints, SqlStore, TableNames};
 
 use crate::args::Global;
-use crate::fail::{Fail, USAGE};
+use crate::fail::{Fail, UNREACHABLE, USAGE};
 
 /// The table names of `--table` and `--schema` (the defaults otherwise).
 pub(crate) fn tables(g: &Global) -> Result<TableNames, Fail> {
@@ -47,7 +47,7 @@ pub(crate) async fn store(g: &Global) -> Result<Arc<dyn Store>, Fail> {
             "no store: give --store URL, or set REDIS_URL or DATABASE_URL",
         ));
     };
-    let connect = |e| Fail::store("cannot open the store", e);
+    let connect = |e| Fail::connect(e);
     if g.cluster {
         let nodes: Vec<&str> = url.split(',').filter(|n| !n.is_empty()).collect();
         let store = RedisClusterStore::builder(nodes)
@@ -81,15 +81,55 @@ fn not_a_store(url: &str) -> Fail {
     )
 }
 
-/// A SQL store at `url` on `names`, connected.
+/// A SQL store at `url` on `names`, connected. A server that refuses the
+/// connection fails at once, as Redis does (not after the pool's wait); a
+/// SQLite path is opened read-write and never created.
 async fn sql_at(g: &Global, url: String, names: TableNames) -> Result<SqlStore, Fail> {
+    let connect = |e| Fail::connect(e);
+    if let Some(path) = url.strip_prefix("sqlite:") {
+        return sqlite(g, path, &url).await.map(|s| s.with_tables(names));
+    }
+    crate::probe::refused(&url, g.timeout).await?;
     SqlStore::builder(url)
         .tables(names)
         .max_connections(2)
-        .acquire_timeout(Duration::from_secs(g.timeout.clamp(1, 10)))
+        .acquire_timeout(
+            g.timeout
+                .clamp(Duration::from_secs(1), Duration::from_secs(10)),
+        )
         .connect()
         .await
-        .map_err(|e| Fail::store("cannot open the store", e))
+        .map_err(connect)
+}
+
+/// The SQLite database at `path`, which must exist: a mistyped path is an
+/// error, not a new empty database.
+async fn sqlite(g: &Global, path: &str, url: &str) -> Result<SqlStore, Fail> {
+    use idem::sqlx::sqlite::SqliteConnectOptions;
+    let file = path.trim_start_matches("//");
+    let file = file.split('?').next().unwrap_or(file);
+    let opts: SqliteConnectOptions = url
+        .parse()
+        .map_err(|e| Fail::new(USAGE, format!("`{url}` is not a SQLite URL: {e}")))?;
+    let opts = opts
+        .create_if_missing(false)
+        .busy_timeout(g.timeout.min(Duration::from_secs(5)));
+    let pool = idem::sqlx::pool::PoolOptions::new()
+        .max_connections(2)
+        .connect_with(opts)
+        .await
+        .map_err(|e| {
+            let missing = !std::path::Path::new(file).exists();
+            let text = match missing {
+                true => format!(
+                    "no SQLite database at `{file}`: the command opens an existing file and \
+                     never creates one; check the path"
+                ),
+                false => format!("cannot open the SQLite database at `{file}`: {e}"),
+            };
+            Fail::new(UNREACHABLE, text)
+        })?;
+    Ok(SqlStore::sqlite(pool))
 }
 
 /// Which messaging table `--table` names.

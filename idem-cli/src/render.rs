@@ -25,6 +25,74 @@ pub(crate) fn duration(d: Duration) -> String {
     }
 }
 
+/// A key as a terminal may show it: control and bidirectional-format
+/// characters (which could move the cursor, recolour or reorder the line)
+/// escaped as `\u{…}`; everything else as it is.
+pub(crate) fn shown(key: &str) -> String {
+    let mut s = String::with_capacity(key.len());
+    for c in key.chars() {
+        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            let _ = write!(s, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// A time as `2026-12-06T04:35:10Z` (UTC, whole seconds).
+pub(crate) fn utc(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Days to a civil date (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (h, mi, s) = (rem / 3_600, rem % 3_600 / 60, rem % 60);
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// The process an owner id names, as JSON (`null` for an id naming none).
+fn holder_json(owner: idem::store::Owner) -> Value {
+    let Some(h) = owner.holder() else {
+        return Value::Null;
+    };
+    let here = idem::store::Holder::host_hash(&idem::store::Holder::this_host_name());
+    json!({
+        "host": format!("#{:06x}", h.host),
+        "this_host": h.host == here,
+        "pid": h.pid,
+        "started": utc(h.started),
+        "running": h.running_here(),
+    })
+}
+
+/// The holder line of the text form.
+fn holder_text(h: &Value) -> String {
+    if h.is_null() {
+        return "not recorded (a random owner id names no process)".to_owned();
+    }
+    let host = h["host"].as_str().unwrap_or_default();
+    let pid = &h["pid"];
+    let started = h["started"].as_str().unwrap_or_default();
+    let status = match (h["this_host"].as_bool(), h["running"].as_bool()) {
+        (Some(true), Some(true)) => "this host, running".to_owned(),
+        (Some(true), Some(false)) => "this host, gone: no such process".to_owned(),
+        (Some(true), None) => "this host".to_owned(),
+        _ => format!("another host: check pid {pid} there"),
+    };
+    format!("pid {pid} on host {host}, started {started} ({status})")
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().fold(String::new(), |mut s, x| {
         let _ = write!(s, "{x:02x}");
@@ -49,6 +117,7 @@ fn record_json(key: &str, state: Option<&RecordState>) -> Value {
         }) => {
             m.insert("state".into(), json!("in_progress"));
             m.insert("owner".into(), json!(format!("{:032x}", owner.0)));
+            m.insert("holder".into(), holder_json(*owner));
             m.insert("fence".into(), json!(fence.get()));
             m.insert("fingerprint".into(), json!(hex(&fingerprint.0)));
             m.insert("expires_in_ms".into(), json!(ms(remaining)));
@@ -56,6 +125,7 @@ fn record_json(key: &str, state: Option<&RecordState>) -> Value {
         Some(RecordState::Done { record, remaining }) => {
             m.insert("state".into(), json!("done"));
             m.insert("owner".into(), json!(format!("{:032x}", record.owner.0)));
+            m.insert("holder".into(), holder_json(record.owner));
             m.insert("fence".into(), json!(record.fence.get()));
             m.insert("fingerprint".into(), json!(hex(&record.fingerprint.0)));
             m.insert("expires_in_ms".into(), json!(ms(remaining)));
@@ -82,7 +152,7 @@ fn record_text(key: &str, state: Option<&RecordState>) -> String {
     let field = |s: &mut String, name: &str, value: String| {
         let _ = writeln!(s, "{name:<12} {value}");
     };
-    field(&mut s, "key", key.to_owned());
+    field(&mut s, "key", shown(key));
     field(&mut s, "hash", idem::observe::key_hash(key).to_string());
     let state = v["state"].as_str().unwrap_or_default().replace('_', " ");
     field(&mut s, "state", state);
@@ -93,6 +163,9 @@ fn record_text(key: &str, state: Option<&RecordState>) -> String {
     ] {
         if let Some(x) = v.get(k) {
             field(&mut s, name, x.to_string().trim_matches('"').to_owned());
+        }
+        if let Some(h) = v.get("holder").filter(|_| k == "owner") {
+            field(&mut s, "process", holder_text(h));
         }
     }
     if let Some(ms) = v["expires_in_ms"].as_u64() {
@@ -125,6 +198,7 @@ impl Out {
         if self.json {
             self.print(&record_json(key, state));
         } else if state.is_none() {
+            let key = shown(key);
             println!("no record for `{key}` (never stored, expired, or forgotten)");
         } else {
             print!("{}", record_text(key, state));
@@ -150,15 +224,70 @@ impl Out {
         }
     }
 
-    pub(crate) fn purge(&self, store: &str, dry_run: bool, r: &PurgeReport) {
+    /// `ls`: one line per key (state, lease or ttl left, holder), or JSON.
+    pub(crate) fn listed(&self, namespace: &str, rows: &[(String, Option<RecordState>)]) {
+        let records: Vec<Value> = rows
+            .iter()
+            .map(|(k, s)| record_json(k, s.as_ref()))
+            .collect();
+        if self.json {
+            self.print(
+                &json!({ "namespace": namespace, "count": records.len(), "records": records }),
+            );
+            return;
+        }
+        for v in &records {
+            let left = v["expires_in_ms"]
+                .as_u64()
+                .map(|ms| duration(Duration::from_millis(ms)))
+                .unwrap_or_else(|| "-".into());
+            let process = match v.get("holder") {
+                Some(h) => holder_text(h),
+                None => String::new(),
+            };
+            let state = v["state"].as_str().unwrap_or_default().replace('_', " ");
+            let key = shown(v["key"].as_str().unwrap_or_default());
+            let hash = v["hash"].as_str().unwrap_or_default();
+            println!("{key}  {hash}  {state}  {left} left  {process}");
+        }
+        let n = records.len();
+        println!(
+            "{n} key{} under namespace `{}`",
+            if n == 1 { "" } else { "s" },
+            shown(namespace)
+        );
+    }
+
+    /// `purge`; `namespace`: only that namespace's records were purged.
+    pub(crate) fn purge(
+        &self,
+        store: &str,
+        dry_run: bool,
+        r: &PurgeReport,
+        namespace: Option<&str>,
+    ) {
         if self.json {
             self.print(&json!({
-                "store": store, "dry_run": dry_run, "records": r.records, "tokens": r.tokens,
-                "consume_log": r.consume_log, "outbox": r.outbox, "total": r.total(),
+                "store": store, "dry_run": dry_run, "namespace": namespace, "records": r.records,
+                "tokens": r.tokens, "consume_log": r.consume_log, "outbox": r.outbox,
+                "total": r.total(),
             }));
             return;
         }
         let verb = if dry_run { "would delete" } else { "deleted" };
+        if let Some(ns) = namespace {
+            println!("{:<12} {:>8}", "records", r.records);
+            let ns = shown(ns);
+            println!(
+                "{verb} {} expired records of namespace `{ns}` on {store}",
+                r.records
+            );
+            println!("(tokens, consume log and outbox: purge without -n)");
+            if store.starts_with("redis") {
+                println!("(Redis expires records itself: there is never anything to purge)");
+            }
+            return;
+        }
         println!("{:<12} {:>8}", "records", r.records);
         println!("{:<12} {:>8}", "tokens", r.tokens);
         println!("{:<12} {:>8}", "consume log", r.consume_log);
@@ -201,7 +330,7 @@ impl Out {
         );
         for s in &c.scenes {
             let (a, b, x) = (s.in_progress, s.done, s.expired);
-            println!("{:<width$}  {a:>11}  {b:>8}  {x:>8}", s.scene);
+            println!("{:<width$}  {a:>11}  {b:>8}  {x:>8}", shown(&s.scene));
         }
         println!("{:<width$}  {p:>11}  {d:>8}  {e:>8}", "total");
         if let Some(top) = top {
@@ -210,7 +339,7 @@ impl Out {
                 println!("  none listed");
             }
             for k in top {
-                println!("  {:>8}  {}  {}", k.repeats, k.scope, k.key);
+                println!("  {:>8}  {}  {}", k.repeats, shown(&k.scope), shown(&k.key));
             }
         }
     }

@@ -3,6 +3,8 @@
 //! `idem::observe::render_top_keys`): a plain HTTP/1.0 `GET`, so the command
 //! needs no HTTP client crate.
 
+use std::time::Duration;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::fail::{Fail, OTHER, UNREACHABLE, USAGE};
@@ -16,8 +18,25 @@ pub(crate) struct TopKey {
     pub(crate) repeats: f64,
 }
 
-/// The `top` most repeated keys the endpoint at `url` lists.
-pub(crate) async fn fetch(url: &str, top: usize) -> Result<Vec<TopKey>, Fail> {
+/// The `top` most repeated keys the endpoint at `url` lists, within
+/// `budget` (`--timeout`): an endpoint that does not answer is named as
+/// itself, never as the store.
+pub(crate) async fn fetch(url: &str, top: usize, budget: Duration) -> Result<Vec<TopKey>, Fail> {
+    tokio::time::timeout(budget, get(url, top))
+        .await
+        .unwrap_or_else(|_| {
+            Err(Fail::new(
+                UNREACHABLE,
+                format!(
+                    "the metrics endpoint {url} did not answer within {} (--timeout); the store \
+                     answered: check the service's address and that it serves /metrics",
+                    crate::render::duration(budget)
+                ),
+            ))
+        })
+}
+
+async fn get(url: &str, top: usize) -> Result<Vec<TopKey>, Fail> {
     let rest = url
         .strip_prefix("http://")
         .ok_or_else(|| Fail::new(USAGE, "--metrics takes an http:// URL"))?;

@@ -40,6 +40,7 @@ async fn story<F: std::future::Future<Output = SqlStore>>(open: impl Fn() -> F, 
     let h = handle(Arc::clone(&store), &ns);
     let dead = handle(Arc::new(open().await), &ns);
     crashed_claim_story(dead, &h, args).await;
+    support::forget_if_story(&*store, &format!("{ns}:forget-if:1")).await;
 
     // Purge removes exactly the expired rows: two of three records.
     for (part, ttl) in [("a", 2), ("b", 2), ("c", 600)] {
@@ -58,6 +59,11 @@ async fn story<F: std::future::Future<Output = SqlStore>>(open: impl Fn() -> F, 
         (purge_me["done"].as_u64(), purge_me["expired"].as_u64()),
         (Some(1), Some(2))
     );
+    // With -n, another namespace's expired rows are neither counted nor deleted.
+    let other = idem(&[&["purge", "--json", "-n", "not-this-one"], args].concat()).json();
+    assert_eq!(other["records"].as_u64(), Some(0), "{other}");
+    let mine = idem(&[&["purge", "--dry-run", "--json", "-n", &ns], args].concat()).json();
+    assert_eq!(mine["records"].as_u64(), Some(2), "{mine}");
     let dry = idem(&[&["purge", "--dry-run", "--json"], args].concat()).json();
     assert_eq!(
         (dry["records"].as_u64(), dry["dry_run"].as_bool()),

@@ -123,6 +123,24 @@ pub(crate) async fn crashed_claim_story(dead: idem::Idem, h: &idem::Idem, store_
         "{}",
         human.out
     );
+    // The claim's process (this test's) is named, and `ls` finds the key.
+    assert_eq!(v["holder"]["pid"], std::process::id(), "{v}");
+    assert_eq!(v["holder"]["this_host"], true, "{v}");
+    let listed = idem(&[&["ls", "--json", "-n", &ns], store_args].concat());
+    assert_eq!(listed.code, 0, "{}{}", listed.out, listed.err);
+    let l = listed.json();
+    assert_eq!(l["count"], 1, "{l}");
+    assert_eq!(l["records"][0]["key"], format!("{ns}:order-create:42"));
+    assert_eq!(l["records"][0]["state"], "in_progress");
+    let other = idem(&[&["ls", "--json", "-n", &ns, "--scene", "pay"], store_args].concat());
+    assert_eq!(other.json()["count"], 0, "{}", other.out);
+    // `inspect` takes the hash the logs show.
+    let hash = v["hash"].as_str().unwrap().to_owned();
+    let by_hash = idem(&[&["inspect", "--json", "-n", &ns, &hash], store_args].concat());
+    assert_eq!(by_hash.code, 0, "{}{}", by_hash.out, by_hash.err);
+    assert_eq!(by_hash.json()["key"], v["key"]);
+    let unknown = idem(&[&["inspect", "-n", &ns, "#0000000000000000"], store_args].concat());
+    assert_eq!(unknown.code, 1, "{}{}", unknown.out, unknown.err);
     let refused = with(&["forget"]);
     assert_eq!(refused.code, 1, "{}{}", refused.out, refused.err);
     assert!(refused.out.contains("refused"), "{}", refused.out);
@@ -137,6 +155,46 @@ pub(crate) async fn crashed_claim_story(dead: idem::Idem, h: &idem::Idem, store_
         (done["state"].as_str(), done["result"].as_u64()),
         (Some("done"), Some(7))
     );
+}
+
+/// `Store::forget_if` deletes only the record it was shown: after the key
+/// was released and claimed anew, the old view deletes nothing; the current
+/// one (in progress, then done) deletes it.
+pub(crate) async fn forget_if_story(store: &dyn idem::Store, key: &str) {
+    use idem::store::{Claim, ClaimRequest, Owner};
+    let req = |owner| ClaimRequest {
+        key,
+        owner,
+        fingerprint: idem::fingerprint::Fingerprint([3; 16]),
+        lease: Duration::from_secs(60),
+    };
+    let (a, b) = (Owner::random(), Owner::random());
+    assert!(matches!(
+        store.claim(req(a)).await.unwrap(),
+        Claim::Claimed { .. }
+    ));
+    let old = store.inspect(key).await.unwrap().expect("a's claim");
+    store.release(key, a).await.unwrap();
+    assert!(matches!(
+        store.claim(req(b)).await.unwrap(),
+        Claim::Claimed { .. }
+    ));
+    assert!(
+        !store.forget_if(key, &old).await.unwrap(),
+        "b's claim stays"
+    );
+    let now = store.inspect(key).await.unwrap().expect("b's claim");
+    store
+        .complete(key, b, b"I1\0\0\0\0\x001", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(
+        !store.forget_if(key, &now).await.unwrap(),
+        "it finished since"
+    );
+    let done = store.inspect(key).await.unwrap().expect("b's record");
+    assert!(store.forget_if(key, &done).await.unwrap());
+    assert_eq!(store.inspect(key).await.unwrap(), None);
 }
 
 pub(crate) mod pipeline;

@@ -26,6 +26,12 @@ pub enum Error {
         key: String,
         /// How long this caller waited before giving up.
         waited: Duration,
+        /// How long the holder's claim had left when this caller gave up:
+        /// its lease, which a live holder renews while its body runs and a
+        /// dead one's runs out (the HTTP layer's `Retry-After`). `None` when
+        /// the store did not say (an in-process wait while the store is
+        /// unreachable).
+        lease_left: Option<Duration>,
     },
     /// The key was used before with a different request payload.
     #[error(

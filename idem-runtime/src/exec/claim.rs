@@ -61,8 +61,12 @@ pub(crate) enum Acquired<'a, D> {
     Held(Claimed<'a>),
     /// The store's answer ended the attempt; `waited`: after at least one wait.
     Stopped { answer: D, waited: bool },
-    /// Still busy when the wait budget ran out, after `waited`.
-    Busy { waited: Duration },
+    /// Still busy when the wait budget ran out, after `waited`; the
+    /// holder's lease had `lease_left` by the last answer's count.
+    Busy {
+        waited: Duration,
+        lease_left: Duration,
+    },
     /// The store failed. `sent`: a claim was handed to the store without an
     /// answer (it may apply); `pending` undoes it when dropped, unless the
     /// technique takes it over ([`Armed::disarm`]).
@@ -171,11 +175,13 @@ impl Exec {
                 Ok(Answer::Busy(remaining)) => {
                     // The attempt answered: nothing of ours to undo while waiting.
                     armed.disarm();
+                    let answered = tokio::time::Instant::now();
                     // Boxed: only a busy key waits, and the wait's timers
                     // inline enlarged every call's future (issue 29).
                     if !Box::pin(waiter.wait(self, key, remaining)).await {
                         return Acquired::Busy {
                             waited: waiter.elapsed(),
+                            lease_left: remaining.saturating_sub(answered.elapsed()),
                         };
                     }
                 }

@@ -115,6 +115,7 @@ impl Call<'_> {
                 let e = Error::InProgress {
                     key: key.to_owned(),
                     waited: started.elapsed(),
+                    lease_left: None,
                 };
                 return (CallOutcome::InProgress.into(), Err(e.into()));
             }

@@ -148,10 +148,11 @@ impl Call<'_> {
                 let e = mismatch(key, theirs, fp);
                 return (CallOutcome::Mismatch.into(), Err(e.into()));
             }
-            Acquired::Busy { waited } => {
+            Acquired::Busy { waited, lease_left } => {
                 let e = Error::InProgress {
                     key: key.to_owned(),
                     waited,
+                    lease_left: Some(lease_left),
                 };
                 return (CallOutcome::InProgress.into(), Err(e.into()));
             }

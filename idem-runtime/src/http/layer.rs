@@ -156,8 +156,11 @@ impl IdempotencyLayer {
     }
 
     /// Scopes keys by what `f` extracts from the request (a user or tenant id
-    /// from a header or an extension set by the auth layer); `None` is the
-    /// anonymous scope.
+    /// from a header or an extension set by the auth layer). `None` is the
+    /// anonymous scope, one key space that every request `f` returns `None`
+    /// for shares: two anonymous clients sending the same key get one
+    /// response. Return `None` only where requests have no owner, and refuse
+    /// unauthenticated requests before this layer otherwise.
     pub fn scope_by(
         self,
         f: impl Fn(&request::Parts) -> Option<String> + Send + Sync + 'static,
@@ -186,7 +189,11 @@ impl IdempotencyLayer {
         self.with(|s| s.concurrent = Concurrency::Reject)
     }
 
-    /// The `Retry-After` of a `409` (default 1 s; rounded up to whole seconds).
+    /// The longest `Retry-After` of a `409` (default 60 s). A `409` for a
+    /// key in progress tells the holder's lease left, rounded up to whole
+    /// seconds: a holder that died frees the key when its lease runs out, a
+    /// live one (its lease renewed while it runs) usually finishes sooner.
+    /// A short lease bounds both (see the crate's operations guide).
     pub fn retry_after(self, d: Duration) -> Self {
         self.with(|s| s.retry_after = d)
     }

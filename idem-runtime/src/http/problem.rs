@@ -11,9 +11,26 @@ use http::{HeaderValue, StatusCode, header};
 use super::body::Unkept;
 use crate::error::Error;
 
-/// How long a client is told to wait before retrying a `409` (the layer's
-/// default; [`IdempotencyLayer::retry_after`](super::IdempotencyLayer::retry_after)).
-pub(super) const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
+/// The longest `Retry-After` (the layer's default;
+/// [`IdempotencyLayer::retry_after`](super::IdempotencyLayer::retry_after)).
+pub(super) const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// `Retry-After` when no lease is known (or the answer is not about one).
+const SOON: Duration = Duration::from_secs(1);
+
+/// How long to tell a client to wait: a claim's lease left (a dead holder's
+/// claim frees the key no later; a live one finishes sooner), else a
+/// second, at most `cap`.
+fn wait_for(e: &Error, cap: Duration) -> Duration {
+    match e {
+        Error::InProgress {
+            lease_left: Some(left),
+            ..
+        } => *left,
+        _ => SOON,
+    }
+    .min(cap)
+}
 
 /// A problem-details response: `{"type","title","status","detail"}`.
 ///
@@ -58,11 +75,12 @@ pub(super) fn retry_after_secs(d: Duration) -> u64 {
     (d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1)
 }
 
-/// The answer to an idem error, with `Retry-After` on a `409` and on an
-/// overloaded store's `503`. The detail never shows the internal key
+/// The answer to an idem error, with `Retry-After` on a `409` (for a key in
+/// progress, the holder's lease left, at most `cap`) and on an overloaded
+/// store's `503`. The detail never shows the internal key
 /// (`namespace:scene:scope:client-key`) or fingerprints unless `named` is
 /// [`Named::Raw`].
-pub(super) fn from_error(e: &Error, retry_after: Duration, named: Named<'_>) -> Response {
+pub(super) fn from_error(e: &Error, cap: Duration, named: Named<'_>) -> Response {
     let (status, title) = match e {
         Error::InProgress { .. } => (
             StatusCode::CONFLICT,
@@ -95,7 +113,7 @@ pub(super) fn from_error(e: &Error, retry_after: Duration, named: Named<'_>) -> 
         ),
         _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
     };
-    let secs = retry_after_secs(retry_after);
+    let secs = retry_after_secs(wait_for(e, cap));
     let key = match named {
         Named::Client(k) => format!("idempotency key `{k}`"),
         _ => "this idempotency key".to_owned(),

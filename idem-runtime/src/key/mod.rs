@@ -28,6 +28,7 @@ mod namespace;
 mod part;
 mod writer;
 
+pub(crate) use escape::escape_into;
 pub(crate) use namespace::Namespace;
 pub use part::{KeyPart, PartWriter};
 pub(crate) use writer::KeyWriter;

@@ -15,13 +15,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::census::count_keys;
 use super::{
-    BoxFuture, Census, Claim, ClaimRequest, Counted, DoneRecord, Owned, Owner, PurgeReport,
-    RecordState, Store, StoreError, Warning, unix_micros,
+    BoxFuture, Census, Claim, ClaimRequest, Counted, DoneRecord, ListFilter, Owned, Owner,
+    PurgeReport, RecordState, Store, StoreError, Warning, unix_micros,
 };
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
+
+mod operator;
 
 const SHARDS: usize = 32;
 
@@ -232,8 +233,12 @@ impl MemoryStore {
     }
 
     fn inspect_now(&self, key: &str) -> Option<RecordState> {
+        Self::inspect_in(&self.shard(key), key)
+    }
+
+    /// `key`'s live record in its shard's locked map.
+    fn inspect_in(map: &HashMap<String, Entry>, key: &str) -> Option<RecordState> {
         let now = Instant::now();
-        let map = self.shard(key);
         let entry = map.get(key)?;
         if entry.expires() <= now {
             return None;
@@ -329,39 +334,41 @@ impl Store for MemoryStore {
     /// Expired records are kept until a purge (or a claim of their key) drops
     /// them, so the census counts them like a SQL store's unpurged rows.
     fn census<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Census, StoreError>> {
-        let now = Instant::now();
-        let mut keys = Vec::new();
-        for s in self.shards.iter() {
-            let map = s.lock().unwrap_or_else(|p| p.into_inner());
-            keys.extend(map.iter().map(|(k, e)| {
-                let state = match e {
-                    _ if e.expires() <= now => Counted::Expired,
-                    Entry::Pending { .. } => Counted::InProgress,
-                    Entry::Done { .. } => Counted::Done,
-                };
-                (k.clone(), state)
-            }));
-        }
-        let census = count_keys(namespace, keys.iter().map(|(k, s)| (k.as_str(), *s)));
-        Box::pin(std::future::ready(Ok(census)))
+        Box::pin(std::future::ready(Ok(self.census_now(namespace))))
     }
 
     /// Records only: the memory tokens drop an expired token when it is next used.
     fn purge_report(&self, dry_run: bool) -> BoxFuture<'_, Result<PurgeReport, StoreError>> {
-        let records = if dry_run {
-            let now = Instant::now();
-            let expired = |s: &Mutex<HashMap<String, Entry>>| {
-                let map = s.lock().unwrap_or_else(|p| p.into_inner());
-                map.values().filter(|e| e.expires() <= now).count() as u64
-            };
-            self.shards.iter().map(expired).sum()
-        } else {
-            self.purge_now()
-        };
+        let records = self.purge_where("", dry_run);
         Box::pin(std::future::ready(Ok(PurgeReport {
             records,
             ..PurgeReport::default()
         })))
+    }
+
+    fn purge_namespace<'a>(
+        &'a self,
+        namespace: &'a str,
+        dry_run: bool,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        let prefix = crate::key::namespace_prefix(namespace);
+        Box::pin(std::future::ready(Ok(self.purge_where(&prefix, dry_run))))
+    }
+
+    fn list<'a>(
+        &'a self,
+        namespace: &'a str,
+        filter: ListFilter<'a>,
+    ) -> BoxFuture<'a, Result<Vec<(String, Counted)>, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.list_now(namespace, filter))))
+    }
+
+    fn forget_if<'a>(
+        &'a self,
+        key: &'a str,
+        seen: &'a RecordState,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.forget_if_now(key, seen))))
     }
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {

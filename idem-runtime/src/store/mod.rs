@@ -19,15 +19,20 @@ use crate::outcome::Fence;
 pub use crate::error::{BoxError, Reason, StoreError};
 pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use census::{Census, Counted, PurgeReport, SceneCount};
+pub use holder::Holder;
+pub use operator::ListFilter;
 pub use owner::Owner;
 pub use queue::SendQueue;
 pub use stored_result::StoredResult;
 pub use url::redact_url;
 
+mod arc;
 pub mod catalog;
 mod census;
 pub mod faulty;
+mod holder;
 pub mod memory;
+mod operator;
 mod owner;
 pub(crate) mod queue;
 #[cfg(feature = "redis")]
@@ -264,6 +269,57 @@ pub trait Store: Send + Sync + 'static {
         })
     }
 
+    /// The keys of `namespace`'s live records that `filter` selects, with
+    /// their states, sorted by key: what `idem ls` lists and `idem inspect
+    /// '#hash'` searches. Stores without an index on the state read every
+    /// key of the namespace (Redis `SCAN`s): keep it off the request path.
+    /// The default, for stores written elsewhere, refuses.
+    fn list<'a>(
+        &'a self,
+        namespace: &'a str,
+        filter: ListFilter<'a>,
+    ) -> BoxFuture<'a, Result<Vec<(String, Counted)>, StoreError>> {
+        let _ = (namespace, filter);
+        Box::pin(std::future::ready(Err(operator::refused(
+            self.name(),
+            "list its keys",
+        ))))
+    }
+
+    /// Deletes `key`'s record only while it is still the record `seen`
+    /// describes (same state, owner, fence and fingerprint), in one atomic
+    /// step; `false`, and nothing deleted, when it changed (it expired and
+    /// the key was claimed anew, it finished, or it is gone). `idem forget`
+    /// deletes what the operator inspected this way and nothing else. The
+    /// default, for stores written elsewhere, refuses.
+    fn forget_if<'a>(
+        &'a self,
+        key: &'a str,
+        seen: &'a RecordState,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = (key, seen);
+        Box::pin(std::future::ready(Err(operator::refused(
+            self.name(),
+            "delete conditionally",
+        ))))
+    }
+
+    /// The expired records of `namespace` only: deleted, or with `dry_run`
+    /// counted; how many. Stores with native expiry (Redis) answer 0. Other
+    /// tables are not namespaced here: [`purge_report`](Store::purge_report)
+    /// purges them. The default, for stores written elsewhere, refuses.
+    fn purge_namespace<'a>(
+        &'a self,
+        namespace: &'a str,
+        dry_run: bool,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        let _ = (namespace, dry_run);
+        Box::pin(std::future::ready(Err(operator::refused(
+            self.name(),
+            "purge one namespace",
+        ))))
+    }
+
     /// The one-time token store kept beside the records, if this backend has one
     /// (memory, Redis, Redis Cluster, PostgreSQL, MySQL/MariaDB, SQLite). `None`
     /// (the default, for stores written elsewhere): `Idem::tokens()` fails with
@@ -285,85 +341,6 @@ pub trait Store: Send + Sync + 'static {
     /// as an outage (see [`SendQueue`]). `None` (the default): no limit.
     fn send_queue(&self) -> Option<&SendQueue> {
         None
-    }
-}
-
-impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        (**self).claim(req)
-    }
-    fn claim_unfenced<'a>(
-        &'a self,
-        req: ClaimRequest<'a>,
-    ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-        (**self).claim_unfenced(req)
-    }
-    fn complete<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-        payload: &'a [u8],
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        (**self).complete(key, owner, payload, ttl)
-    }
-    fn complete_taken<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-        taken: Taken,
-        payload: &'a [u8],
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        (**self).complete_taken(key, owner, taken, payload, ttl)
-    }
-    fn release<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        (**self).release(key, owner)
-    }
-    fn renew<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        (**self).renew(key, owner, lease)
-    }
-    fn inspect<'a>(
-        &'a self,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
-        (**self).inspect(key)
-    }
-    fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        (**self).forget(key)
-    }
-    fn purge_expired(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        (**self).purge_expired()
-    }
-    fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
-        (**self).verify()
-    }
-    fn census<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Census, StoreError>> {
-        (**self).census(namespace)
-    }
-    fn purge_report(&self, dry_run: bool) -> BoxFuture<'_, Result<PurgeReport, StoreError>> {
-        (**self).purge_report(dry_run)
-    }
-    fn tokens(&self) -> Option<&dyn token::TokenStore> {
-        (**self).tokens()
-    }
-    fn states(&self) -> Option<&dyn state::StateStore> {
-        (**self).states()
-    }
-    fn send_queue(&self) -> Option<&SendQueue> {
-        (**self).send_queue()
     }
 }
 

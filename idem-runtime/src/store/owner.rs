@@ -4,7 +4,9 @@ use std::fmt;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Who holds a claim: a random 128-bit id made per guarded call.
+use super::holder::{self, Holder};
+
+/// Who holds a claim: a 128-bit id made per guarded call, naming its process.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Owner(pub u128);
 
@@ -13,27 +15,34 @@ const OWNER_BLOCK: u64 = 1024;
 
 impl Owner {
     /// A fresh owner id: unique within this process, and across processes and
-    /// restarts with overwhelming probability.
+    /// restarts with overwhelming probability; it names its process (see
+    /// [`holder`](Self::holder)).
     ///
-    /// It is a random 128-bit base drawn once per process (a UUID v4) XOR a
-    /// counter: two ids of one process always differ, ids of two processes can
-    /// only meet if the 64 high random bits of their bases are equal. The UUID's
-    /// version nibble sits in the high half, so an id is never 0. Drawing a UUID per
-    /// call instead cost a `getrandom` system call per guarded call (about 6% of a
-    /// memory-store replay in the overhead benchmark). A child `fork`ed without
-    /// `exec` would share the parent's sequence; idem does not support that.
+    /// An id is a base drawn once per process XOR a counter: two ids of one
+    /// process always differ (until 2^46 ids on one process). The base
+    /// describes the process: its start (Unix seconds), a 24-bit hash of the
+    /// host name, the process id, a version nibble 8 (as a UUID v8 places
+    /// it) and 46 random bits. Two processes' ids can only meet if they
+    /// started in the same second with the same process id on hosts whose
+    /// names hash alike and their random bits meet. A process whose id does
+    /// not fit 22 bits draws a random base (a UUID v4) instead: such an id
+    /// names no process, like the random ids other versions wrote.
+    /// Drawing a UUID per call instead cost a `getrandom` system call per
+    /// guarded call (about 6% of a memory-store replay in the overhead
+    /// benchmark). A child `fork`ed without `exec` would share the parent's
+    /// sequence; idem does not support that.
     ///
     /// Each thread takes counter values in blocks of 1,024: one
     /// shared counter bumped on every call moved its cache line between the
     /// cores on every guarded call.
     pub fn random() -> Self {
-        static BASE: OnceLock<u128> = OnceLock::new();
+        static BASE: OnceLock<(u128, u64)> = OnceLock::new();
         static NEXT: AtomicU64 = AtomicU64::new(0);
         thread_local! {
             /// This thread's next counter value and the end of its block.
             static BLOCK: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
         }
-        let base = *BASE.get_or_init(|| uuid::Uuid::new_v4().as_u128());
+        let (base, mask) = *BASE.get_or_init(holder::base);
         let n = BLOCK.with(|b| {
             let (mut next, mut end) = b.get();
             if next == end {
@@ -43,7 +52,14 @@ impl Owner {
             b.set((next + 1, end));
             next
         });
-        Owner(base ^ u128::from(n))
+        Owner(base ^ u128::from(n & mask))
+    }
+
+    /// The process this id names: its host, process id and start. `None`
+    /// for an id that names none (drawn at random, as other versions drew
+    /// every id, or made by hand).
+    pub fn holder(self) -> Option<Holder> {
+        holder::decode(self.0)
     }
 
     /// The 16 big-endian bytes, as stores keep them.

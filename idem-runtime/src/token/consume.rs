@@ -132,10 +132,11 @@ impl Consumption<'_> {
         let mut claimed = match exec.acquire(spec, send, read).await {
             Acquired::Held(c) => c,
             Acquired::Stopped { .. } => return fail(CallOutcome::TokenInvalid, self.invalid()),
-            Acquired::Busy { waited } => {
+            Acquired::Busy { waited, lease_left } => {
                 let e = Error::InProgress {
                     key: k.to_owned(),
                     waited,
+                    lease_left: Some(lease_left),
                 };
                 return fail(CallOutcome::InProgress, e);
             }

@@ -147,7 +147,10 @@ where
             }
             return step;
         }
-        Claim::Busy { fingerprint, .. } => {
+        Claim::Busy {
+            fingerprint,
+            remaining,
+        } => {
             if let Err(e) = sp.release(cx).await {
                 return failed(tx_error(key, e));
             }
@@ -160,6 +163,7 @@ where
             let e = Error::InProgress {
                 key: key.to_owned(),
                 waited: std::time::Duration::ZERO,
+                lease_left: Some(remaining),
             };
             return (CallOutcome::InProgress, Err(e.into()));
         }

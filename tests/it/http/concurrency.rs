@@ -78,6 +78,39 @@ async fn fifty_concurrent_posts_reject_with_409() {
     assert!(!conflicts.is_empty(), "copies overlapped the first");
     for c in conflicts {
         c.assert_problem(StatusCode::CONFLICT);
-        assert_eq!(c.header("retry-after"), Some("1"));
+        let secs: u64 = c.header("retry-after").unwrap().parse().unwrap();
+        let lease = crate::support::FULL_BUDGET_LEASE.as_secs_f64().ceil() as u64;
+        assert!((1..=lease).contains(&secs), "the lease left: {secs}");
+    }
+}
+
+/// A `409` tells the holder's lease left (a dead holder frees the key no
+/// later), at most the layer's `retry_after`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_after_is_the_lease_left_capped() {
+    for (cap, lo, hi) in [(None, 10, 20), (Some(4), 4, 4)] {
+        let idem = idem_handle("http-retry-after");
+        let orders = Orders {
+            delay: Duration::from_secs(3),
+            ..Orders::default()
+        };
+        let mut layer = layer(&idem)
+            .reject_concurrent()
+            .lease(Duration::from_secs(20));
+        if let Some(cap) = cap {
+            layer = layer.retry_after(Duration::from_secs(cap));
+        }
+        let (_s, client, orders) = start(orders, layer).await;
+        let c = client.clone();
+        let first = tokio::spawn(async move { c.post("/orders", "slow", "{}").await });
+        while orders.runs.get() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let busy = client.post("/orders", "slow", "{}").await;
+        busy.assert_problem(StatusCode::CONFLICT);
+        let secs: u64 = busy.header("retry-after").unwrap().parse().unwrap();
+        assert!((lo..=hi).contains(&secs), "cap {cap:?}: Retry-After {secs}");
+        assert_eq!(first.await.unwrap().status, StatusCode::CREATED);
+        assert_eq!(orders.runs.get(), 1);
     }
 }

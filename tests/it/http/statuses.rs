@@ -258,6 +258,11 @@ async fn keys_are_scoped_per_user() {
     assert!(!send("bob").await.is_replay());
     assert!(send("alice").await.is_replay());
     assert_eq!(orders.runs.get(), 2);
+    // `scope_by` returning `None`: every such request shares one key space.
+    let anonymous = client.post("/orders", "same", "{}").await;
+    assert!(!anonymous.is_replay());
+    assert!(client.post("/orders", "same", "{}").await.is_replay());
+    assert_eq!(orders.runs.get(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,11 +21,14 @@ const SCAN_COUNT: usize = 1_000;
 /// The `SCAN MATCH` pattern of a namespace's record keys, glob characters of
 /// the prefix and namespace escaped.
 pub(super) fn pattern(layout: &KeyLayout, namespace: &str) -> String {
+    pattern_for(layout, &crate::key::namespace_prefix(namespace))
+}
+
+/// The `SCAN MATCH` pattern of the record keys whose idem key starts with
+/// `key_prefix`.
+pub(super) fn pattern_for(layout: &KeyLayout, key_prefix: &str) -> String {
     let mut p = String::new();
-    for c in layout
-        .record_key_str(&crate::key::namespace_prefix(namespace))
-        .chars()
-    {
+    for c in layout.record_key_str(key_prefix).chars() {
         if matches!(c, '*' | '?' | '[' | ']' | '\\') {
             p.push('\\');
         }

@@ -169,41 +169,14 @@ impl Store for RedisClusterStore {
         &'a self,
         namespace: &'a str,
     ) -> BoxFuture<'a, Result<crate::store::Census, StoreError>> {
-        let mut con = self.conns.get();
         Box::pin(async move {
-            let mut cmd = redis::cmd("CLUSTER");
-            cmd.arg("NODES");
-            let random = RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random);
-            let reply = con
-                .route_command(cmd, random)
-                .await
-                .map_err(scripts::map_err)?;
-            let nodes: String = redis::FromRedisValue::from_redis_value(reply.clone())
-                .map_err(|_| census::unexpected("CLUSTER NODES", &reply))?;
             let pattern = census::pattern(&self.layout, namespace);
-            let mut found = Vec::new();
-            for (host, port) in masters(&nodes) {
-                let mut cursor = 0;
-                loop {
-                    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
-                        host: host.clone(),
-                        port,
-                    });
-                    let reply = con
-                        .route_command(census::scan_cmd(cursor, &pattern), route)
-                        .await
-                        .map_err(scripts::map_err)?;
-                    let (next, keys) = census::scan_reply(reply)?;
-                    census::classify(&mut con, &self.layout, keys, false, &mut found).await?;
-                    if next == 0 {
-                        break;
-                    }
-                    cursor = next;
-                }
-            }
+            let found = self.scan_all(&pattern).await?;
             Ok(census::census(namespace, &found))
         })
     }
+
+    super::operator::operator_ops!();
 
     /// Reads the version and `maxmemory-policy` of every master.
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
@@ -264,4 +237,45 @@ fn info_server() -> redis::Cmd {
 
 fn all_masters() -> RoutingInfo {
     RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None))
+}
+
+impl RedisClusterStore {
+    /// The record keys matching `pattern` on every master (from `CLUSTER
+    /// NODES`), with their states (see `census.rs`).
+    pub(super) async fn scan_all(
+        &self,
+        pattern: &str,
+    ) -> Result<Vec<(String, crate::store::Counted)>, StoreError> {
+        let mut con = self.conns.get();
+        let mut cmd = redis::cmd("CLUSTER");
+        cmd.arg("NODES");
+        let random = RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random);
+        let reply = con
+            .route_command(cmd, random)
+            .await
+            .map_err(scripts::map_err)?;
+        let nodes: String = redis::FromRedisValue::from_redis_value(reply.clone())
+            .map_err(|_| census::unexpected("CLUSTER NODES", &reply))?;
+        let mut found = Vec::new();
+        for (host, port) in masters(&nodes) {
+            let mut cursor = 0;
+            loop {
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                    host: host.clone(),
+                    port,
+                });
+                let reply = con
+                    .route_command(census::scan_cmd(cursor, pattern), route)
+                    .await
+                    .map_err(scripts::map_err)?;
+                let (next, keys) = census::scan_reply(reply)?;
+                census::classify(&mut con, &self.layout, keys, false, &mut found).await?;
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(found)
+    }
 }

@@ -122,6 +122,7 @@ mod errors;
 mod eval;
 mod from;
 mod native;
+mod operator;
 mod ops;
 mod scripts;
 mod server;
@@ -259,14 +260,14 @@ impl Store for RedisStore {
         &'a self,
         namespace: &'a str,
     ) -> BoxFuture<'a, Result<crate::store::Census, StoreError>> {
-        let mut con = self.conns.get();
         Box::pin(async move {
             let pattern = census::pattern(&self.layout, namespace);
-            let mut found = Vec::new();
-            census::scan_node(&mut con, &self.layout, &pattern, &mut found).await?;
+            let found = self.scan_all(&pattern).await?;
             Ok(census::census(namespace, &found))
         })
     }
+
+    operator::operator_ops!();
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         let mut con = self.conns.get();
@@ -312,4 +313,18 @@ fn cannot_read_policy(e: &redis::RedisError) -> Warning {
         "could not read redis maxmemory-policy ({e}); make sure it is `noeviction`, \
          or evicted records will silently run duplicates again"
     ))
+}
+
+impl RedisStore {
+    /// The record keys matching `pattern` on the server, with their states
+    /// (see `census.rs`).
+    async fn scan_all(
+        &self,
+        pattern: &str,
+    ) -> Result<Vec<(String, crate::store::Counted)>, StoreError> {
+        let mut con = self.conns.get();
+        let mut found = Vec::new();
+        census::scan_node(&mut con, &self.layout, pattern, &mut found).await?;
+        Ok(found)
+    }
 }

@@ -7,14 +7,16 @@ use std::sync::Arc;
 use sqlx::AssertSqlSafe;
 
 use super::mysql_sql::{MYSQL_NOW, mysql_claim};
+use super::outbox_ddl::Shape;
 use super::{Dialect, PURGE_BATCH, TableNames};
 
 /// The records' and fences' tables: the start of the first step of
 /// [`migrations`](super::migrations).
-pub(crate) fn records_statements(d: Dialect, n: &TableNames) -> Vec<String> {
+pub(crate) fn records_statements(d: Dialect, n: &TableNames, shape: Shape) -> Vec<String> {
     let t = n.records(d);
     let f = n.fences_q(d);
     let idx = format!("{}_expires_idx", n.records_name());
+    let current = shape == Shape::Current;
     match d {
         Dialect::Postgres => {
             let mut v = Vec::new();
@@ -35,6 +37,7 @@ pub(crate) fn records_statements(d: Dialect, n: &TableNames) -> Vec<String> {
             v.push(format!(
                 "CREATE INDEX IF NOT EXISTS {idx} ON {t} (expires_at)"
             ));
+            v.extend(current.then(|| state_index(d, n)));
             v
         }
         Dialect::MySql => vec![
@@ -47,7 +50,11 @@ pub(crate) fn records_statements(d: Dialect, n: &TableNames) -> Vec<String> {
                  fingerprint BINARY(16) NOT NULL,\n  \
                  payload LONGBLOB,\n  \
                  expires_at DATETIME(6) NOT NULL,\n  \
-                 KEY {idx} (expires_at)\n) ENGINE=InnoDB"
+                 KEY {idx} (expires_at){state}\n) ENGINE=InnoDB",
+                state = match current {
+                    true => format!(",\n  KEY {} (state, idem_key)", state_index_name(n)),
+                    false => String::new(),
+                },
             ),
             format!(
                 "CREATE TABLE IF NOT EXISTS {f} (\n  \
@@ -72,7 +79,26 @@ pub(crate) fn records_statements(d: Dialect, n: &TableNames) -> Vec<String> {
                  slot INTEGER NOT NULL PRIMARY KEY,\n  \
                  v INTEGER NOT NULL\n)"
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(current.then(|| state_index(d, n)))
+        .collect(),
+    }
+}
+
+fn state_index_name(n: &TableNames) -> String {
+    format!("{}_state_idx", n.records_name())
+}
+
+/// The index of the in-progress claims by key (`idem ls --state
+/// in-progress`): the third migration step, and part of the current shape.
+/// MySQL/MariaDB add it with an `ALTER TABLE`, which fails with 1061 once it
+/// is there ("nothing to upgrade").
+pub(crate) fn state_index(d: Dialect, n: &TableNames) -> String {
+    let (t, i) = (n.records(d), state_index_name(n));
+    match d {
+        Dialect::MySql => format!("ALTER TABLE {t} ADD KEY {i} (state, idem_key)"),
+        _ => format!("CREATE INDEX IF NOT EXISTS {i} ON {t} (state, idem_key)"),
     }
 }
 

@@ -3,7 +3,7 @@
 //! need a bound per call site; a macro keeps each dialect module short).
 
 /// The driver calls of one dialect module, which differ only in the pool and
-/// row types: `execute`, `exists`, `fetch`, `census`, `count` and `raw` (a row as [`RawRow`]).
+/// row types: `execute`, `exists`, `fetch`, `census`, `keys`, `count` and `raw` (a row as [`RawRow`]).
 /// `$pool` reaches the sqlx pool from the dialect's pool value `$p`; `$turn`
 /// (from `$w`, the same value) is held while a write runs: SQLite's writer turn.
 /// The expanding module imports `Row`, `Arg`, `Sent`, `bind`, `Stmt`, `RawRow`,
@@ -89,9 +89,33 @@ macro_rules! driver_calls {
                 .collect()
         }
 
+        /// The keys and states of an operator's listing (`operator_sql.rs`).
+        pub(super) async fn keys(
+            $p: &$Pool,
+            sent: &Sent,
+            stmt: &Stmt,
+            args: &[Arg<'_>],
+        ) -> Result<Vec<(String, i64)>, StoreError> {
+            let rows = bind(sent, stmt, args)
+                .fetch_all($pool)
+                .await
+                .map_err(map_err)?;
+            rows.iter()
+                .map(|r| {
+                    let key = r.try_get::<String, _>(0).map_err(map_err)?;
+                    Ok((key, r.try_get::<i64, _>(1).map_err(map_err)?))
+                })
+                .collect()
+        }
+
         /// The one number of a `SELECT COUNT(*)`.
-        pub(super) async fn count($p: &$Pool, sent: &Sent, stmt: &Stmt) -> Result<i64, StoreError> {
-            let row = bind(sent, stmt, &[])
+        pub(super) async fn count(
+            $p: &$Pool,
+            sent: &Sent,
+            stmt: &Stmt,
+            args: &[Arg<'_>],
+        ) -> Result<i64, StoreError> {
+            let row = bind(sent, stmt, args)
                 .fetch_one($pool)
                 .await
                 .map_err(map_err)?;

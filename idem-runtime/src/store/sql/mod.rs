@@ -141,6 +141,7 @@ mod local;
 mod mysql;
 mod mysql_sql;
 mod names;
+mod operator_sql;
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 pub(crate) mod outbox_claim;
 pub(crate) mod outbox_ddl;

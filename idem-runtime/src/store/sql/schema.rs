@@ -2,7 +2,7 @@
 //! the steps a migration tool applies (`migrations/<dialect>/` holds them
 //! for the default names).
 
-use super::ddl::records_statements;
+use super::ddl::{records_statements, state_index};
 use super::outbox_ddl::Shape;
 use super::{Dialect, TableNames};
 
@@ -53,6 +53,10 @@ pub fn migrations(dialect: Dialect, names: &TableNames) -> Vec<(&'static str, St
             "0003_outbox_trace_context",
             join(super::outbox_ddl::trace_statements(dialect, names)),
         ),
+        (
+            "0004_records_state_index",
+            join(vec![state_index(dialect, names)]),
+        ),
     ]
 }
 
@@ -79,7 +83,7 @@ pub(crate) fn statements(d: Dialect, n: &TableNames) -> Vec<String> {
 /// (`token_sql.rs`), the consume log's (`consume_sql.rs`) and the outbox's
 /// (`outbox_ddl.rs`) in `shape`.
 fn tables(d: Dialect, n: &TableNames, shape: Shape) -> Vec<String> {
-    let mut v = records_statements(d, n);
+    let mut v = records_statements(d, n, shape);
     v.extend(super::token_sql::statements(d, n));
     v.extend(super::consume_sql::statements(d, n));
     v.extend(super::outbox_ddl::table_statements(d, n, shape));
@@ -95,6 +99,7 @@ pub(crate) fn upgrade_count(d: Dialect, n: &TableNames) -> usize {
 fn upgrades(d: Dialect, n: &TableNames) -> Vec<String> {
     let mut v = super::outbox_ddl::upgrade_statements(d, n);
     v.extend(super::outbox_ddl::trace_statements(d, n));
+    v.push(state_index(d, n));
     v
 }
 

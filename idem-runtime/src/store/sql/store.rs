@@ -284,7 +284,7 @@ impl Store for SqlStore {
             if dry_run {
                 let mut n = [0u64; 4];
                 for (n, stmt) in n.iter_mut().zip(&self.census.expired) {
-                    let c = dispatch!(&self.pool, |p, m| m::count(p, &self.sent, stmt).await)?;
+                    let c = dispatch!(&self.pool, |p, m| m::count(p, &self.sent, stmt, &[]).await)?;
                     *n = u64::try_from(c).unwrap_or(0);
                 }
                 let [records, tokens, consume_log, outbox] = n;
@@ -332,6 +332,30 @@ impl Store for SqlStore {
             }
             Ok(census)
         })
+    }
+
+    fn list<'a>(
+        &'a self,
+        namespace: &'a str,
+        filter: crate::store::ListFilter<'a>,
+    ) -> BoxFuture<'a, Result<Vec<(String, Counted)>, StoreError>> {
+        Box::pin(self.list_keys(namespace, filter))
+    }
+
+    fn forget_if<'a>(
+        &'a self,
+        key: &'a str,
+        seen: &'a RecordState,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.forget_seen(key, seen))
+    }
+
+    fn purge_namespace<'a>(
+        &'a self,
+        namespace: &'a str,
+        dry_run: bool,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(self.purge_prefix(namespace, dry_run))
     }
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
