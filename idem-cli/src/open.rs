@@ -188,6 +188,7 @@ pub(crate) async fn catalog(
             format!("cannot open the constraints database: {e}"),
         )
     };
+    crate::probe::refused(&url, g.timeout).await?;
     let catalog = if url.starts_with("postgres") {
         SqlConstraints::postgres(
             idem::sqlx::PgPool::connect(&url)

@@ -117,15 +117,15 @@ fn exit_codes_by_class_and_json_errors() {
 
     let path = std::env::temp_dir().join(format!("idem-cli-missing-{}.db", id()));
     let url = format!("sqlite:{}", path.display());
-    for cmd in ["inspect", "verify"] {
-        let missing = idem(&["--store", &url, cmd, "k"][..if cmd == "verify" { 3 } else { 4 }]);
+    for cmd in [&["inspect", "k"][..], &["verify"]] {
+        let missing = idem(&[&["--store", url.as_str()][..], cmd].concat());
         assert_eq!(missing.code, 3, "{}", missing.err);
         assert!(
             missing.err.contains("no SQLite database"),
             "{}",
             missing.err
         );
-        assert!(!path.exists(), "{cmd} created {path:?}");
+        assert!(!path.exists(), "{cmd:?} created {path:?}");
     }
 
     // A --metrics endpoint that accepts and never answers.

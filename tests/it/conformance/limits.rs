@@ -86,6 +86,52 @@ pub async fn census_counts_by_scene_and_state(store: Arc<dyn Store>) {
         .collect();
     assert_eq!(got, [("pay", 0, 2), ("ship", 1, 0)]);
     assert_eq!(census.totals(), (1, 2, 0));
+    // `list` (what `idem ls` shows): the same keys, by state and scene, sorted.
+    let list = |in_progress_only, scene| {
+        let filter = idem::store::ListFilter {
+            scene,
+            in_progress_only,
+            limit: 0,
+        };
+        let (store, ns) = (store.clone(), ns.clone());
+        async move {
+            let keys = store.list(&ns, filter).await.expect("list");
+            keys.into_iter().map(|(k, _)| k).collect::<Vec<_>>()
+        }
+    };
+    let key = |scene: &str, i: u32| format!("{ns}:{scene}:{i}");
+    assert_eq!(list(true, None).await, [key("ship", 1)]);
+    assert_eq!(
+        list(false, None).await,
+        [key("pay", 1), key("pay", 2), key("ship", 1)]
+    );
+    assert_eq!(
+        list(false, Some("pay")).await,
+        [key("pay", 1), key("pay", 2)]
+    );
+    // `forget_if` deletes the record it was shown, and only that one.
+    let ship = key("ship", 1);
+    let seen = store
+        .inspect(&ship)
+        .await
+        .expect("inspect")
+        .expect("claimed");
+    let other_view = store
+        .inspect(&other)
+        .await
+        .expect("inspect")
+        .expect("claimed");
+    assert!(
+        !store
+            .forget_if(&ship, &other_view)
+            .await
+            .expect("forget_if")
+    );
+    assert!(store.forget_if(&ship, &seen).await.expect("forget_if"));
+    assert!(
+        !store.forget_if(&ship, &seen).await.expect("forget_if"),
+        "gone"
+    );
     assert!(store.forget(&other).await.expect("forget"));
 }
 

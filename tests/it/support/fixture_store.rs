@@ -74,6 +74,23 @@ impl idem::Store for FixtureStore {
     ) -> idem::store::BoxFuture<'a, Result<idem::store::Census, idem::store::StoreError>> {
         self.0.store.census(namespace)
     }
+    fn list<'a>(
+        &'a self,
+        namespace: &'a str,
+        filter: idem::store::ListFilter<'a>,
+    ) -> idem::store::BoxFuture<
+        'a,
+        Result<Vec<(String, idem::store::Counted)>, idem::store::StoreError>,
+    > {
+        self.0.store.list(namespace, filter)
+    }
+    fn forget_if<'a>(
+        &'a self,
+        key: &'a str,
+        seen: &'a idem::store::RecordState,
+    ) -> idem::store::BoxFuture<'a, Result<bool, idem::store::StoreError>> {
+        self.0.store.forget_if(key, seen)
+    }
     fn verify(
         &self,
     ) -> idem::store::BoxFuture<'_, Result<Vec<idem::store::Warning>, idem::store::StoreError>>

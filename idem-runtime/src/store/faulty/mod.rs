@@ -351,6 +351,24 @@ impl<S: Store> Store for FaultyStore<S> {
         Box::pin(self.run(Op::Mutate, None, move || self.inner.purge_report(dry_run)))
     }
 
+    fn list<'a>(
+        &'a self,
+        ns: &'a str,
+        filter: super::ListFilter<'a>,
+    ) -> BoxFuture<'a, Result<Vec<(String, super::Counted)>, StoreError>> {
+        Box::pin(self.run(Op::Read, None, move || self.inner.list(ns, filter)))
+    }
+
+    fn forget_if<'a>(
+        &'a self,
+        key: &'a str,
+        seen: &'a RecordState,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.run(Op::Mutate, Some(key), move || {
+            self.inner.forget_if(key, seen)
+        }))
+    }
+
     /// The inner store's tokens, under the same faults as its records (see
     /// `techniques`).
     fn tokens(&self) -> Option<&dyn super::token::TokenStore> {
