@@ -32,6 +32,7 @@ mod state;
 mod token;
 #[cfg(all(
     feature = "otel",
+    feature = "axum",
     feature = "postgres",
     feature = "mysql",
     feature = "sqlite",

@@ -24,7 +24,7 @@ use super::stored::StoredResponse;
 use crate::error::Error;
 use crate::handle::Idem;
 use crate::hooks::Hooks;
-use crate::observe::Technique;
+use crate::observe::{TRACEPARENT, TRACESTATE, Technique, TraceContext};
 
 /// The service [`IdempotencyLayer`](super::IdempotencyLayer) builds around `S`.
 #[derive(Clone)]
@@ -128,7 +128,15 @@ where
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
         let (idem, settings) = (self.idem.clone(), self.settings.clone());
-        Box::pin(serve(inner, idem, settings, req))
+        // The request's W3C trace context becomes the task's (what an outbox
+        // enqueue stores when no OpenTelemetry span provides one).
+        let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+        let trace = header(TRACEPARENT).and_then(|tp| TraceContext::parse(tp, header(TRACESTATE)));
+        let fut = serve(inner, idem, settings, req);
+        match trace {
+            Some(cx) => Box::pin(TraceContext::scope(Some(cx), fut)),
+            None => Box::pin(fut),
+        }
     }
 }
 

@@ -71,7 +71,10 @@
 //! - `topk`: the Space-Saving summary;
 //! - `export`: [`render_top_keys`], the top-K as a Prometheus gauge (guaranteed
 //!   counts, hashed keys);
-//! - `verdict`: an outcome plus whether the constraint caught a duplicate.
+//! - `verdict`: an outcome plus whether the constraint caught a duplicate;
+//! - `trace`: [`TraceContext`], the W3C trace context messages carry;
+//! - `messaging`, `otel` (feature `otel`): the `create`/`send`/`process`
+//!   spans, OpenTelemetry attributes and links.
 
 mod deliveries;
 mod describe;

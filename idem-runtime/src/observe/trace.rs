@@ -10,8 +10,9 @@
 //! - with `otel`, the current `tracing` span's OpenTelemetry context (a
 //!   `tracing-opentelemetry` layer must be installed);
 //! - otherwise, or when that span has none, the context set for the running
-//!   task with [`TraceContext::scope`], e.g. by a request handler from the
-//!   request's `traceparent` header ([`TraceContext::parse`]).
+//!   task with [`TraceContext::scope`]: the `Idempotency-Key` layer (feature
+//!   `axum`) sets it from the request's `traceparent` header, and a handler
+//!   can do the same ([`TraceContext::parse`]).
 //!
 //! A malformed `traceparent` is ignored (`None`), never an error: it must not
 //! cost a message.

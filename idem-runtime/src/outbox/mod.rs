@@ -27,6 +27,12 @@
 //! tx.commit().await?;   // the message exists exactly when the order does
 //! ```
 //!
+//! Each row keeps the W3C trace context of its creation
+//! ([`TraceContext::current`](crate::observe::TraceContext::current)), and
+//! the relay sends it as `traceparent`/`tracestate` headers on every publish,
+//! so a consumer's span links to the request that enqueued the message
+//! (feature `otel`; without it the context still travels).
+//!
 //! The table is `idem_outbox` by default, created by `migrate()`, exported by
 //! `idem::sql::ddl()`, purged (sent messages past their retention) by
 //! `purge_expired`; another name through [`OutboxTable`] and

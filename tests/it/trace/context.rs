@@ -185,3 +185,38 @@ async fn context_travels_without_a_layer_through_rabbitmq() {
 async fn context_travels_without_a_layer_through_nats() {
     travels_without_a_layer(Broker::Nats).await;
 }
+
+/// The `Idempotency-Key` layer makes the request's `traceparent` the task's
+/// context: what an enqueue in the handler stores without an OpenTelemetry
+/// span. A malformed header is ignored; the request is served.
+#[tokio::test]
+async fn the_http_layer_scopes_the_request_s_traceparent() {
+    use axum::routing::post;
+    let idem = crate::support::handle(Arc::new(idem::MemoryStore::new()), "trace-http");
+    let handler = || async {
+        TraceContext::scoped()
+            .map(|c| format!("{} {}", c.traceparent(), c.tracestate().unwrap_or("-")))
+            .unwrap_or_else(|| "none".into())
+    };
+    let app = axum::Router::new()
+        .route("/orders", post(handler))
+        .layer(idem::http::IdempotencyLayer::new(idem).scene("orders"));
+    let server = crate::http::support::serve(app).await;
+    let client = crate::http::support::Client::new(&server);
+    let send = |key: &'static str, tp: &'static str| {
+        let client = client.clone();
+        async move {
+            let headers: [(&str, &[u8]); 3] = [
+                ("idempotency-key", key.as_bytes()),
+                ("traceparent", tp.as_bytes()),
+                ("tracestate", b"k=v"),
+            ];
+            client
+                .send(http::Method::POST, "/orders", &headers, "{}")
+                .await
+                .body
+        }
+    };
+    assert_eq!(send("k-1", TP).await, format!("{TP} k=v"));
+    assert_eq!(send("k-2", "00-garbage").await, "none");
+}
