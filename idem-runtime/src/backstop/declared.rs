@@ -147,9 +147,7 @@ fn has_words_of(existing: &str, name: &str) -> bool {
     }
     let mut theirs = existing.split('_');
     words.iter().all(|w| {
-        theirs.any(|t| {
-            t == *w || t.strip_suffix('s') == Some(w) || t.strip_suffix("es") == Some(w)
-        })
+        theirs.any(|t| t == *w || t.strip_suffix('s') == Some(w) || t.strip_suffix("es") == Some(w))
     })
 }
 

@@ -32,9 +32,8 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 
 fn preflight() {
     let on_path = |name: &str| {
-        std::env::var_os("PATH").is_some_and(|path| {
-            std::env::split_paths(&path).any(|dir| dir.join(name).is_file())
-        })
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(name).is_file()))
     };
     let missing: Vec<&str> = [
         ("chromium", std::path::Path::new(CHROMIUM).is_file()),
