@@ -117,7 +117,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .connect_with(opts)
         .await?;
     // `migrate()` creates idem's tables, the consume log among them.
-    let store = idem::sql::SqlStore::sqlite(pool.clone());
+    let store = idem::SqlStore::sqlite(pool.clone());
     store.migrate().await?;
     idem::install(
         idem::Idem::builder()

@@ -94,7 +94,7 @@ async fn handle() -> Result<Idem, Box<dyn std::error::Error>> {
                 ),
                 ("stock", "SQLite in memory".into()),
             ]);
-            let store = idem::store::redis::RedisStore::connect(&url).await?;
+            let store = idem::RedisStore::connect(&url).await?;
             return Ok(builder.store(store).build()?);
         }
         #[cfg(not(feature = "redis"))]

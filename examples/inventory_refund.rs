@@ -26,8 +26,8 @@ use std::sync::Arc;
 
 mod support;
 
+use idem::SqlStore;
 use idem::db::insert_once::InsertOnce;
-use idem::sql::SqlStore;
 use idem::{How, Idem};
 
 #[derive(Debug, thiserror::Error)]

@@ -30,7 +30,7 @@ use orders::{Orders, connect};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use idem::sql::SqlStore;
+use idem::SqlStore;
 use idem::{FaultyStore, Hooks, How, Idem, Store};
 
 #[derive(Debug, thiserror::Error)]
@@ -142,9 +142,7 @@ fn tally<'a>(hows: impl IntoIterator<Item = &'a Result<How, String>>) -> String 
 async fn record_store(url: &str) -> Result<Arc<dyn Store>, Box<dyn std::error::Error>> {
     if let Some(redis_url) = support::var(support::REDIS_URL) {
         #[cfg(feature = "redis")]
-        return Ok(Arc::new(
-            idem::store::redis::RedisStore::connect(&redis_url).await?,
-        ));
+        return Ok(Arc::new(idem::RedisStore::connect(&redis_url).await?));
         #[cfg(not(feature = "redis"))]
         return Err(support::needs_feature(
             support::REDIS_URL,

@@ -26,7 +26,8 @@
 //! | transactional outbox: messages commit with your rows, a relay publishes | [`outbox::Outbox::enqueue`], [`outbox::Relay`] | [`outbox`] |
 //!
 //! Around them: [`Idem`] and [`IdemBuilder`] (the handle; [`Idem::verify`] at
-//! start-up), [`store`] (memory, Redis, SQL, and [`FaultyStore`] for tests),
+//! start-up), [`store`] ([`MemoryStore`], `RedisStore`, `SqlStore`, and
+//! [`FaultyStore`] for tests),
 //! [`settings`] (durations from configuration), [`policy`] ([`Policy`] and
 //! [`LockPolicy`], the per-call settings), [`observe`] (the span, metric
 //! names, [`Stats`]), [`key`] and [`fingerprint`] (how keys and payloads are
@@ -157,8 +158,19 @@ pub use idem_runtime::bounds;
 pub use idem_runtime::{Error, Result, std_error};
 // Stores and monitoring figures.
 pub use idem_runtime::{FaultPlan, FaultyStore, MemoryStore, Stats, Store, TopKey};
+// The Redis store (its builder, the cluster store: `idem::store::redis`).
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use idem_runtime::store::redis::RedisStore;
+// The SQL store (its builder, `ddl()`, the catalog: `idem::sql`).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
+)]
+pub use idem_runtime::sql::SqlStore;
 
-// The modules, for the less common names (`idem::store::redis::RedisStore`,
+// The modules, for the less common names (`idem::store::redis::RedisClusterStore`,
 // `idem::observe::CallOutcome`, `idem::backstop::find_unique_violation`, ...).
 // The caller's SQL database: dialects, identifiers, conflict retries.
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
@@ -205,3 +217,34 @@ pub use idem_runtime::__private;
 
 #[cfg(test)]
 mod public_api_tests;
+
+// Every Rust snippet of the `docs/` pages compiles (and, where it needs no
+// server, runs): each page is a doctest here, under the features its snippets
+// use. A page without Rust snippets is left out.
+#[cfg(doctest)]
+mod docs_pages {
+    #[cfg_attr(feature = "postgres", doc = include_str!("../docs/backstop.md"))]
+    struct Backstop;
+    #[cfg_attr(all(feature = "postgres", feature = "rabbitmq"), doc = include_str!("../docs/consume.md"))]
+    struct Consume;
+    #[doc = include_str!("../docs/guard.md")]
+    struct Guard;
+    #[cfg_attr(feature = "axum", doc = include_str!("../docs/http.md"))]
+    struct Http;
+    #[cfg_attr(feature = "postgres", doc = include_str!("../docs/lock.md"))]
+    struct Lock;
+    #[cfg_attr(feature = "postgres", doc = include_str!("../docs/macro.md"))]
+    struct Macro;
+    #[cfg_attr(all(feature = "postgres", feature = "rabbitmq"), doc = include_str!("../docs/outbox.md"))]
+    struct Outbox;
+    #[doc = include_str!("../docs/settings.md")]
+    struct Settings;
+    #[doc = include_str!("../docs/state-cas.md")]
+    struct StateCas;
+    #[cfg_attr(feature = "postgres", doc = include_str!("../docs/state-machine.md"))]
+    struct StateMachine;
+    #[doc = include_str!("../docs/token.md")]
+    struct Token;
+    #[cfg_attr(feature = "postgres", doc = include_str!("../docs/transactional.md"))]
+    struct Transactional;
+}

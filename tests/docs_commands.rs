@@ -321,3 +321,30 @@ fn relative_links_in_the_docs_point_at_files() {
     }
     assert!(bad.is_empty(), "broken links:\n{}", bad.join("\n"));
 }
+
+/// Every page of `docs/` with a Rust snippet is a doctest (`src/lib.rs`
+/// includes it under `cfg(doctest)`), so none of its snippets can go stale.
+#[test]
+fn every_docs_page_with_rust_snippets_is_doctested() {
+    let lib = read(&Path::new(ROOT).join("src/lib.rs"));
+    let mut missing = Vec::new();
+    for page in markdown_files() {
+        let rel = page
+            .strip_prefix(ROOT)
+            .unwrap_or(&page)
+            .to_string_lossy()
+            .into_owned();
+        let Some(name) = rel.strip_prefix("docs/") else {
+            continue;
+        };
+        if read(&page).lines().any(|l| l.starts_with("```rust"))
+            && !lib.contains(&format!("include_str!(\"../docs/{name}\")"))
+        {
+            missing.push(rel);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "pages with Rust snippets that no doctest includes (add them to `docs_pages` in src/lib.rs): {missing:?}"
+    );
+}

@@ -65,12 +65,12 @@ impl IdemStore {
             IdemStore::Memory => Ok((Arc::new(MemoryStore::new()), "memory")),
             #[cfg(feature = "redis")]
             IdemStore::Redis(url) => {
-                let store = idem::store::redis::RedisStore::connect(url).await?;
+                let store = idem::RedisStore::connect(url).await?;
                 Ok((Arc::new(store), "redis"))
             }
             #[cfg(feature = "postgres")]
             IdemStore::Postgres(url) => {
-                let store = idem::sql::SqlStore::connect_postgres(url).await?;
+                let store = idem::SqlStore::connect_postgres(url).await?;
                 store.migrate().await?;
                 Ok((Arc::new(store), "postgres"))
             }

@@ -224,7 +224,7 @@ pub fn consume_once(args: TokenStream, item: TokenStream) -> TokenStream {
 /// On an `impl` block: machine-level options (`machine`, `table`, `key`,
 /// `key_column`, `tx`, `state_column`, `version_column`, `handle`, `crate`)
 /// that its methods' `#[state_transition(..)]` inherit (a method's own option
-/// wins), so the card's bare `#[state_transition(from = "WAIT_PAY", to =
+/// wins), so a bare `#[state_transition(from = "WAIT_PAY", to =
 /// "PAY_SUCCESS")]` compiles. `key` and `tx` name each method's parameters.
 #[proc_macro_attribute]
 pub fn transitions(args: TokenStream, item: TokenStream) -> TokenStream {

@@ -1,5 +1,5 @@
 //! What the attribute macros require of your types, as traits that compile
-//! errors name: `the trait `Storable` is not implemented for `Order``.
+//! errors name ("the trait `Storable` is not implemented for `Order`").
 //!
 //! You never implement these: each is implemented for every type that
 //! qualifies (`Storable` for every `Serialize + DeserializeOwned + Send` type,

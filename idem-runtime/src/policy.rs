@@ -41,7 +41,7 @@ pub use idem_duration::MAX_DURATION;
 /// renewal runs every `lease / 3` and each renewal may take a whole operation
 /// budget, so with a longer budget a lease could lapse while its body is still
 /// running and renewing (a claim applied at t=0 whose reply came at 700 ms, with a
-/// 1 s lease and an 800 ms timeout, let a duplicate run at 1.01 s: issue 10 §A1).
+/// 1 s lease and an 800 ms timeout, would let a duplicate run at 1.01 s).
 /// A handle's `op_timeout` longer than that is clamped for the call.
 pub const LEASE_PER_OP: u32 = 3;
 

@@ -132,6 +132,37 @@ pub(crate) fn result_type<'a>(
     }
 }
 
+/// `-> Order`, a return type written as a plain name without type arguments
+/// that does not end in `Result`: the `Result` was forgotten. One error at
+/// the type naming what to write (rustc would report the runtime's bounds at
+/// three places of the expansion); true when it recorded one. An alias of
+/// `Result` without type arguments is accepted when named `…Result`.
+pub(crate) fn forgotten_result(sig: &Signature, hint: &str, errors: &mut Errors) -> bool {
+    let ReturnType::Type(_, ty) = &sig.output else {
+        return false;
+    };
+    let Type::Path(p) = &**ty else { return false };
+    let Some(last) = p.path.segments.last() else {
+        return false;
+    };
+    if p.qself.is_some()
+        || !matches!(last.arguments, syn::PathArguments::None)
+        || last.ident.to_string().ends_with("Result")
+    {
+        return false;
+    }
+    let shown = shown(ty);
+    errors.at(
+        ty.span(),
+        format!(
+            "return type `{shown}` is not a `Result`; {hint}: write `Result<{shown}, E>` with your \
+             error type (an alias of `Result` without type arguments is accepted when its name \
+             ends in `Result`)"
+        ),
+    );
+    true
+}
+
 /// For attributes whose signature wraps the body's value (`#[state_transition]`:
 /// `Transition`, `#[consume_once]`: `Consumed`): the declared return type when
 /// it can be `Result<wrapper<T>, E>`. A `Result<X, E>` written with another `X`
@@ -234,6 +265,29 @@ mod tests {
         let raw: TokenStream = "async fn g() {}".parse().unwrap();
         let g = item("async fn g() {}");
         assert_eq!(g.fallback_tokens(raw.clone()).to_string(), raw.to_string());
+    }
+
+    #[test]
+    fn a_forgotten_result_is_one_error_naming_what_to_write() {
+        let mut errors = Errors::default();
+        let f = item("async fn f() -> Order { todo!() }");
+        assert!(forgotten_result(&f.sig, "hint", &mut errors));
+        let e = errors.into_compile_errors().to_string();
+        assert!(e.contains("write `Result<Order, E>`"), "{e}");
+        for ok in [
+            "async fn f() -> Result<Order, E> { todo!() }",
+            "async fn f() -> AppResult { todo!() }",
+            "async fn f() -> io::Result<u8> { todo!() }",
+            "async fn f() -> Res<u8> { todo!() }",
+            "async fn f() { }",
+        ] {
+            let mut errors = Errors::default();
+            assert!(
+                !forgotten_result(&item(ok).sig, "hint", &mut errors),
+                "{ok}"
+            );
+            assert!(errors.is_empty(), "{ok}");
+        }
     }
 
     #[test]

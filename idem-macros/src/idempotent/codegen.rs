@@ -3,7 +3,7 @@
 //! All protocol logic lives in `idem::__private`; the expansion only describes
 //! the call (see `docs/macro.md` for a full example).
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
@@ -167,8 +167,19 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
         });
     }
     if let Some(path) = &plan.on_conflict {
+        // The references are bound first and handed on under names of the
+        // expansion's own, at the path: a lookup of the wrong arity is one
+        // error at `on_conflict`, without a suggestion that rewrites the
+        // attribute's text.
         let args = &plan.conflict_args;
-        let lookup = quote_spanned!(path.span()=> #path(#(&#args),*));
+        let at = Span::mixed_site().located_at(path.span());
+        let names: Vec<Ident> = (0..args.len())
+            .map(|i| Ident::new(&format!("__idem_p{i}"), at))
+            .collect();
+        let lookup = quote_spanned!(path.span()=> {
+            #(let #names = &#args;)*
+            #path(#(#names),*)
+        });
         let lookup = match plan.reply {
             // The lookup returns the handler's response; the call stores its form.
             true => quote!(#krate::__private::stored(#lookup)),

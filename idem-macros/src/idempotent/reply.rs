@@ -87,8 +87,13 @@ pub(super) fn refuse_impl_trait(sig: &Signature, errors: &mut Errors) -> bool {
     let ReturnType::Type(_, ty) = &sig.output else {
         return false;
     };
-    let Type::ImplTrait(t) = &**ty else {
-        return false;
+    let t = match &**ty {
+        Type::ImplTrait(t) => t,
+        // `Result<impl IntoResponse, E>`: the same, at the `Ok` type.
+        ret => match ok_type(ret) {
+            Some(Type::ImplTrait(t)) => t,
+            _ => return false,
+        },
     };
     let span: Span = t.span();
     errors.at(
@@ -96,6 +101,22 @@ pub(super) fn refuse_impl_trait(sig: &Signature, errors: &mut Errors) -> bool {
         "`#[idempotent]` cannot store an `impl Trait` result, whose type it cannot name; \
          an axum handler returns `Result<Json<T>, E>`, `Result<(StatusCode, Json<T>), E>`, \
          or `Result<idem::http::StoredResponse, E>` built with `StoredResponse::capture(response).await?`",
+    );
+    true
+}
+
+/// Records an error at an axum `Response` as the `Ok` type (`Result<Response,
+/// E>`): its body is a stream, which cannot be stored as it is; true when it did.
+pub(super) fn refuse_response(ret: &Type, errors: &mut Errors) -> bool {
+    let Some(ok) = ok_type(ret).filter(|ok| is_named(ok, "Response", false)) else {
+        return false;
+    };
+    errors.at(
+        ok.span(),
+        "`#[idempotent]` cannot store a `Response`: its body is a stream, not a value it can \
+         serialize; return `Result<idem::http::StoredResponse, E>` and build it with \
+         `StoredResponse::capture(response).await?` (status, chosen headers and body are \
+         stored), or return `Result<Json<T>, E>`",
     );
     true
 }
@@ -122,6 +143,36 @@ mod tests {
         assert!(!is_json_reply(
             &syn::parse_str("Result<StoredResponse, E>").unwrap()
         ));
+    }
+
+    #[test]
+    fn impl_trait_and_response_ok_types_are_refused_with_the_adapter() {
+        for (src, refused) in [
+            ("async fn f() -> impl IntoResponse", true),
+            ("async fn f() -> Result<impl IntoResponse, E>", true),
+            ("async fn f() -> Result<Json<O>, E>", false),
+        ] {
+            let mut errors = Errors::default();
+            let sig: Signature = syn::parse_str(src).unwrap();
+            assert_eq!(refuse_impl_trait(&sig, &mut errors), refused, "{src}");
+        }
+        for (ty, refused) in [
+            ("Result<Response, E>", true),
+            ("Result<axum::response::Response<Body>, E>", true),
+            ("Result<StoredResponse, E>", false),
+            ("Result<Order, E>", false),
+        ] {
+            let mut errors = Errors::default();
+            let ret: Type = syn::parse_str(ty).unwrap();
+            assert_eq!(refuse_response(&ret, &mut errors), refused, "{ty}");
+            if refused {
+                let e = errors.into_compile_errors().to_string();
+                assert!(
+                    e.contains("StoredResponse::capture(response).await?"),
+                    "{e}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -55,14 +55,14 @@ pub(crate) struct Plan<'a> {
 /// Checks `args` against `item`; `None` when anything is wrong (see `errors`).
 pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) -> Option<Plan<'a>> {
     item::require_async(&TABLE, &item.sig, errors);
-    let ret = if super::reply::refuse_impl_trait(&item.sig, errors) {
+    const RETURNS: &str = "`#[idempotent]` functions return `Result<T, E>` with `T: Serialize + DeserializeOwned` and `E: From<idem::Error>`";
+    let ret = if super::reply::refuse_impl_trait(&item.sig, errors)
+        || item::forgotten_result(&item.sig, RETURNS, errors)
+    {
         None
     } else {
-        item::result_type(
-            &item.sig,
-            "`#[idempotent]` functions return `Result<T, E>` with `T: Serialize + DeserializeOwned` and `E: From<idem::Error>`",
-            errors,
-        )
+        item::result_type(&item.sig, RETURNS, errors)
+            .filter(|ret| !super::reply::refuse_response(ret, errors))
     };
     let params = Params::of(item, errors);
     let key = match &args.key {

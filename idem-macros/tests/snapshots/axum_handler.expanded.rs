@@ -56,7 +56,12 @@ async fn create_order(
             __idem_fp_add(__idem_fp, &req);
         })
         .detect(|__idem_e| ::idem::__private::detect!(__idem_e))
-        .on_conflict(|| ::idem::__private::stored(find_order(&app, &user, &req)));
+        .on_conflict(|| ::idem::__private::stored({
+            let __idem_p0 = &app;
+            let __idem_p1 = &user;
+            let __idem_p2 = &req;
+            find_order(__idem_p0, __idem_p1, __idem_p2)
+        }));
     ::idem::__private::finish_marked::<
         Result<(StatusCode, Json<Order>), AppError>,
         _,

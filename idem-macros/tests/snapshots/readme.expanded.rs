@@ -42,7 +42,13 @@ pub async fn create_order(
         Result<Order, AppError>,
     >::new(&__IDEM_SPEC, __idem_key)
         .detect(|__idem_e| ::idem::__private::detect!(__idem_e))
-        .on_conflict(|| find_order(&db, &user_id, &req_id, &req));
+        .on_conflict(|| {
+            let __idem_p0 = &db;
+            let __idem_p1 = &user_id;
+            let __idem_p2 = &req_id;
+            let __idem_p3 = &req;
+            find_order(__idem_p0, __idem_p1, __idem_p2, __idem_p3)
+        });
     __idem_run::<
         Result<Order, AppError>,
         _,

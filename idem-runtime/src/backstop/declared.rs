@@ -1,5 +1,5 @@
 //! Where `verify()` learns which backstops exist in the program, without a
-//! second list (issue 24 n):
+//! second list:
 //!
 //! - every `#[idempotent(backstop = "…")]` function registers its constraint
 //!   at link time ([`Declared`], collected with the `inventory` crate: the
@@ -14,7 +14,9 @@
 //! on the installed global, so every handle's `verify()` checks it; a
 //! function with its own `handle = …` is checked by the handles that serve its
 //! module (`IdemBuilder::functions("my_app::orders")`), since the handle
-//! expression is only evaluated per call.
+//! expression is only evaluated per call. Every other handle still looks its
+//! backstop up and warns when it is missing (or when it has no catalog to
+//! look in), naming the function and how to attribute it.
 
 use std::collections::BTreeMap;
 
@@ -71,42 +73,82 @@ impl HandleDecls {
         })
     }
 
-    /// Every constraint this handle must find, with who declared it (in
-    /// order, deduplicated): link-time declarations it is responsible for,
-    /// then its plain-API registrations.
-    pub(crate) fn owners(&self) -> BTreeMap<String, Vec<String>> {
-        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        let mut add = |constraint: &str, owner: String| {
-            let owners = out.entry(constraint.to_owned()).or_default();
-            if !owners.contains(&owner) {
-                owners.push(owner);
-            }
-        };
-        for d in inventory::iter::<Declared> {
+    /// Every constraint `declared` and the handle's registrations name, with
+    /// who declared it (in order, deduplicated), split by whether this handle
+    /// is responsible for it: functions without `handle = …`, those with it in
+    /// a module this handle serves, and its plain-API registrations are
+    /// `checked`; the other `handle = …` functions are `unattributed` (this
+    /// handle cannot tell whether they are its own).
+    pub(crate) fn owners(&self, declared: &[&Declared]) -> Owners {
+        let mut out = Owners::default();
+        for d in declared {
             let Some(constraint) = d.constraint else {
                 continue;
             };
-            if !d.own_handle || self.serves(d.function) {
-                add(constraint, format!("`{}`", d.function));
-            }
+            let to = if !d.own_handle || self.serves(d.function) {
+                &mut out.checked
+            } else {
+                &mut out.unattributed
+            };
+            add(to, constraint, format!("`{}`", d.function));
         }
         for (owner, constraint) in &self.plain {
-            add(constraint, format!("`{owner}`"));
+            add(&mut out.checked, constraint, format!("`{owner}`"));
         }
         out
     }
 }
 
-/// The existing name closest to `name` (edit distance, at most a third of
-/// its length and at least 1), for "did you mean".
+/// Declared backstops by constraint name, each with who declared it.
+#[derive(Debug, Default)]
+pub(crate) struct Owners {
+    /// This handle answers for these: a missing one fails `verify()`.
+    pub(crate) checked: BTreeMap<String, Vec<String>>,
+    /// Functions with `handle = …` in no module this handle serves: a missing
+    /// one is a warning, since it may be another handle's.
+    pub(crate) unattributed: BTreeMap<String, Vec<String>>,
+}
+
+fn add(map: &mut BTreeMap<String, Vec<String>>, constraint: &str, owner: String) {
+    let owners = map.entry(constraint.to_owned()).or_default();
+    if !owners.contains(&owner) {
+        owners.push(owner);
+    }
+}
+
+/// Every `#[idempotent(backstop = "…")]` function linked into the program.
+pub(crate) fn linked() -> Vec<&'static Declared> {
+    inventory::iter::<Declared>.into_iter().collect()
+}
+
+/// The existing name closest to `name`, for "did you mean": within an edit
+/// distance of a third of its length (at least 1), or else, among the names
+/// that contain its words in order (the table's name left out of an index
+/// name, a singular for a plural), the nearest.
 pub(crate) fn closest<'a>(name: &str, existing: &'a [String]) -> Option<&'a str> {
     let limit = (name.chars().count() / 3).max(1);
+    let near = |e: &&String| distance(name, e) <= limit || has_words_of(e, name);
     existing
         .iter()
-        .map(|e| (distance(name, e), e))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, e)| e.as_str())
+        .filter(near)
+        .min_by_key(|e| distance(name, e))
+        .map(String::as_str)
+}
+
+/// Does `existing` contain the `_`-separated words of `name` in order (each
+/// word as it is or in its plural)? Only for names of three words or more:
+/// `uk_no` says too little.
+fn has_words_of(existing: &str, name: &str) -> bool {
+    let lower = |s: &str| s.to_lowercase();
+    let (name, existing) = (lower(name), lower(existing));
+    let words: Vec<&str> = name.split('_').filter(|w| !w.is_empty()).collect();
+    if words.len() < 3 {
+        return false;
+    }
+    let mut theirs = existing.split('_');
+    words.iter().all(|w| {
+        theirs.any(|t| t == *w || t.strip_suffix('s') == Some(w) || t.strip_suffix("es") == Some(w))
+    })
 }
 
 /// Levenshtein distance over chars, case-insensitive (identifiers fold case
@@ -140,6 +182,26 @@ mod tests {
         assert_eq!(closest("UK_ORDER_NO", &existing), Some("uk_order_no"));
         assert_eq!(closest("uk_missing_backstop", &existing), None);
         assert_eq!(closest("x", &[]), None);
+    }
+
+    /// A name that leaves out or shortens words of the real one (the table's
+    /// name in an index name, a plural) is suggested too, though many edits away.
+    #[test]
+    fn closest_names_missing_or_shortened_words() {
+        let existing = vec![
+            "uk_app_orders_order_no".to_owned(),
+            "uk_app_refunds_refund_no".to_owned(),
+        ];
+        assert_eq!(
+            closest("uk_app_order_no", &existing),
+            Some("uk_app_orders_order_no")
+        );
+        assert_eq!(
+            closest("uk_refund_no", &existing),
+            Some("uk_app_refunds_refund_no")
+        );
+        assert_eq!(closest("uk_app_payment_no", &existing), None);
+        assert_eq!(closest("uk_no", &existing), None, "too little in common");
     }
 
     #[test]

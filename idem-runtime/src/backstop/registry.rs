@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-use super::declared::{HandleDecls, closest};
+use super::declared::{Declared, HandleDecls, Owners, closest};
 use super::detector::Detection;
 use super::{ConstraintCatalog, ConstraintDef, UniqueViolation};
 use crate::error::Error;
@@ -133,7 +133,7 @@ impl Backstops {
     /// where `name` does not exist at all: the declaration is wrong (a typo),
     /// so the duplicate cannot be told from the body's own errors. The text of
     /// the typed error the call then returns instead of the driver's raw
-    /// message (issue 24 n); `None` when `name` exists (the violation is the
+    /// message; `None` when `name` exists (the violation is the
     /// body's own) or no catalog can tell.
     pub(crate) async fn misdeclared(&self, name: &str, v: &UniqueViolation) -> Option<String> {
         let catalog = self.catalog.as_deref()?;
@@ -156,30 +156,53 @@ impl Backstops {
         ))
     }
 
-    /// Every backstop declared in the program that this handle serves (see
-    /// `declared.rs`), every one noted so far, plus `extra`, exists in the
-    /// catalog; a missing one (or a missing catalog) is an `Error::Verify`
-    /// naming it, who declared it and the closest existing name.
-    pub(crate) async fn verify(&self, extra: &[&str]) -> Result<(), Error> {
-        let mut owners = self.decls.owners();
+    /// Every backstop in `declared` (the program's annotated functions) that
+    /// this handle serves, every one registered or noted so far, plus `extra`,
+    /// exists in the catalog; a missing one (or a missing catalog) is an
+    /// `Error::Verify` naming it, who declared it and the closest existing
+    /// name. The backstops of `handle = …` functions this handle does not serve
+    /// are looked up too: a missing one is a warning (returned), naming the
+    /// function and how to attribute it, since it may be another handle's.
+    pub(crate) async fn verify(
+        &self,
+        extra: &[&str],
+        declared: &[&Declared],
+    ) -> Result<Vec<String>, Error> {
+        let Owners {
+            checked: mut owners,
+            mut unattributed,
+        } = self.decls.owners(declared);
         for n in self.names.read().unwrap_or_else(|p| p.into_inner()).iter() {
             owners.entry(n.clone()).or_default();
         }
         for n in extra {
             owners.entry((*n).to_owned()).or_default();
         }
-        if owners.is_empty() {
-            return Ok(());
-        }
-        let names: Vec<&String> = owners.keys().collect();
+        unattributed.retain(|n, _| !owners.contains_key(n));
+        let mut warnings = Vec::new();
         let Some(catalog) = &self.catalog else {
-            return Err(Error::Verify(format!(
-                "backstops {names:?} declared but no constraint catalog configured (IdemBuilder::constraints)"
-            )));
+            if !owners.is_empty() {
+                let names: Vec<&String> = owners.keys().collect();
+                return Err(Error::Verify(format!(
+                    "backstops {names:?} declared but no constraint catalog configured (IdemBuilder::constraints)"
+                )));
+            }
+            if !unattributed.is_empty() {
+                let described: Vec<String> = unattributed
+                    .iter()
+                    .map(|(n, o)| describe_missing(n, o, None))
+                    .collect();
+                warnings.push(format!(
+                    "this handle has no constraint catalog (IdemBuilder::constraints), so it \
+                     cannot check backstops {}; {ATTRIBUTE}",
+                    described.join(", ")
+                ));
+            }
+            return Ok(warnings);
         };
         let mut missing = Vec::new();
         let mut unseen = Vec::new();
-        for n in names {
+        for n in owners.keys() {
             match catalog.unique_constraint(n).await {
                 Ok(Some(def)) => {
                     if !self.sees(n, &def, catalog.engine()).await {
@@ -190,9 +213,21 @@ impl Backstops {
                 Err(e) => return Err(Error::Verify(format!("looking up `{n}`: {e}"))),
             }
         }
+        let mut stray = Vec::new();
+        for n in unattributed.keys() {
+            match catalog.unique_constraint(n).await {
+                Ok(Some(_)) => {}
+                Ok(None) => stray.push(n.clone()),
+                Err(e) => warnings.push(format!("looking up `{n}`: {e}")),
+            }
+        }
+        // Only now: listing the catalog is for the messages.
+        let existing = if missing.is_empty() && stray.is_empty() {
+            Vec::new()
+        } else {
+            catalog.unique_names().await.unwrap_or_default()
+        };
         if !missing.is_empty() {
-            // Only now: listing the catalog is for the message.
-            let existing = catalog.unique_names().await.unwrap_or_default();
             let described: Vec<String> = missing
                 .iter()
                 .map(|n| describe_missing(n, &owners[n], closest(n, &existing)))
@@ -210,7 +245,17 @@ impl Backstops {
                 unseen.join(", ")
             )));
         }
-        Ok(())
+        if !stray.is_empty() {
+            let described: Vec<String> = stray
+                .iter()
+                .map(|n| describe_missing(n, &unattributed[n], closest(n, &existing)))
+                .collect();
+            warnings.push(format!(
+                "unique constraint(s) not found: {}; {ATTRIBUTE}",
+                described.join(", ")
+            ));
+        }
+        Ok(warnings)
     }
 
     /// Does this handle's detection find and match a sample violation of `name`
@@ -227,6 +272,12 @@ impl Backstops {
         false
     }
 }
+
+/// How a `handle = …` function is attributed to the handle it runs on.
+const ATTRIBUTE: &str = "these functions name their handle with `handle = …` and \
+    this handle does not serve their module: if they run on it, call \
+    `.functions(module_path!())` in their module on its builder (or \
+    `IdemBuilder::functions(\"my_app::orders\")`), and a missing backstop fails verify()";
 
 /// `name`, and in parentheses who declared it and the closest existing name
 /// when known: `uk_ordr_no (backstop of `app::create_order`; did you mean

@@ -10,6 +10,13 @@ use crate::store::{BoxFuture, StoreError};
 struct Fixed {
     defs: Vec<(&'static str, &'static str, &'static [&'static str])>,
     lookups: AtomicUsize,
+    /// Lists its names for "did you mean" (`unique_names`).
+    lists: bool,
+}
+
+/// `verify` without link-time declarations (the unit tests' own).
+async fn verify(b: &Backstops, extra: &[&str]) -> Result<Vec<String>, Error> {
+    b.verify(extra, &[]).await
 }
 
 impl ConstraintCatalog for Fixed {
@@ -27,6 +34,16 @@ impl ConstraintCatalog for Fixed {
                 columns: d.2.iter().map(|c| (*c).to_owned()).collect(),
             });
         Box::pin(async move { Ok(def) })
+    }
+
+    fn unique_names(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let names = self
+            .defs
+            .iter()
+            .filter(|_| self.lists)
+            .map(|d| d.0.to_owned())
+            .collect();
+        Box::pin(async move { Ok(names) })
     }
 }
 
@@ -107,19 +124,19 @@ fn verify_names_missing_constraints() {
     });
     let b = Backstops::new(Some(catalog.clone()), Detection::default());
     block_on(async {
-        assert!(b.verify(&[]).await.is_ok(), "nothing declared");
+        assert!(verify(&b, &[]).await.is_ok(), "nothing declared");
         b.note("uk_a");
         b.note("uk_a");
-        assert!(b.verify(&["uk_a"]).await.is_ok());
+        assert!(verify(&b, &["uk_a"]).await.is_ok());
         assert_eq!(catalog.lookups.load(Ordering::SeqCst), 1, "deduplicated");
         b.note("uk_b");
-        match b.verify(&["uk_c"]).await {
+        match verify(&b, &["uk_c"]).await {
             Err(Error::Verify(m)) => assert!(m.ends_with("uk_b, uk_c"), "{m}"),
             other => panic!("{other:?}"),
         }
         let bare = Backstops::new(None, Detection::default());
         bare.note("uk_a");
-        match bare.verify(&[]).await {
+        match verify(&bare, &[]).await {
             Err(Error::Verify(m)) => assert!(m.contains("no constraint catalog"), "{m}"),
             other => panic!("{other:?}"),
         }
@@ -142,7 +159,7 @@ fn verify_reports_detection_that_cannot_see_the_backstop() {
     blind.push(Arc::new(|_: &(dyn std::error::Error + 'static)| None));
     let b = Backstops::new(Some(catalog()), blind);
     b.note("uk_a");
-    match block_on(b.verify(&[])) {
+    match block_on(verify(&b, &[])) {
         Err(Error::Verify(m)) => assert!(m.contains("cannot see") && m.contains("uk_a"), "{m}"),
         other => panic!("{other:?}"),
     }
@@ -156,10 +173,72 @@ fn verify_reports_detection_that_cannot_see_the_backstop() {
     let b = Backstops::new(Some(catalog()), custom);
     b.note("uk_a");
     assert!(
-        block_on(b.verify(&[])).is_ok(),
+        block_on(verify(&b, &[])).is_ok(),
         "a custom detector that sees it"
     );
     let b = Backstops::new(Some(catalog()), Detection::default());
     b.note("uk_a");
-    assert!(block_on(b.verify(&[])).is_ok(), "built-in");
+    assert!(block_on(verify(&b, &[])).is_ok(), "built-in");
+}
+
+/// A function declared with its own `handle = …` that no handle attributes
+/// to itself (`IdemBuilder::functions`) is still checked: its backstop passes
+/// silently when this handle's catalog has it, and is a warning naming the
+/// function, the closest name and how to attribute it when it has not (it may
+/// be another handle's, so not an error). An attributed one is an error.
+#[test]
+fn verify_warns_about_backstops_of_functions_no_handle_attributes() {
+    let catalog = || {
+        Arc::new(Fixed {
+            defs: vec![("uk_app_orders_order_no", "orders", &["order_no"])],
+            lists: true,
+            ..Fixed::default()
+        })
+    };
+    let typo = Declared {
+        function: "app::orders::create_order",
+        constraint: Some("uk_app_order_no"),
+        own_handle: true,
+    };
+    let right = Declared {
+        function: "app::orders::find_order",
+        constraint: Some("uk_app_orders_order_no"),
+        own_handle: true,
+    };
+    let b = Backstops::new(Some(catalog()), Detection::default());
+    let warnings = block_on(b.verify(&[], &[&typo, &right])).expect("only a warning");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = &warnings[0];
+    assert!(
+        w.contains("uk_app_order_no (")
+            && w.contains("`app::orders::create_order`")
+            && w.contains("did you mean `uk_app_orders_order_no`?")
+            && w.contains(".functions(module_path!())")
+            && !w.contains("find_order"),
+        "{w}"
+    );
+    // Attributed to this handle, the same declaration is an error.
+    let decls = HandleDecls {
+        plain: Vec::new(),
+        modules: vec!["app::orders".into()],
+    };
+    let b = Backstops::declared(Some(catalog()), Detection::default(), decls);
+    match block_on(b.verify(&[], &[&typo, &right])) {
+        Err(Error::Verify(m)) => assert!(
+            m.contains("uk_app_order_no")
+                && m.contains("app::orders::create_order")
+                && m.contains("did you mean `uk_app_orders_order_no`?"),
+            "{m}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // No catalog on this handle: it cannot check, and says so.
+    let bare = Backstops::new(None, Detection::default());
+    let warnings = block_on(bare.verify(&[], &[&typo])).expect("only a warning");
+    assert!(
+        warnings.len() == 1
+            && warnings[0].contains("`app::orders::create_order`")
+            && warnings[0].contains("no constraint catalog"),
+        "{warnings:?}"
+    );
 }

@@ -1,4 +1,4 @@
-//! Insert-once (seed §3.1): an insert guarded by a named unique constraint,
+//! Insert-once: an insert guarded by a named unique constraint,
 //! in the caller's transaction. A duplicate is told by the same backstop
 //! detection as `#[idempotent(backstop = …)]` (the driver error's chain,
 //! the constraint named by the database or, on SQLite, whose errors name

@@ -1,4 +1,4 @@
-//! The optimistic lock over a version column (seed §3.2): one conditional
+//! The optimistic lock over a version column: one conditional
 //! update in the caller's transaction,
 //! `UPDATE t SET version = version + 1, stock = stock + ? [, last_request = ?]
 //! WHERE key = ? AND version = ? AND stock >= ?`.

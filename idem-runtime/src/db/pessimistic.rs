@@ -1,4 +1,4 @@
-//! The pessimistic lock (seed §3.3): `SELECT … FOR UPDATE` of one row by an
+//! The pessimistic lock: `SELECT … FOR UPDATE` of one row by an
 //! indexed key in the caller's transaction, so read-modify-write sequences on
 //! that row take turns. It serialises; it does not deduplicate: a repeated
 //! request still needs a unique request-id row (or the transactional guard)

@@ -230,6 +230,62 @@ impl Error {
         )
     }
 
+    /// The HTTP status a service answers this error with: `409` (in progress,
+    /// a duplicate, an invalid token or transition, a busy lock), `422` (the
+    /// key was used with another payload), `404`, `503` (the store is
+    /// unavailable or overloaded), otherwise `500`. The same codes as the
+    /// `Idempotency-Key` layer and `IntoResponse` (feature `axum`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let e = idem::Error::InProgress {
+    ///     key: "shop:order-create:7:r-1".into(),
+    ///     waited: Duration::from_secs(5),
+    /// };
+    /// assert_eq!(e.status(), 409);
+    /// assert!(!e.client_message().contains("r-1"), "no internal key");
+    /// assert!(e.to_string().contains("shop:order-create:7:r-1"), "for the logs");
+    /// ```
+    pub fn status(&self) -> u16 {
+        self.public().0
+    }
+
+    /// A message safe to show the client: it never contains the internal key
+    /// (`namespace:scene:…`), fingerprints or a store's error text, which
+    /// [`Display`](fmt::Display) shows for your logs. Answer a client with
+    /// [`status`](Self::status) and this (axum: `e.into_response()` does, as
+    /// problem details).
+    pub fn client_message(&self) -> &'static str {
+        self.public().1
+    }
+
+    /// Status and client-safe title, in one place for every answer.
+    fn public(&self) -> (u16, &'static str) {
+        match self {
+            Error::InProgress { .. } => (
+                409,
+                "a request with this idempotency key is still being processed",
+            ),
+            Error::PayloadMismatch { .. } => (
+                422,
+                "this idempotency key was used with a different request",
+            ),
+            Error::Duplicate { .. } => (409, "the request was already applied"),
+            #[cfg(feature = "sql")]
+            Error::NotFound { .. } => (404, "not found"),
+            #[cfg(feature = "sql")]
+            Error::InvalidTransition { .. } => (
+                409,
+                "the resource is not in a state this request applies to",
+            ),
+            Error::TokenInvalid { .. } => (409, "the form token is unknown, used or expired"),
+            Error::LockBusy { .. } => (409, "the resource is busy"),
+            Error::StoreUnavailable { .. } => (503, "the idempotency store is unavailable"),
+            Error::Overloaded { .. } => (503, "the idempotency store is overloaded"),
+            _ => (500, "internal error"),
+        }
+    }
+
     pub(crate) fn codec(key: &str, detail: impl fmt::Display) -> Self {
         Error::Codec {
             key: key.to_owned(),

@@ -314,8 +314,11 @@ impl Idem {
     /// [`IdemBuilder::functions`]), the plain-API ones registered with
     /// [`IdemBuilder::backstop`], those calls used so far, and `extra`. A
     /// missing one is `Error::Verify` naming it, who declared it and the
-    /// closest existing name (`docs/backstops.md`). Returns warnings (among them a disabled guard:
-    /// see [`IdemBuilder::disabled`]); a missing piece is an error naming it.
+    /// closest existing name. The backstops of `handle = …` functions in
+    /// modules this handle does not serve are looked up too: a missing one
+    /// (or no catalog to look in) is a warning naming the function and how to
+    /// attribute it. Returns the warnings (among them a disabled guard: see
+    /// [`IdemBuilder::disabled`]); a missing piece is an error naming it.
     pub async fn verify(&self, extra_backstops: &[&str]) -> Result<Vec<Warning>, Error> {
         let mut warnings = self
             .inner
@@ -324,7 +327,9 @@ impl Idem {
             .verify()
             .await
             .map_err(|e| Error::Verify(format!("store `{}`: {e}", self.store_name())))?;
-        self.inner.backstops.verify(extra_backstops).await?;
+        let declared = crate::backstop::declared::linked();
+        let backstops = self.inner.backstops.verify(extra_backstops, &declared);
+        warnings.extend(backstops.await?.into_iter().map(Warning));
         if self.is_disabled() {
             warnings.push(Warning(settings::DISABLED_WARNING.into()));
         }

@@ -81,38 +81,8 @@ pub(super) fn retry_after_secs(d: Duration) -> u64 {
 /// (`namespace:scene:scope:client-key`) or fingerprints unless `named` is
 /// [`Named::Raw`].
 pub(super) fn from_error(e: &Error, cap: Duration, named: Named<'_>) -> Response {
-    let (status, title) = match e {
-        Error::InProgress { .. } => (
-            StatusCode::CONFLICT,
-            "a request with this idempotency key is still being processed",
-        ),
-        Error::PayloadMismatch { .. } => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "this idempotency key was used with a different request",
-        ),
-        Error::Duplicate { .. } => (StatusCode::CONFLICT, "the request was already applied"),
-        #[cfg(feature = "sql")]
-        Error::NotFound { .. } => (StatusCode::NOT_FOUND, "not found"),
-        #[cfg(feature = "sql")]
-        Error::InvalidTransition { .. } => (
-            StatusCode::CONFLICT,
-            "the resource is not in a state this request applies to",
-        ),
-        Error::TokenInvalid { .. } => (
-            StatusCode::CONFLICT,
-            "the form token is unknown, used or expired",
-        ),
-        Error::LockBusy { .. } => (StatusCode::CONFLICT, "the resource is busy"),
-        Error::StoreUnavailable { .. } => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the idempotency store is unavailable",
-        ),
-        Error::Overloaded { .. } => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the idempotency store is overloaded",
-        ),
-        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
-    };
+    let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let title = e.client_message();
     let secs = retry_after_secs(wait_for(e, cap));
     let key = match named {
         Named::Client(k) => format!("idempotency key `{k}`"),

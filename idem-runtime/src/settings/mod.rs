@@ -3,7 +3,7 @@
 //! the guard off. Both derive `serde::Deserialize`, so they can come from the
 //! service's configuration file or environment.
 //!
-//! Precedence, highest first (pinned by `tests/it/settings/runtime.rs`):
+//! Precedence, highest first:
 //! 1. an option written in code: `#[idempotent(ttl = ..)]` (literal or
 //!    expression), `guard(..).ttl(..)`, `lock(..).lease(..)`;
 //! 2. the scene's entry in [`Config::scenes`] ([`IdemBuilder::scene`]);

@@ -1,4 +1,4 @@
-//! The state check-and-set (seed §4.2): `idem.state_cas(scene, parts)
+//! The state check-and-set: `idem.state_cas(scene, parts)
 //! .apply(Some("WAIT_PAY"), "PAID", ttl)` moves a key's state from the expected
 //! value to the new one in one atomic store step (one script on Redis), and says
 //! which of three things happened ([`StateCas`]): applied, already in the

@@ -1,6 +1,6 @@
 //! The constraint-catalog trait: looking up unique constraints by name in the
-//! business database. It sits beside the stores (the SQL stores implement it,
-//! in `sql/catalog.rs`) so that nothing under `store/` reaches up into the
+//! business database. It sits beside the stores (the SQL stores implement it)
+//! so that nothing under `store/` reaches up into the
 //! backstop matching that uses it; `crate::backstop` re-exports both names.
 
 use super::{BoxFuture, StoreError};

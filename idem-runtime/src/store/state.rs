@@ -1,6 +1,6 @@
-//! The state check-and-set contract (seed §4.2): move a key's state from an
+//! The state check-and-set contract: move a key's state from an
 //! expected value to a new one, with a TTL, in one atomic step. Redis does it in
-//! one script (`redis/state_scripts.rs`); the memory store under one lock.
+//! one script; the memory store under one lock.
 //! Stores that offer it return themselves from [`Store::states`](super::Store::states).
 
 use std::collections::HashMap;

@@ -35,7 +35,7 @@
 //! wait (`lock_timeout`, `innodb_lock_wait_timeout`, `busy_timeout`) bounds a
 //! duplicate's wait. The `lease` does apply: a caller dropped mid-body that
 //! then commits its transaction anyway commits the unfinished claim row, and
-//! the lease bounds how long it blocks the key (issue 24, b).
+//! the lease bounds how long it blocks the key.
 
 mod front;
 mod run;

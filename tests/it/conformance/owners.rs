@@ -206,30 +206,54 @@ pub async fn lost_reply_same_owner(store: Arc<dyn Store>) {
 }
 
 pub async fn cancel_before_body_releases(store: Arc<dyn Store>) {
-    let faulty = Arc::new(FaultyStore::new(store));
-    let idem = short(faulty.clone(), "cb");
+    let faulty = Arc::new(FaultyStore::new(store.clone()));
+    // An operation budget of 10 s (a third of the 30 s lease), so the call
+    // still waits for the claim's reply when the test cancels it.
+    let idem = idem::Idem::builder()
+        .shared_store(faulty.clone())
+        .namespace(crate::support::unique_ns("cb"))
+        .op_timeout(Duration::from_secs(10))
+        .build()
+        .expect("valid handle");
     let runs = Counter::default();
-    // The claim applies at once but its reply takes 1 s; the caller gives up after 200 ms.
-    faulty.set_reply_delay(Some(Duration::from_secs(1)));
-    let r = tokio::time::timeout(
-        Duration::from_millis(200),
-        idem.guard("cancel", &[&"k"]).run(|| {
-            let runs = runs.clone();
-            async move {
-                runs.hit();
-                Res::Ok(1)
-            }
-        }),
-    )
-    .await;
-    assert!(r.is_err(), "the call was cancelled");
-    faulty.set_reply_delay(None);
     let key = idem.key("cancel", &[&"k"]);
+    // The claim applies at once but its reply takes 5 s. The caller gives up as
+    // soon as the claim is in the store (read past the wrapper), so it is
+    // cancelled while waiting for that reply however loaded the machine is: a
+    // fixed timeout could fire before the claim was even sent, and the key then
+    // looked free before the claim applied.
+    faulty.set_reply_delay(Some(Duration::from_secs(5)));
+    let call = idem.guard("cancel", &[&"k"]).run(|| {
+        let runs = runs.clone();
+        async move {
+            runs.hit();
+            Res::Ok(1)
+        }
+    });
+    let applied = async {
+        while store.inspect(key.as_str()).await.unwrap().is_none() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    let r = tokio::time::timeout(Duration::from_secs(15), async {
+        tokio::select! {
+            biased;
+            () = applied => None,
+            out = call => Some(out),
+        }
+    })
+    .await;
+    assert!(
+        matches!(r, Ok(None)),
+        "the claim must apply while its call waits for the reply: {r:?}"
+    );
+    assert_eq!(runs.get(), 0, "cancelled before the body started");
+    faulty.set_reply_delay(None);
     // The dropped call released its claim (in a spawned task, after the late
-    // reply): the key frees well before the 30 s lease would lapse (15 s of
+    // reply): the key frees well before the 30 s lease would lapse (20 s of
     // slack for a loaded machine).
     let mut freed = false;
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while std::time::Instant::now() < deadline {
         if idem.inspect(&key).await.unwrap().is_none() {
             freed = true;

@@ -1,4 +1,4 @@
-//! Issue 26 item 5: the shop's order form in a real browser. Debian's headless
+//! The shop's order form in a real browser. Debian's headless
 //! `chromium`, driven through `chromedriver` (WebDriver) by `fantoccini`,
 //! double- and triple-clicks "Place order" and reloads the answer, which
 //! resubmits the form. The page has no script: what keeps it to one order is
@@ -26,6 +26,32 @@ struct Driver {
     profile: crate::support::tempdir::TempDir,
 }
 
+/// Where the test finds the browser and its driver: a missing one fails
+/// before anything starts, saying how to install it (never a skip).
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn preflight() {
+    let on_path = |name: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(name).is_file()))
+    };
+    let missing: Vec<&str> = [
+        ("chromium", std::path::Path::new(CHROMIUM).is_file()),
+        ("chromium-driver", on_path("chromedriver")),
+    ]
+    .into_iter()
+    .filter(|(_, present)| !present)
+    .map(|(package, _)| package)
+    .collect();
+    assert!(
+        missing.is_empty(),
+        "the shop's browser test needs Debian's headless Chromium and its WebDriver \
+         ({CHROMIUM} and `chromedriver` on PATH); missing: {}. Install them with \
+         `sudo apt-get install chromium chromium-driver` (the README's prerequisites)",
+        missing.join(", ")
+    );
+}
+
 impl Driver {
     fn start() -> Driver {
         let port = TcpListener::bind("127.0.0.1:0")
@@ -39,7 +65,7 @@ impl Driver {
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()
-            .expect("chromedriver must be installed (.ci/run installs Debian's chromium-driver)");
+            .expect("start chromedriver (Debian's chromium-driver package)");
         Driver {
             child,
             url: format!("http://127.0.0.1:{port}"),
@@ -66,7 +92,7 @@ impl Driver {
         let mut caps = serde_json::Map::new();
         caps.insert(
             "goog:chromeOptions".into(),
-            serde_json::json!({ "binary": "/usr/bin/chromium", "args": args }),
+            serde_json::json!({ "binary": CHROMIUM, "args": args }),
         );
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -159,6 +185,7 @@ fn artifact_dir() -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn double_triple_click_and_resubmitting_reload_place_one_order_per_form() {
+    preflight();
     let shop = start(IdemStore::Memory, Limits::default()).await;
     shop.shop().order_pause_ms.store(1000, Ordering::SeqCst);
     let driver = Driver::start();

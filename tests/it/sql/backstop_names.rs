@@ -1,4 +1,4 @@
-//! Backstop names are checked at start-up (issue 24 n): `verify()` checks
+//! Backstop names are checked at start-up: `verify()` checks
 //! every backstop the program declares, the `#[idempotent(backstop = "…")]`
 //! functions' (registered at link time) and the plain-API ones registered on
 //! the handle, without a second list. A typo fails naming the function, the
@@ -112,6 +112,27 @@ async fn a_backstop_typo_fails_verify_naming_function_and_closest_name(d: Dialec
             && m.contains("did you mean `uk_named_order_amount`?")
             && !m.contains("right::create_order"),
         "{m}"
+    );
+
+    // A handle that serves no module still looks the `handle = …` functions'
+    // backstops up: the typo is a warning naming the function, the closest
+    // name and how to attribute the function to the handle.
+    let unattributed = Idem::builder()
+        .shared_store(fx.dyn_store())
+        .namespace(crate::support::unique_ns("bn"))
+        .constraints(biz.catalog())
+        .build()
+        .unwrap();
+    let warnings = unattributed
+        .verify(&[])
+        .await
+        .expect("a warning, not an error");
+    assert!(
+        warnings.iter().any(|w| w.0.contains("uk_named_ordr_amount")
+            && w.0.contains("backstop_names::typo::create_order")
+            && w.0.contains("did you mean `uk_named_order_amount`?")
+            && w.0.contains(".functions(module_path!())")),
+        "{warnings:?}"
     );
 }
 

@@ -164,7 +164,7 @@ impl Store for RedisClusterStore {
         Some(self.conns.queue())
     }
 
-    /// `SCAN`s every master (from `CLUSTER NODES`; see `census.rs`).
+    /// `SCAN`s every master (from `CLUSTER NODES`).
     fn census<'a>(
         &'a self,
         namespace: &'a str,

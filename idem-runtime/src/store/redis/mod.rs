@@ -59,9 +59,9 @@
 //! retries within it. The store's own response timeout is only a backstop for a
 //! connection nobody cuts (direct [`Store`] calls, [`RedisStore::connection`]):
 //! it defaults to 10 s, the longest budget a call with the default 30 s lease can
-//! have, so it never cuts an attempt shorter than the guard would. (It used to be
-//! 500 ms: a loaded but healthy server answering in 700 ms then failed every
-//! attempt, whatever budget the caller had; issue 18.) If you give calls longer
+//! have, so it never cuts an attempt shorter than the guard would (a shorter one
+//! would fail every attempt of a loaded but healthy server, whatever budget the
+//! caller had). If you give calls longer
 //! budgets (`op_timeout` above 10 s with leases above 30 s), raise it to match.
 //! A hung server (`SIGSTOP`, a stalled network) still turns into
 //! [`StoreError::Unavailable`] (and `Error::StoreUnavailable`) within the
@@ -255,7 +255,7 @@ impl Store for RedisStore {
         Some(self.conns.queue())
     }
 
-    /// `SCAN`s the server (see `census.rs`).
+    /// `SCAN`s the server.
     fn census<'a>(
         &'a self,
         namespace: &'a str,

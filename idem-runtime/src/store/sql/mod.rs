@@ -2,8 +2,7 @@
 //! one-time tokens in a table of their own.
 //!
 //! One table holds the records, one object hands out fences, and a third table
-//! ([`TableNames::tokens`], `idem_tokens` by default) the one-time tokens (their
-//! columns and statements: `token_sql.rs`; the protocol: `token.rs`). Records:
+//! ([`TableNames::tokens`], `idem_tokens` by default) the one-time tokens. Records:
 //!
 //! | column        | PostgreSQL    | MySQL/MariaDB      | SQLite            |
 //! |---------------|---------------|--------------------|-------------------|
@@ -31,12 +30,10 @@
 //!
 //! The consume log of `#[consume_once]` (`idem_consume_log` by default,
 //! [`TableNames::consume_log`]) is created with the rest, and purged with it
-//! (columns and statements: `consume_sql.rs`). So is the transactional outbox
-//! of `idem::outbox` (`idem_outbox`, [`TableNames::outbox`]; `outbox_sql.rs`,
-//! the relay's driver calls in `outbox_store.rs`). Operators read both per
-//! topic and per consumer, list and unpark parked messages through
-//! `pipeline_ops.rs` ([`SqlStore::outbox_topics`],
-//! [`SqlStore::consume_log_counts`]).
+//! So is the transactional outbox of `idem::outbox`
+//! (`idem_outbox`, [`TableNames::outbox`]). Operators read both per topic and
+//! per consumer, and list and unpark parked messages
+//! ([`SqlStore::outbox_topics`], [`SqlStore::consume_log_counts`]).
 //!
 //! Migrations never run implicitly: call [`SqlStore::migrate`] or apply [`ddl`]
 //! with your own migration tool, then [`Store::verify`] at start-up (a missing
@@ -107,20 +104,22 @@
 //! through the guard): the caller's input, not an outage, so it never counts
 //! against the circuit breaker.
 //!
-//! # Layout
-//! `store.rs` is the [`SqlStore`] and its `Store` implementation, `connect.rs`
-//! its constructors, `token.rs` its `TokenStore` (statement text in
-//! `token_sql.rs`); `postgres.rs`, `mysql.rs` and `sqlite.rs` hold only each
-//! dialect's claim and driver calls, over `bind.rs` (statements and their
-//! parameters) and `pool.rs` (the pool of each dialect). Dialect detection,
-//! identifier checks, conflict retries and detached transactions come from the
-//! SQL kernel (`sql_kernel/`, whose public types users meet at [`crate::db`]).
-//!
 //! [`Store::verify`]: crate::store::Store::verify
 
 use std::time::Duration;
 
 use crate::store::StoreError;
+
+// Layout: `store.rs` is the `SqlStore` and its `Store` implementation,
+// `connect.rs` its constructors, `token.rs` its `TokenStore` (statement text in
+// `token_sql.rs`; the consume log's in `consume_sql.rs`, the outbox's in
+// `outbox_sql.rs`, its relay's driver calls in `outbox_store.rs`, the operators'
+// reads in `pipeline_ops.rs`); `postgres.rs`, `mysql.rs` and `sqlite.rs` hold
+// only each dialect's claim and driver calls, over `bind.rs` (statements and
+// their parameters) and `pool.rs` (the pool of each dialect). Dialect
+// detection, identifier checks, conflict retries and detached transactions come
+// from the SQL kernel (`sql_kernel/`, whose public types users meet at
+// `idem::db`).
 
 #[macro_use]
 mod driver_calls;

@@ -184,14 +184,14 @@ pub(crate) fn claim(d: Dialect, t: &str) -> String {
 
 /// MySQL's claim, first half: the due rows, locked, skipping rows other relays
 /// hold locked (binds: limit).
-#[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+#[cfg(any(feature = "mysql", test))]
 pub(crate) fn claim_select(t: &str) -> String {
     due(Dialect::MySql, t, " FOR UPDATE SKIP LOCKED")
 }
 
 /// MySQL's claim, second half (binds: lease µs, owner): `seqs` are integers
 /// the first half returned.
-#[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+#[cfg(any(feature = "mysql", test))]
 pub(crate) fn claim_update(t: &str, seqs: &[i64]) -> String {
     format!(
         "UPDATE {t} SET due_at = {}, owner = ? WHERE seq IN ({})",

@@ -243,7 +243,7 @@ impl Store for SqlStore {
         Some(&self.queue)
     }
 
-    /// One table of the same database (see `token.rs`).
+    /// One table of the same database.
     fn tokens(&self) -> Option<&dyn crate::store::token::TokenStore> {
         Some(self)
     }
@@ -306,7 +306,7 @@ impl Store for SqlStore {
         })
     }
 
-    /// One `GROUP BY` on the database (`census_sql.rs`).
+    /// One `GROUP BY` on the database.
     fn census<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Census, StoreError>> {
         Box::pin(async move {
             let prefix = crate::key::namespace_prefix(namespace);
