@@ -1,5 +1,5 @@
 //! Every command the README, `docs/*.md` and the examples' headers show is one
-//! that CI runs or one that works as written, so none can go stale (issue 27):
+//! that CI runs or one that works as written, so none can go stale:
 //!
 //! - `cargo run --example NAME …`: the example exists, and its
 //!   `required-features` are on with the features the command names (an

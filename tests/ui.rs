@@ -14,7 +14,7 @@ fn ui() {
     }
 }
 
-/// Issue 27: no diagnostic names idem's private module or points into idem's
+/// No diagnostic names idem's private module or points into idem's
 /// sources. Unmet bounds end in "required by a bound in `__idem_run`" (a local
 /// function of the expansion, shown at the user's attribute), not in
 /// `idem::__private::…` with a snippet of `idem-runtime/src/…`.

@@ -308,17 +308,12 @@ impl Idem {
     }
 
     /// Start-up check: the store is reachable and safe (tables exist, Redis does
-    /// not evict), and every backstop constraint the program declares exists in
-    /// the constraint catalog: those of the `#[idempotent]` functions this handle
-    /// serves (all without `handle = …`; those with it under
-    /// [`IdemBuilder::functions`]), the plain-API ones registered with
-    /// [`IdemBuilder::backstop`], those calls used so far, and `extra`. A
-    /// missing one is `Error::Verify` naming it, who declared it and the
-    /// closest existing name. The backstops of `handle = …` functions in
-    /// modules this handle does not serve are looked up too: a missing one
-    /// (or no catalog to look in) is a warning naming the function and how to
-    /// attribute it. Returns the warnings (among them a disabled guard: see
-    /// [`IdemBuilder::disabled`]); a missing piece is an error naming it.
+    /// not evict), and the backstops of the `#[idempotent]` functions this handle
+    /// serves (without `handle = …`, or under [`IdemBuilder::functions`]), those
+    /// of [`IdemBuilder::backstop`], of calls so far and `extra` exist in the
+    /// catalog: a missing one is `Error::Verify` naming it, who declared it and
+    /// the closest name; other `handle = …` functions' are warnings saying how
+    /// to attribute them, returned with the rest ([`IdemBuilder::disabled`]).
     pub async fn verify(&self, extra_backstops: &[&str]) -> Result<Vec<Warning>, Error> {
         let mut warnings = self
             .inner
@@ -327,9 +322,9 @@ impl Idem {
             .verify()
             .await
             .map_err(|e| Error::Verify(format!("store `{}`: {e}", self.store_name())))?;
-        let declared = crate::backstop::declared::linked();
-        let backstops = self.inner.backstops.verify(extra_backstops, &declared);
-        warnings.extend(backstops.await?.into_iter().map(Warning));
+        let (backstops, declared) = (&self.inner.backstops, crate::backstop::declared::linked());
+        let found = backstops.verify(extra_backstops, &declared).await?;
+        warnings.extend(found.into_iter().map(Warning));
         if self.is_disabled() {
             warnings.push(Warning(settings::DISABLED_WARNING.into()));
         }
