@@ -12,12 +12,13 @@
 //! non-macro call (`Idem::guard`, `Idem::guard_key`) is one owner, whose scenes
 //! are escaped (a single segment), so they never overlap each other.
 //!
-//! A known scene costs one read-locked hash lookup per call, and a non-macro
-//! scene its thread registered last only a string comparison. The registry keeps
+//! A known scene costs one read-locked hash lookup per call, a non-macro
+//! scene its thread registered last only a string comparison, and the macro
+//! function its thread registered last two integer comparisons. The registry keeps
 //! every scene seen for the handle's life: scenes are meant to be a fixed set
 //! (put request data in the parts).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -75,6 +76,10 @@ thread_local! {
     /// the lock nor a hash: a service calling `guard` in one scene over and
     /// over (the usual case) pays a string comparison.
     static LAST_PLAIN: RefCell<(u64, String)> = const { RefCell::new((0, String::new())) };
+    /// The last macro function (owner id) this thread registered, with its
+    /// registry's id. A function's scene is fixed by its static description,
+    /// so a match needs no comparison of text either.
+    static LAST_MACRO: Cell<(u64, usize)> = const { Cell::new((0, 0)) };
 }
 
 impl SceneRegistry {
@@ -82,7 +87,12 @@ impl SceneRegistry {
     /// or says which other owner's scene overlaps it.
     pub(crate) fn register(&self, scene: &str, owner: Owner) -> Result<(), Error> {
         if owner.id != Owner::PLAIN.id {
-            return self.register_in_map(scene, owner);
+            if LAST_MACRO.get() == (self.id, owner.id) {
+                return Ok(());
+            }
+            self.register_in_map(scene, owner)?;
+            LAST_MACRO.set((self.id, owner.id));
+            return Ok(());
         }
         let seen = LAST_PLAIN.with(|last| {
             let last = last.borrow();

@@ -12,6 +12,7 @@ use super::SqlConn;
 use super::caller_tx::tx_error;
 use crate::error::Error;
 use crate::observe::CallOutcome;
+use crate::sql_kernel::AnyConn;
 
 /// Savepoint names: unique per process, so a technique nested in another's
 /// body (or MySQL's "same name replaces" rule) cannot release the wrong one.
@@ -42,6 +43,23 @@ impl Savepoint {
         conn: &mut C,
     ) -> Result<(), sqlx::Error> {
         release(conn, &self.name).await
+    }
+
+    /// Keeps what was written since the savepoint, on the success path. On
+    /// PostgreSQL and MySQL a savepoint lives only inside a transaction,
+    /// whose `COMMIT` or `ROLLBACK` ends it with everything in it, so the
+    /// savepoint is left there and the `RELEASE` round trip is saved: it
+    /// changes nothing the caller can see (names are unique, so a later
+    /// `ROLLBACK TO` of another savepoint finds its own). SQLite releases it:
+    /// a savepoint taken outside `BEGIN` is the transaction itself, which
+    /// only its release commits.
+    pub(crate) async fn keep<C: SqlConn + ?Sized>(self, conn: &mut C) -> Result<(), sqlx::Error> {
+        match conn.any() {
+            #[cfg(feature = "sqlite")]
+            AnyConn::Sqlite(_) => release(conn, &self.name).await,
+            #[allow(unreachable_patterns)]
+            _ => Ok(()),
+        }
     }
 
     /// Undoes what was written since the savepoint. A failure here leaves the
@@ -83,7 +101,7 @@ impl Savepoint {
         E: From<Error>,
     {
         match out {
-            Ok(v) => match self.release(conn).await {
+            Ok(v) => match self.keep(conn).await {
                 Ok(()) => (kept, Ok(v)),
                 Err(e) => (CallOutcome::Failed, Err(E::from(tx_error(&key, e)))),
             },
