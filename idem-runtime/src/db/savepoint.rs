@@ -12,7 +12,6 @@ use super::SqlConn;
 use super::caller_tx::tx_error;
 use crate::error::Error;
 use crate::observe::CallOutcome;
-use crate::sql_kernel::AnyConn;
 
 /// Savepoint names: unique per process, so a technique nested in another's
 /// body (or MySQL's "same name replaces" rule) cannot release the wrong one.
@@ -54,12 +53,12 @@ impl Savepoint {
     /// a savepoint taken outside `BEGIN` is the transaction itself, which
     /// only its release commits.
     pub(crate) async fn keep<C: SqlConn + ?Sized>(self, conn: &mut C) -> Result<(), sqlx::Error> {
-        match conn.any() {
-            #[cfg(feature = "sqlite")]
-            AnyConn::Sqlite(_) => release(conn, &self.name).await,
-            #[allow(unreachable_patterns)]
-            _ => Ok(()),
+        #[cfg(feature = "sqlite")]
+        if matches!(conn.any(), crate::sql_kernel::AnyConn::Sqlite(_)) {
+            return release(conn, &self.name).await;
         }
+        let _ = conn;
+        Ok(())
     }
 
     /// Undoes what was written since the savepoint. A failure here leaves the

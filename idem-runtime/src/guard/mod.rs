@@ -328,10 +328,10 @@ impl Guard<'_> {
             Ok(g) => g,
             Err(e) => return finish(Err(e.into())),
         };
-        if register == Register::Scene {
-            if let Err(e) = idem.scenes().register_key(&key, idem.key_namespace()) {
-                return finish(Err(e.into()));
-            }
+        if register == Register::Scene
+            && let Err(e) = idem.scenes().register_key(&key, idem.key_namespace())
+        {
+            return finish(Err(e.into()));
         }
         let call = Call {
             idem,
