@@ -135,7 +135,7 @@ fn cli(port: u16, args: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-async fn handle(env: &Env) -> anyhow::Result<(idem::Idem, RedisClusterStore)> {
+pub(crate) async fn handle(env: &Env) -> anyhow::Result<(idem::Idem, RedisClusterStore)> {
     let urls = env
         .cluster
         .clone()

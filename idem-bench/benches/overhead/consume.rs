@@ -5,7 +5,7 @@
 //!
 //! - A: idem's consumer loop (`idem::consume::amqp::run` / `nats::run`) with a
 //!   `#[consume_once]` handler: `BEGIN`, a savepoint, the log row's `INSERT`,
-//!   the savepoint released, `COMMIT`, then the loop acknowledges;
+//!   `COMMIT` (the savepoint is left to it), then the loop acknowledges;
 //! - B: the native floor: a loop by hand on the same client crate, the same
 //!   prefetch and concurrency, `BEGIN`, the raw log `INSERT`, `COMMIT`, ack.
 //!

@@ -30,6 +30,7 @@ mod consume_nats;
 mod harness;
 mod http;
 mod lock;
+mod macro_rows;
 mod memory;
 mod outbox_latency;
 mod outbox_relay;
@@ -96,6 +97,7 @@ async fn build_sides(env: &Env, s: &Scenario) -> anyhow::Result<Vec<Side>> {
         Kind::TxGuard => txguard::first(env).await,
         Kind::ConsumeAmqp => consume_amqp::sides(env).await,
         Kind::ConsumeNats => consume_nats::sides(env).await,
+        Kind::Macro(on, replay) => macro_rows::row(env, on, replay).await,
     }
 }
 
@@ -127,6 +129,8 @@ struct Args {
     ns: Option<String>,
     /// Keep only this side (0 = A): for profiling one side under `perf`.
     side: Option<usize>,
+    /// `--count SIDE`: one side's memory calls, for callgrind (`macro_rows::count`).
+    count: Option<String>,
     /// Start a three-master Redis Cluster and run the cluster rows on it.
     cluster: bool,
     tag: String,
@@ -143,6 +147,7 @@ fn parse_args() -> anyhow::Result<Args> {
         worker: None,
         ns: None,
         side: None,
+        count: None,
         cluster: false,
         tag: "p0".into(),
     };
@@ -164,6 +169,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--ns" => a.ns = Some(val()?),
             "--tag" => a.tag = val()?,
             "--side" => a.side = Some(val()?.parse()?),
+            "--count" => a.count = Some(val()?),
             // cargo bench passes `--bench` to harness-less targets.
             "--bench" => {}
             other => anyhow::bail!(
@@ -180,6 +186,9 @@ fn env_or(var: &str, default: &str) -> String {
 
 fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
+    if let Some(what) = &args.count {
+        return macro_rows::count(what);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -293,7 +302,11 @@ async fn measure_all(
         if args.only.as_deref().is_some_and(|o| !s.id.contains(o)) {
             continue;
         }
-        if matches!(s.kind, Kind::ClusterDuplicate | Kind::ClusterFirst) && env.cluster.is_none() {
+        if matches!(
+            s.kind,
+            Kind::ClusterDuplicate | Kind::ClusterFirst | Kind::Macro(macro_rows::On::Cluster, _)
+        ) && env.cluster.is_none()
+        {
             continue;
         }
         eprint!("{:<28} ", s.id);
@@ -363,6 +376,7 @@ async fn cleanup(env: &Env) -> anyhow::Result<()> {
     sql::cleanup(env).await?;
     transition::cleanup(env).await?;
     consume::cleanup(env).await?;
+    macro_rows::cleanup(env).await?;
     sqlstore::cleanup(env).await
 }
 

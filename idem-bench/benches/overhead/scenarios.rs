@@ -31,6 +31,9 @@ pub(crate) enum Kind {
     TxGuard,
     ConsumeAmqp,
     ConsumeNats,
+    /// `#[idempotent]` beside the guard for the same call: duplicates (`true`)
+    /// or first calls.
+    Macro(crate::macro_rows::On, bool),
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -246,6 +249,17 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             sql_t.clone(),
         );
     }
+    // The macro within 1.05× the guard for the same call.
+    use crate::macro_rows::On;
+    for on in [On::Memory, On::Redis, On::Cluster, On::Postgres] {
+        for replay in [true, false] {
+            let what = if replay { "duplicate" } else { "first call" };
+            let title = format!("#[idempotent] vs guard, {} {what}", on.name());
+            for c in [1, 64] {
+                add(Macro(on, replay), &title, c, 1, vec![(1, Cost(1.05))]);
+            }
+        }
+    }
     for c in [1, 32] {
         add(
             ConsumeAmqp,
@@ -286,5 +300,7 @@ pub(crate) fn kind_id(k: Kind) -> String {
         Kind::TxGuard => "pg-txguard".into(),
         Kind::ConsumeAmqp => "amqp-consume".into(),
         Kind::ConsumeNats => "nats-consume".into(),
+        Kind::Macro(on, true) => format!("macro-dup-{}", on.id()),
+        Kind::Macro(on, false) => format!("macro-first-{}", on.id()),
     }
 }

@@ -53,6 +53,11 @@ async fn setup(env: &Env, db: Db) -> anyhow::Result<Setup> {
     Ok(Setup { idem, pool, sql })
 }
 
+/// The store's handle alone (the `#[idempotent]` rows).
+pub(crate) async fn handle(env: &Env, db: Db) -> anyhow::Result<idem::Idem> {
+    Ok(setup(env, db).await?.idem)
+}
+
 fn key(ns: &str, a: impl std::fmt::Display, b: impl std::fmt::Display) -> String {
     format!("{ns}:order-create:{a}:{b}")
 }

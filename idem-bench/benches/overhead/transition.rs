@@ -2,8 +2,8 @@
 //! own transaction (`BEGIN`, the transition, `COMMIT`).
 //!
 //! - A: the attribute (a savepoint, the conditional `UPDATE … WHERE key = $2
-//!   AND status IN ($3)`, the savepoint released): 5 statements with `BEGIN`
-//!   and `COMMIT`;
+//!   AND status IN ($3)`; the savepoint is left to the transaction's end):
+//!   4 statements with `BEGIN` and `COMMIT`;
 //! - B: the native floor: the raw `UPDATE … WHERE order_no = $2 AND status =
 //!   $3` in a transaction, one row checked: 3 statements.
 //!
@@ -119,7 +119,7 @@ pub(crate) async fn transition(env: &Env) -> anyhow::Result<Vec<Side>> {
     Ok(sides(
         [a, b],
         [
-            "A #[state_transition] (savepoint + UPDATE + release)",
+            "A #[state_transition] (savepoint + UPDATE)",
             "B native floor: UPDATE … WHERE status = $from by hand",
         ],
     ))

@@ -3,8 +3,8 @@
 //! same 200-character result stored on both sides.
 //!
 //! - A: `idem.guard(..).in_tx(&mut tx).run(body)` (a savepoint, the store's
-//!   one-statement claim, the complete `UPDATE`, the savepoint released):
-//!   6 statements with `BEGIN` and `COMMIT`;
+//!   one-statement claim, the complete `UPDATE`; the savepoint is left to the
+//!   transaction's end): 5 statements with `BEGIN` and `COMMIT`;
 //! - B: the native floor: one raw `INSERT` of the finished record into the
 //!   same table in the transaction: 3 statements (no claim, so no waiting
 //!   duplicate and no fence from the sequence).
@@ -91,7 +91,7 @@ pub(crate) async fn first(env: &Env) -> anyhow::Result<Vec<Side>> {
     Ok(sides(
         [a, b],
         [
-            "A idem guard in_tx (savepoint, claim, complete, release)",
+            "A idem guard in_tx (savepoint, claim, complete)",
             "B native floor: INSERT of the record in the transaction",
         ],
     ))

@@ -44,6 +44,23 @@ impl Savepoint {
         release(conn, &self.name).await
     }
 
+    /// Keeps what was written since the savepoint, on the success path. On
+    /// PostgreSQL and MySQL a savepoint lives only inside a transaction,
+    /// whose `COMMIT` or `ROLLBACK` ends it with everything in it, so the
+    /// savepoint is left there and the `RELEASE` round trip is saved: it
+    /// changes nothing the caller can see (names are unique, so a later
+    /// `ROLLBACK TO` of another savepoint finds its own). SQLite releases it:
+    /// a savepoint taken outside `BEGIN` is the transaction itself, which
+    /// only its release commits.
+    pub(crate) async fn keep<C: SqlConn + ?Sized>(self, conn: &mut C) -> Result<(), sqlx::Error> {
+        #[cfg(feature = "sqlite")]
+        if matches!(conn.any(), crate::sql_kernel::AnyConn::Sqlite(_)) {
+            return release(conn, &self.name).await;
+        }
+        let _ = conn;
+        Ok(())
+    }
+
     /// Undoes what was written since the savepoint. A failure here leaves the
     /// caller's transaction unusable, so its commit fails too: logged, and the
     /// error that led here is what the caller sees.
@@ -83,7 +100,7 @@ impl Savepoint {
         E: From<Error>,
     {
         match out {
-            Ok(v) => match self.release(conn).await {
+            Ok(v) => match self.keep(conn).await {
                 Ok(()) => (kept, Ok(v)),
                 Err(e) => (CallOutcome::Failed, Err(E::from(tx_error(&key, e)))),
             },

@@ -270,14 +270,10 @@ impl Guard<'_> {
         self.drive(Register::Scene, true, hooks, body)
     }
 
-    /// The guard protocol for a call whose scene is already registered: a
-    /// macro function's, under its own identity (so the key is not claimed as
-    /// a non-macro scene). `fenced` says whether the body reads its fence: one
-    /// that does not claims through
-    /// [`Store::claim_unfenced`](crate::store::Store::claim_unfenced) and
-    /// receives whatever fence that claim carries ([`Fence::NONE`] on Redis).
-    pub(crate) fn run_registered<T, E, C, B, Fut>(
+    /// Every run's one async layer (see [`drive_to`](Self::drive_to)).
+    fn drive<T, E, C, B, Fut>(
         self,
+        register: Register,
         fenced: bool,
         hooks: Hooks<E, C>,
         body: B,
@@ -289,20 +285,32 @@ impl Guard<'_> {
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        self.drive(Register::Done, fenced, hooks, body)
+        Guard::drive_to(
+            Ok(self),
+            register,
+            fenced,
+            hooks,
+            body,
+            std::convert::identity,
+        )
     }
 
-    /// Every run's one async layer: registers the scene as a non-macro one
-    /// when asked, then the engine. The public runs are plain functions
-    /// forwarding here: each `async fn` layer stored its callee's whole
-    /// future and copied it once more on every call (issue 29's profile).
-    async fn drive<T, E, C, B, Fut>(
-        self,
+    /// Every run's one async layer, the macro's too: registers the scene as a
+    /// non-macro one when asked, then the engine, then `finish` turns the
+    /// result into what the caller returns. `guard` is what the caller's
+    /// preamble made of the call (its error is finished without any store
+    /// traffic). The public runs and the macro's `run` are plain functions
+    /// forwarding here: each `async fn` layer stored its callee's whole future
+    /// and copied it once more on every call (issue 29's profile; issue 46's
+    /// for the macro, whose own layer and result mapping cost a copy more).
+    pub(crate) async fn drive_to<T, E, C, B, Fut, Out>(
+        guard: Result<Self, Error>,
         register: Register,
         fenced: bool,
         hooks: Hooks<E, C>,
         body: B,
-    ) -> Result<Outcome<T>, E>
+        finish: impl FnOnce(Result<Outcome<T>, E>) -> Out,
+    ) -> Out
     where
         T: Serialize + DeserializeOwned + Send,
         E: From<Error> + Send,
@@ -310,26 +318,35 @@ impl Guard<'_> {
         B: FnOnce(Fence) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
     {
-        if register == Register::Scene {
-            let scenes = self.idem.scenes();
-            if let Err(e) = scenes.register_key(&self.key, self.idem.key_namespace()) {
-                return Err(e.into());
-            }
+        let Guard {
+            idem,
+            key,
+            policy,
+            fingerprint,
+            technique,
+        } = match guard {
+            Ok(g) => g,
+            Err(e) => return finish(Err(e.into())),
+        };
+        if register == Register::Scene
+            && let Err(e) = idem.scenes().register_key(&key, idem.key_namespace())
+        {
+            return finish(Err(e.into()));
         }
         let call = Call {
-            idem: self.idem,
-            key: &self.key,
-            policy: &self.policy,
-            technique: self.technique,
+            idem,
+            key: &key,
+            policy: &policy,
+            technique,
             fenced,
         };
-        call.execute(self.fingerprint, hooks, body).await
+        finish(call.execute(fingerprint, hooks, body).await)
     }
 }
 
-/// Whether [`Guard::drive`] registers the key's scene as a non-macro one.
+/// Whether [`Guard::drive_to`] registers the key's scene as a non-macro one.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Register {
+pub(crate) enum Register {
     Scene,
     /// A macro call: its site registered the scene under its own identity.
     Done,

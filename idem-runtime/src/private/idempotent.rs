@@ -9,7 +9,7 @@ use super::bounds::{IsResult, Returns};
 use super::site::Site;
 use super::{FenceCell, KeyBuf, Spec};
 use crate::fingerprint::{Fingerprint, FingerprintBuilder};
-use crate::guard::Guard;
+use crate::guard::{Guard, Register};
 use crate::handle::Idem;
 use crate::hooks::{DetectFn, Hooks, NoConflict, OnConflict, Terminal};
 use crate::settings::Settings;
@@ -168,52 +168,63 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
     /// The one `Returns` bound is checked against the type the macro names in
     /// `Guarded::<R>::new` (the user's return type), so a result that cannot be
     /// stored is one error there.
-    pub async fn run<Fut>(self, body: Fut) -> R
+    ///
+    /// Not an `async fn`: the preamble runs here, and the engine's one async
+    /// layer ([`Guard::drive_to`]) is the whole future, finished into `R`
+    /// there, so the call pays no layer (and no copy of the engine's future)
+    /// that the non-macro guard does not.
+    pub fn run<Fut>(self, body: Fut) -> impl Future<Output = R> + Send + 'h
     where
-        R: Returns,
-        C: OnConflict<R::Ok, R::Err>,
-        Fut: Future<Output = R> + Send,
+        R: Returns + 'h,
+        C: OnConflict<R::Ok, R::Err> + 'h,
+        Fut: Future<Output = R> + Send + 'h,
     {
-        let site = match Site::open(self.spec, self.handle, self.key, &self.dynamic) {
-            Ok(site) => site,
-            Err(e) => return R::from_result(Err(e.into())),
+        let cell = self.fence;
+        // A function without an `idem::Fence` parameter never reads its fence.
+        let fenced = cell.is_some();
+        let site = Site::open(self.spec, self.handle, self.key, &self.dynamic);
+        // The token is consumed inside the guarded body: a repeat of a finished
+        // call replays its result without needing the (consumed) token again.
+        let token = match (&site, self.token) {
+            (Ok(site), Some(t)) => Some((
+                site.idem,
+                site.policy.lease,
+                format!("token:{}", self.spec.scene),
+                t,
+            )),
+            _ => None,
         };
-        let (idem, cell, lease) = (site.idem, self.fence, site.policy.lease);
-        let guard = Guard {
-            idem,
+        let guard = site.map(|site| Guard {
+            idem: site.idem,
             key: site.key,
             policy: site.policy,
             fingerprint: self.fingerprint,
             technique: crate::observe::Technique::Idempotent,
-        };
-        // A function without an `idem::Fence` parameter never reads its fence.
-        let fenced = cell.is_some();
-        // The token is consumed inside the guarded body: a repeat of a finished
-        // call replays its result without needing the (consumed) token again.
-        let token = self
-            .token
-            .map(|t| (format!("token:{}", self.spec.scene), t));
-        let result = guard
-            .run_registered(fenced, self.hooks, move |fence| {
-                if let Some(c) = cell {
-                    c.set(fence);
-                }
-                async move {
-                    match token {
-                        None => body.await.into_result(),
-                        Some((scope, token)) => {
+        });
+        let body = move |fence| {
+            if let Some(c) = cell {
+                c.set(fence);
+            }
+            async move {
+                match token {
+                    None => body.await.into_result(),
+                    // Boxed: kept out of every other call's future.
+                    Some((idem, lease, scope, token)) => {
+                        Box::pin(
                             idem.tokens()
                                 .consume(&scope, &token)
                                 .lease(lease)
-                                .run(|_| async move { body.await.into_result() })
-                                .await
-                        }
+                                .run(|_| async move { body.await.into_result() }),
+                        )
+                        .await
                     }
                 }
-            })
-            .await
-            .map(crate::outcome::Outcome::into_inner);
-        R::from_result(result)
+            }
+        };
+        let finish = |r: Result<crate::outcome::Outcome<R::Ok>, R::Err>| {
+            R::from_result(r.map(crate::outcome::Outcome::into_inner))
+        };
+        Guard::drive_to(guard, Register::Done, fenced, self.hooks, body, finish)
     }
 }
 

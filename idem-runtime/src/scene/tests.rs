@@ -249,4 +249,11 @@ fn last_plain_scene_memo_is_per_handle() {
     );
     assert_eq!(plain_call(&a).unwrap(), 2, "memo hit on a: replay");
     assert!(matches!(macro_call(&a), Err(Error::SceneConflict { .. })));
+    // The macro memo is per handle too: b's registration of the function
+    // (the memo) must not let it into a's plain scene.
+    assert_eq!(macro_call(&b).unwrap(), 1, "memo hit on b: replay");
+    assert!(
+        matches!(macro_call(&a), Err(Error::SceneConflict { .. })),
+        "handle b's memo let the macro function into a scene a's guard owns"
+    );
 }

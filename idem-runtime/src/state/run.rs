@@ -122,7 +122,7 @@ where
             key: name,
         }),
         Ok(0) => {
-            if let Err(e) = sp.release(conn).await {
+            if let Err(e) = sp.keep(conn).await {
                 return failed(db(e));
             }
             match current(stmts, conn, key).await {

@@ -6,12 +6,16 @@
 //! ```text
 //! SAVEPOINT ─ claim the key in the caller's transaction (the record table's row)
 //!   ├─ Claimed: run the body on the same transaction
-//!   │    ├─ Ok  → complete the row (result, ttl), RELEASE SAVEPOINT → Executed
+//!   │    ├─ Ok  → complete the row (result, ttl)                   → Executed
 //!   │    └─ Err → ROLLBACK TO SAVEPOINT (claim and body writes go)  → the error
-//!   ├─ Done (committed record)  → RELEASE, replay the stored value → Replayed/Waited
+//!   ├─ Done (committed record)  → replay the stored value → Replayed/Waited
 //!   └─ Busy (a live claim a guard outside any transaction committed) → InProgress
 //! the caller commits: business rows and record become visible at once
 //! ```
+//!
+//! On PostgreSQL and MySQL the savepoint of a call that did not fail is left
+//! to the transaction's end rather than released (one round trip less: a
+//! first call is `SAVEPOINT`, the claim, the complete); SQLite releases it.
 //!
 //! A concurrent duplicate's claim blocks on the record's primary key until the
 //! first transaction ends, then replays (commit) or runs (rollback). What each

@@ -128,7 +128,7 @@ where
         Claim::Done(rec) => {
             let learn = match front::learnable(g.idem, DB::DIALECT, &mut cx.any(), key).await {
                 Ok(learn) => {
-                    if let Err(e) = sp.release(cx).await {
+                    if let Err(e) = sp.keep(cx).await {
                         return failed(tx_error(key, e));
                     }
                     learn
@@ -151,7 +151,7 @@ where
             fingerprint,
             remaining,
         } => {
-            if let Err(e) = sp.release(cx).await {
+            if let Err(e) = sp.keep(cx).await {
                 return failed(tx_error(key, e));
             }
             if fingerprint.conflicts_with(&fp) {
@@ -179,7 +179,7 @@ where
                 }
             };
             match stored {
-                Ok(true) => match sp.release(cx).await {
+                Ok(true) => match sp.keep(cx).await {
                     Ok(()) => (
                         CallOutcome::Executed,
                         Ok(Outcome::new(v, How::Executed, fence)),

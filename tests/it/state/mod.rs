@@ -10,4 +10,6 @@ pub mod machine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod order;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod statements;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod support;

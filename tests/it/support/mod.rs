@@ -20,6 +20,8 @@ pub mod proxy;
 pub mod redis_server;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod sql;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod sql_log;
 pub mod stores;
 
 /// A namespace no other test (or earlier run on a shared server) uses.
