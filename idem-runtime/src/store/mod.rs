@@ -287,6 +287,13 @@ pub trait Store: Send + Sync + 'static {
     fn send_queue(&self) -> Option<&SendQueue> {
         None
     }
+
+    /// Completes that applied but were acknowledged by fewer replicas than the
+    /// store's durability asks for, since the last call (the execution layer
+    /// counts them as `idem_store_unreplicated_total`). 0 by default.
+    fn take_unreplicated(&self) -> u64 {
+        0
+    }
 }
 
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
@@ -365,6 +372,9 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     }
     fn send_queue(&self) -> Option<&SendQueue> {
         (**self).send_queue()
+    }
+    fn take_unreplicated(&self) -> u64 {
+        (**self).take_unreplicated()
     }
 }
 
