@@ -18,7 +18,7 @@ use crate::outcome::Fence;
 
 pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use census::{Census, Counted, PurgeReport, SceneCount};
-pub use error::{BoxError, Reason, StoreError};
+pub use error::{BoxError, Reason, StoreError, Unreplicated};
 pub use owner::Owner;
 pub use queue::SendQueue;
 pub use stored_result::StoredResult;

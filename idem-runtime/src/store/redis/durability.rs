@@ -12,9 +12,10 @@
 //! sends no `WAIT`.
 //!
 //! - A claim acknowledged by fewer replicas is not trusted: the store answers
-//!   `StoreError::Unavailable`, the guard treats the call as an outage (its
-//!   claim is released as the call fails, or kept while a degraded body runs
-//!   and settled after it), and the circuit breaker counts it.
+//!   `StoreError::Unavailable` caused by [`Unreplicated`], the guard treats the
+//!   call as an outage (its claim is released as the call fails, or kept while
+//!   a degraded body runs and settled after it), and the circuit breaker
+//!   counts it.
 //! - A complete acknowledged by fewer replicas still returns the body's result;
 //!   it is counted as `idem_store_unreplicated_total{store,op="complete"}`.
 
@@ -25,7 +26,7 @@ use redis::aio::ConnectionLike;
 
 use super::codec::{KeyLayout, millis};
 use super::scripts::{map_err, unexpected};
-use crate::store::StoreError;
+use crate::store::{StoreError, Unreplicated};
 
 /// How many replicas must hold a claim or a result before the store trusts it.
 ///
@@ -115,10 +116,15 @@ impl Replication {
         };
         let acked = wait(con, &layout.record_key(key), replicas, timeout).await?;
         if acked < i64::from(replicas) {
+            let why = Unreplicated {
+                acknowledged: u32::try_from(acked.max(0)).unwrap_or(0),
+                wanted: replicas,
+            };
             return Err(StoreError::unavailable(format!(
-                "claim acknowledged by {acked} of {replicas} redis replica(s) within {timeout:?}: \
-                 not trusted (check the replicas' link to the primary, or raise the timeout)"
-            )));
+                "claim {why} within {timeout:?}: not trusted (check the replicas' link to \
+                 the primary, or raise the timeout)"
+            ))
+            .with_source(why));
         }
         Ok(())
     }
