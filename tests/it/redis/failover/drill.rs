@@ -138,9 +138,10 @@ impl Drill {
         self.plain.key("probe", &[&n]).as_str().to_owned()
     }
 
-    /// From `since` until a first call on a new key succeeds (tried every 50 ms,
-    /// 60 s at most), on the probe keys `probes` picks (a cluster drill picks
-    /// keys of the failed master's slots). The probe keys are not counted.
+    /// From `since` until a first call on a new key succeeds on both handles
+    /// (tried every 50 ms, 60 s at most), on the probe keys `probes` picks (a
+    /// cluster drill picks keys of the failed master's slots). The probe keys
+    /// are not counted.
     pub(crate) async fn recovered(&self, since: Instant, probes: impl Fn(u32) -> bool) -> Duration {
         let mut probe = 0u32;
         loop {
@@ -148,8 +149,15 @@ impl Drill {
             if !probes(probe) {
                 continue;
             }
-            let guard = self.plain.guard("probe", &[&probe]);
-            if guard.run(|| async { Ok::<_, Error>(()) }).await.is_ok() {
+            // Both handles: each has its own circuit breaker.
+            let mut served = 0;
+            for idem in [&self.plain, &self.backed] {
+                let guard = idem.guard("probe", &[&probe]);
+                if guard.run(|| async { Ok::<_, Error>(()) }).await.is_ok() {
+                    served += 1;
+                }
+            }
+            if served == 2 {
                 return since.elapsed();
             }
             assert!(

@@ -63,10 +63,10 @@ async fn drill(
     }
     let killed = Instant::now();
     let promoted = tokio::task::block_in_place(|| set.crash_primary(2));
-    // The crashed primary restarts empty, the frozen replica wakes: the
-    // sentinels make both replicas of the new primary.
+    // The frozen replica wakes (the sentinels make it a replica of the new
+    // primary) and a fresh replica replaces the crashed primary.
     set.nodes[1].thaw();
-    set.nodes[0].restart();
+    set.add_replica(2);
     let recovery = drill.recovered(killed, |_| true).await;
     eprintln!("promoted after {promoted:?}, first call served after {recovery:?}");
     for _ in 0..size.repeats {

@@ -181,17 +181,35 @@ impl SentinelSet {
         let port = self.nodes[promote].port.to_string();
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let named = cli(
-                self.sentinels[0].port,
-                &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER],
-            );
+            let named: Vec<String> = self
+                .sentinels
+                .iter()
+                .map(|s| cli(s.port, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER]))
+                .collect();
             let role = self.nodes[promote].cli(&["ROLE"]);
-            if named.lines().nth(1) == Some(port.as_str()) && role.starts_with("master") {
+            if named
+                .iter()
+                .all(|n| n.lines().nth(1) == Some(port.as_str()))
+                && role.starts_with("master")
+            {
                 return t0.elapsed();
             }
-            assert!(Instant::now() < deadline, "no promotion in 30 s: {named}");
+            assert!(Instant::now() < deadline, "no promotion in 30 s: {named:?}");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+impl SentinelSet {
+    /// A fresh replica of `nodes[primary]` joins (the crashed primary's
+    /// replacement); the sentinels learn of it from the primary.
+    pub(crate) fn add_replica(&mut self, primary: usize) {
+        let port = self.nodes[primary].port.to_string();
+        self.nodes.push(RedisServer::start_with(&[
+            "--replicaof",
+            "127.0.0.1",
+            &port,
+        ]));
     }
 }
 
