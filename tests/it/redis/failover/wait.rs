@@ -246,3 +246,33 @@ async fn a_cluster_waits_on_the_master_of_the_slot() {
     cluster.nodes[replica].thaw();
     assert!(failed > 0, "no key landed on the cut master");
 }
+
+/// A primary with `min-replicas-to-write 1` and no replica in reach refuses
+/// the claim (`NOREPLICAS`): an outage, so a call that may degrade runs its
+/// body under the backstop, and one that may not fails closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_replicas_to_write_is_an_outage() {
+    let primary = RedisServer::start_with(&["--min-replicas-to-write", "1"]);
+    let idem = handle(RedisStore::connect(&primary.url()).await.unwrap());
+    let runs = Arc::new(AtomicUsize::new(0));
+    for degrade in [false, true] {
+        let runs2 = Arc::clone(&runs);
+        let mut guard = idem.guard("norep", &[&degrade]).backstop("uk_norep");
+        if degrade {
+            guard = guard.degrade_to_backstop();
+        }
+        let r = guard
+            .run_fenced_with(Hooks::new().detect(idem::std_error), |_| async move {
+                runs2.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, Error>(1u8)
+            })
+            .await;
+        match (degrade, r) {
+            (false, Err(Error::StoreUnavailable { .. })) => {}
+            (true, Ok(o)) => assert_eq!(o.into_inner(), 1),
+            (d, r) => panic!("degrade {d}: {r:?}"),
+        }
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(idem.stats().count("degraded"), 1);
+}
