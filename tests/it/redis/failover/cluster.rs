@@ -39,14 +39,15 @@ async fn drill(mode: &str, durability: Durability) -> (u64, u64, u64) {
     };
     drill.round(0..size.before).await;
     // The master of the first key called across the failover fails.
-    let m = on(&cluster, &format!("{}", drill.order_key(across.start)));
+    let m = on(&cluster, &drill.order_key(across.start));
     let r = replica_of(&cluster, m);
     let lost = across
         .clone()
         .filter(|&k| on(&cluster, &drill.order_key(k)) == m)
         .count() as u64;
-    let probes: Vec<u32> = (1..400)
+    let probes: Vec<u32> = (1..=1000)
         .filter(|&p| on(&cluster, &drill.probe_key(p)) == m)
+        .take(20)
         .collect();
     tokio::time::sleep(Duration::from_millis(1200)).await; // replicas acknowledge every second
     cluster.nodes[r].freeze();
