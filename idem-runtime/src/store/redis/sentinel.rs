@@ -7,7 +7,8 @@
 //! from a demoted primary, `MASTERDOWN`...) fails as it does on any store
 //! (`StoreError::Unavailable`: the guard retries it with the same owner, or
 //! fails closed, or degrades), and starts one background question to the
-//! sentinels; when they name another primary, the link's later commands go
+//! sentinels (so does a command abandoned before its answer: a hung primary
+//! answers nothing, and the guard cuts the attempt at its deadline); when they name another primary, the link's later commands go
 //! there. A command never moves to the new primary half-way: one store
 //! operation (its write and its `WAIT`) runs on the connection it started on.
 
@@ -20,6 +21,9 @@ use redis::sentinel::{Sentinel, SentinelNodeConnectionInfo};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use crate::store::StoreError;
+
+/// The shortest time between two questions a link asks the sentinels.
+const ASK_EVERY: Duration = Duration::from_millis(250);
 
 /// The URL scheme of a store behind Sentinel.
 pub(super) const SCHEME: &str = "redis+sentinel://";
@@ -233,17 +237,22 @@ impl Link {
         (cur.generation, cur.con.clone())
     }
 
-    /// A command on `generation` failed as an outage: ask the sentinels again,
-    /// in the background, one question at a time.
+    /// A command on `generation` failed as an outage, or was abandoned: ask
+    /// the sentinels again, in the background, one question at a time and at
+    /// most every [`ASK_EVERY`].
     fn failed(self: &Arc<Self>, generation: u64) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         if self.current().0 != generation || self.asking.swap(true, Ordering::AcqRel) {
             return;
         }
         let link = Arc::clone(self);
-        tokio::spawn(async move {
+        rt.spawn(async move {
             if let Err(e) = link.resolve().await {
                 tracing::debug!(error = %e, "redis sentinel: no new primary yet");
             }
+            tokio::time::sleep(ASK_EVERY).await;
             link.asking.store(false, Ordering::Release);
         });
     }
@@ -258,12 +267,47 @@ pub(crate) enum Primary {
     Sentinel(Arc<Link>, u64, ConnectionManager),
 }
 
-impl Primary {
-    fn note<T>(&self, r: &redis::RedisResult<T>) {
-        if let (Primary::Sentinel(link, generation, _), Err(e)) = (self, r)
+/// Watches one command on a Sentinel link: an outage answer, or a command
+/// abandoned before its answer (a hung primary: the guard cut the attempt at
+/// its deadline), sends the link to the sentinels.
+struct Watch {
+    link: Arc<Link>,
+    generation: u64,
+    settled: bool,
+}
+
+impl Watch {
+    fn settle<T>(mut self, r: &redis::RedisResult<T>) {
+        self.settled = true;
+        if let Err(e) = r
             && !super::errors::refused(e)
         {
-            link.failed(*generation);
+            self.link.failed(self.generation);
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.link.failed(self.generation);
+        }
+    }
+}
+
+impl Primary {
+    /// The connection, and a watch on it when it is a Sentinel link's.
+    fn watched(&mut self) -> (Option<Watch>, &mut ConnectionManager) {
+        match self {
+            Primary::Direct(con) => (None, con),
+            Primary::Sentinel(link, generation, con) => (
+                Some(Watch {
+                    link: Arc::clone(link),
+                    generation: *generation,
+                    settled: false,
+                }),
+                con,
+            ),
         }
     }
 }
@@ -274,12 +318,11 @@ impl ConnectionLike for Primary {
             return con.req_packed_command(cmd);
         }
         Box::pin(async move {
-            let r = match self {
-                Primary::Direct(con) | Primary::Sentinel(_, _, con) => {
-                    con.req_packed_command(cmd).await
-                }
-            };
-            self.note(&r);
+            let (watch, con) = self.watched();
+            let r = con.req_packed_command(cmd).await;
+            if let Some(w) = watch {
+                w.settle(&r);
+            }
             r
         })
     }
@@ -294,12 +337,11 @@ impl ConnectionLike for Primary {
             return con.req_packed_commands(cmd, offset, count);
         }
         Box::pin(async move {
-            let r = match self {
-                Primary::Direct(con) | Primary::Sentinel(_, _, con) => {
-                    con.req_packed_commands(cmd, offset, count).await
-                }
-            };
-            self.note(&r);
+            let (watch, con) = self.watched();
+            let r = con.req_packed_commands(cmd, offset, count).await;
+            if let Some(w) = watch {
+                w.settle(&r);
+            }
             r
         })
     }

@@ -204,3 +204,48 @@ async fn unreachable_sentinels_are_unavailable() {
     );
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
 }
+
+/// A primary that hangs (SIGSTOP) answers nothing, so no command fails: the
+/// guard cuts each attempt at its deadline, and the abandoned commands send the
+/// store to the sentinels, which name the promoted replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_primary_is_left_for_the_promoted_replica() {
+    let set = SentinelSet::start();
+    // A response timeout longer than the test: only the abandoned commands can
+    // send the store to the sentinels.
+    let store = RedisStore::builder(set.url())
+        .response_timeout(Duration::from_secs(120))
+        .connect()
+        .await
+        .unwrap();
+    let idem = idem::Idem::builder()
+        .store(store)
+        .namespace(crate::support::unique_ns("hung"))
+        .build()
+        .unwrap();
+    let call = |k: u32| {
+        let idem = idem.clone();
+        async move {
+            idem.guard("hung", &[&k])
+                .run(|| async { Ok::<_, idem::Error>(k) })
+                .await
+        }
+    };
+    call(0).await.unwrap();
+    set.nodes[0].freeze();
+    let t0 = Instant::now();
+    let mut k = 1;
+    while call(k).await.is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(40),
+            "still on the hung primary"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        k += 1;
+    }
+    let masters = set.nodes[1..]
+        .iter()
+        .filter(|n| n.cli(&["ROLE"]).starts_with("master"))
+        .count();
+    assert_eq!(masters, 1, "a replica was promoted and serves the calls");
+}
