@@ -37,6 +37,7 @@ mod outbox_relay;
 mod peers;
 mod redis;
 mod redis_memory;
+mod replicated;
 mod run_facts;
 mod scenarios;
 mod sql;
@@ -80,6 +81,8 @@ async fn build_sides(env: &Env, s: &Scenario) -> anyhow::Result<Vec<Side>> {
     match s.kind {
         Kind::RedisDuplicate => redis::duplicate(env).await,
         Kind::RedisFirst => redis::first(env).await,
+        Kind::RedisWaitDuplicate => replicated::duplicate(env).await,
+        Kind::RedisWaitFirst => replicated::first(env).await,
         Kind::ClusterDuplicate => cluster::duplicate(env).await,
         Kind::ClusterFirst => cluster::first(env).await,
         Kind::MemoryDuplicate => memory::duplicate(env).await,

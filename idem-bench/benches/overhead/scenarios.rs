@@ -11,6 +11,10 @@ use crate::sql;
 pub(crate) enum Kind {
     RedisDuplicate,
     RedisFirst,
+    /// `Durability::Replicated { replicas: 1 }` against no `WAIT`, on a
+    /// primary and replica of the benchmark's own; recorded, no target.
+    RedisWaitDuplicate,
+    RedisWaitFirst,
     ClusterDuplicate,
     ClusterFirst,
     MemoryDuplicate,
@@ -113,6 +117,16 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
     add(RedisFirst, "Redis first call", 1, 1, first1);
     add(RedisFirst, "Redis first call", 64, 1, first64.clone());
     add(RedisFirst, "Redis first call", 32, 2, first64);
+    for c in [1, 64] {
+        add(
+            RedisWaitDuplicate,
+            "Redis duplicate, WAIT 1",
+            c,
+            1,
+            Vec::new(),
+        );
+        add(RedisWaitFirst, "Redis first call, WAIT 1", c, 1, Vec::new());
+    }
     // The cluster rows (with `--cluster`): A against the floor and F only.
     add(
         ClusterDuplicate,
@@ -283,6 +297,8 @@ pub(crate) fn kind_id(k: Kind) -> String {
     match k {
         Kind::RedisDuplicate => "redis-dup".into(),
         Kind::RedisFirst => "redis-first".into(),
+        Kind::RedisWaitDuplicate => "redis-wait1-dup".into(),
+        Kind::RedisWaitFirst => "redis-wait1-first".into(),
         Kind::ClusterDuplicate => "cluster-dup".into(),
         Kind::ClusterFirst => "cluster-first".into(),
         Kind::MemoryDuplicate => "memory-dup".into(),

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::time::Duration;
 
-pub use store::{BoxError, Reason, StoreError};
+pub use store::{BoxError, Reason, StoreError, Unreplicated};
 
 mod store;
 

@@ -144,12 +144,48 @@ pub enum StoreError {
     /// retry fixes. Nothing was sent; never counted by the circuit breaker.
     Input(Reason),
     /// The store answers, but this operation got no turn to be sent within the
-    /// caller's budget (a burst filled the store's [`SendQueue`](super::SendQueue)).
+    /// caller's budget (a burst filled the store's [`SendQueue`](crate::store::SendQueue)).
     /// Nothing was sent. Not an outage: never counted by the circuit breaker.
     Overloaded(Reason),
 }
 
+/// Why a write that applied is not trusted: fewer replicas acknowledged it
+/// than the store's durability asks for (a Redis store with
+/// `Durability::Replicated`). The cause (`source()`) of the
+/// [`StoreError::Unavailable`] such a claim answers: the claim is on the
+/// primary and held by its owner, but a failover may lose it, so the guard
+/// treats the call as an outage and releases the claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unreplicated {
+    /// Replicas that acknowledged the write in time.
+    pub acknowledged: u32,
+    /// Replicas the store's durability asks for.
+    pub wanted: u32,
+}
+
+impl fmt::Display for Unreplicated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "acknowledged by {} of {} replica(s)",
+            self.acknowledged, self.wanted
+        )
+    }
+}
+
+impl StdError for Unreplicated {}
+
 impl StoreError {
+    /// Whether this is a claim that applied but is not trusted (see
+    /// [`Unreplicated`]): its owner holds the key, so undoing it is a plain
+    /// release.
+    pub fn is_unreplicated(&self) -> bool {
+        match self {
+            StoreError::Unavailable(r) => r.source().is_some_and(|s| s.is::<Unreplicated>()),
+            _ => false,
+        }
+    }
+
     /// [`StoreError::Unavailable`] with this text.
     pub fn unavailable(text: impl Into<String>) -> Self {
         StoreError::Unavailable(Reason::new(text))

@@ -198,6 +198,10 @@ impl Exec {
                     let sent = handed && matches!(error, StoreError::Unavailable(_));
                     if !sent {
                         armed.disarm();
+                    } else if error.is_unreplicated() {
+                        // Applied and ours, only not replicated enough: undone
+                        // by a plain release, nothing to ask again.
+                        armed.held();
                     }
                     return Acquired::Failed {
                         error,

@@ -207,6 +207,12 @@ impl Exec {
             match r {
                 Ok(v) => {
                     self.breaker.success();
+                    if op == Op::Complete {
+                        let n = self.store.take_unreplicated();
+                        if n > 0 {
+                            self.store_ops.unreplicated(n);
+                        }
+                    }
                     return Ok(v);
                 }
                 Err(StoreError::Unavailable(msg)) => {

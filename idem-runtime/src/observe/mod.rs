@@ -16,6 +16,7 @@
 //! | `idem_backstop_hits_total` | counter | `technique`, `scope`, `path` |
 //! | `idem_store_queue_seconds` | histogram: waits for a turn in a store's send queue (bursts) | `store`, `op` |
 //! | `idem_store_overloaded_total` | counter: operations with no turn within the caller's budget | `store`, `op` |
+//! | `idem_store_unreplicated_total` | counter: results kept although fewer replicas than the store's durability asks for acknowledged them | `store`, `op` (`complete`) |
 //! | `idem_consume_deliveries_total` | counter | `consumer`, `event` (`redelivered`, `retried`, `poison`) |
 //!
 //! - `technique`: `idempotent`, `state_machine`, `lock`, `token`, `consume`, `http`,
@@ -64,7 +65,8 @@
 //! - `instrument`: the span + counters wrapper;
 //! - `recorder`: per-handle counters and `idem_calls_total` with cached keys;
 //! - `store_ops`: `idem_store_seconds` / `idem_store_errors_total` and the send
-//!   queue's `idem_store_queue_seconds` / `idem_store_overloaded_total`, with cached keys;
+//!   queue's `idem_store_queue_seconds` / `idem_store_overloaded_total`, and
+//!   `idem_store_unreplicated_total`, with cached keys;
 //! - `report`: [`reported`], how one call went, for its caller (`CallReport`);
 //! - `deliveries`: the broker loops' delivery events ([`DeliveryEvent`]);
 //! - `stats`: [`Stats`] and [`TopKey`], the in-process snapshot;

@@ -4,7 +4,9 @@
 //! store's send queue under a burst: `idem_store_queue_seconds{store,op}`, the
 //! wait of each operation that found no free turn, and
 //! `idem_store_overloaded_total{store,op}`, operations that got none within
-//! their caller's budget (`Error::Overloaded`).
+//! their caller's budget (`Error::Overloaded`). And
+//! `idem_store_unreplicated_total{store,op="complete"}`: results a store with
+//! replicated durability kept although too few replicas acknowledged them.
 
 use super::METADATA;
 use super::labels::Op;
@@ -23,6 +25,8 @@ pub(crate) struct StoreOpKeys {
     queue: Vec<metrics::Key>,
     /// `idem_store_overloaded_total` keys, indexed by [`Op::index`].
     overloaded: Vec<metrics::Key>,
+    /// `idem_store_unreplicated_total{op="complete"}`.
+    unreplicated: metrics::Key,
 }
 
 fn key(name: &'static str, store: &'static str, op: Op) -> metrics::Key {
@@ -41,6 +45,7 @@ impl StoreOpKeys {
             errors: keys("idem_store_errors_total"),
             queue: keys("idem_store_queue_seconds"),
             overloaded: keys("idem_store_overloaded_total"),
+            unreplicated: key("idem_store_unreplicated_total", store, Op::Complete),
         }
     }
 
@@ -61,6 +66,15 @@ impl StoreOpKeys {
         metrics::with_recorder(|r| {
             r.register_histogram(&self.queue[op.index()], &METADATA)
                 .record(secs);
+        });
+    }
+
+    /// `n` completes applied but were acknowledged by fewer replicas than the
+    /// store's durability asks for.
+    pub(crate) fn unreplicated(&self, n: u64) {
+        metrics::with_recorder(|r| {
+            r.register_counter(&self.unreplicated, &METADATA)
+                .increment(n);
         });
     }
 

@@ -84,6 +84,9 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     fn send_queue(&self) -> Option<&SendQueue> {
         (**self).send_queue()
     }
+    fn take_unreplicated(&self) -> u64 {
+        (**self).take_unreplicated()
+    }
     fn list<'a>(
         &'a self,
         namespace: &'a str,

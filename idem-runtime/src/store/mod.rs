@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::fingerprint::Fingerprint;
 use crate::outcome::Fence;
 
-pub use crate::error::{BoxError, Reason, StoreError};
+pub use crate::error::{BoxError, Reason, StoreError, Unreplicated};
 pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
 pub use census::{Census, Counted, PurgeReport, SceneCount};
 pub use holder::Holder;
@@ -341,6 +341,13 @@ pub trait Store: Send + Sync + 'static {
     /// as an outage (see [`SendQueue`]). `None` (the default): no limit.
     fn send_queue(&self) -> Option<&SendQueue> {
         None
+    }
+
+    /// Completes that applied but were acknowledged by fewer replicas than the
+    /// store's durability asks for, since the last call (the execution layer
+    /// counts them as `idem_store_unreplicated_total`). 0 by default.
+    fn take_unreplicated(&self) -> u64 {
+        0
     }
 }
 

@@ -5,6 +5,8 @@ pub mod cluster;
 #[cfg(feature = "redis")]
 pub mod costs;
 #[cfg(all(feature = "redis", feature = "sqlite"))]
+pub mod failover;
+#[cfg(all(feature = "redis", feature = "sqlite"))]
 pub mod faults;
 #[cfg(feature = "redis")]
 pub mod native;

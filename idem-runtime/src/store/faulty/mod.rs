@@ -388,4 +388,8 @@ impl<S: Store> Store for FaultyStore<S> {
     fn send_queue(&self) -> Option<&super::SendQueue> {
         self.inner.send_queue()
     }
+
+    fn take_unreplicated(&self) -> u64 {
+        self.inner.take_unreplicated()
+    }
 }

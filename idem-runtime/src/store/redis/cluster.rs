@@ -14,6 +14,7 @@ use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo, SingleNodeRou
 
 use super::codec::KeyLayout;
 use super::conn::Conns;
+use super::durability::{Acks, Replication};
 use super::native::NativeClaim;
 use super::shared::Shared;
 use super::{census, native, scripts, server};
@@ -28,6 +29,7 @@ pub struct RedisClusterStore {
     conns: Conns<ClusterConnection>,
     layout: KeyLayout,
     native: NativeClaim,
+    replication: std::sync::Arc<Replication>,
 }
 
 impl std::fmt::Debug for RedisClusterStore {
@@ -63,6 +65,7 @@ impl RedisClusterStoreBuilder {
     pub async fn connect(self) -> Result<RedisClusterStore, StoreError> {
         let layout = KeyLayout::new(&self.shared.prefix)?;
         self.shared.pool.check()?;
+        self.shared.durability.check()?;
         if self.nodes.is_empty() {
             return Err(StoreError::Config("no redis cluster nodes given".into()));
         }
@@ -107,6 +110,7 @@ impl RedisClusterStoreBuilder {
             conns: Conns::new(all, self.shared.pool.in_flight),
             layout,
             native,
+            replication: std::sync::Arc::new(Replication::new(self.shared.durability)),
         })
     }
 }
@@ -139,6 +143,26 @@ impl RedisClusterStore {
     /// of your own. They do not take turns in the store's send queue.
     pub fn connection(&self) -> ClusterConnection {
         self.conns.get()
+    }
+
+    /// The connection for one store operation.
+    fn con(&self) -> ClusterConnection {
+        self.conns.get()
+    }
+}
+
+/// `WAIT` goes to the master of the record's slot: the node, and the
+/// connection to it, that took the write.
+impl Acks for ClusterConnection {
+    fn wait_for<'a>(
+        &'a mut self,
+        record: &'a [u8],
+        cmd: redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        use redis::cluster_routing::{Route, Slot, SlotAddr};
+        let route = Route::with_slot(Slot::for_key(record), SlotAddr::Master);
+        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+        Box::pin(async move { self.route_command(cmd, routing).await })
     }
 }
 
@@ -180,7 +204,7 @@ impl Store for RedisClusterStore {
 
     /// Reads the version and `maxmemory-policy` of every master.
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
-        let mut con = self.conns.get();
+        let mut con = self.con();
         Box::pin(async move {
             let info = con
                 .route_command(info_server(), all_masters())

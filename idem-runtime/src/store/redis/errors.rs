@@ -30,7 +30,8 @@ pub(crate) fn map_err(e: RedisError) -> StoreError {
 /// changes nothing, and counting it would let a refused command open the
 /// circuit breaker for every other call (issue 24 h). The states in which a
 /// healthy server says "not now" (loading its data set, busy in a script, a
-/// failover or cluster reconfiguration under way) stay outages, as do I/O
+/// failover or cluster reconfiguration under way, too few replicas for
+/// `min-replicas-to-write`) stay outages, as do I/O
 /// errors, timeouts and dropped connections.
 pub(crate) fn refused(e: &RedisError) -> bool {
     use redis::{ErrorKind, ServerErrorKind as S};
@@ -40,7 +41,10 @@ pub(crate) fn refused(e: &RedisError) -> bool {
         )
         | ErrorKind::Server(S::Moved | S::Ask) => false,
         ErrorKind::Server(_) => true,
-        ErrorKind::Extension => e.code() != Some("BUSY"),
+        // `NOREPLICAS`: a primary with `min-replicas-to-write` that has too
+        // few replicas in reach refuses writes until they are back, as a
+        // primary in a failover would.
+        ErrorKind::Extension => !matches!(e.code(), Some("BUSY" | "NOREPLICAS")),
         _ => false,
     }
 }

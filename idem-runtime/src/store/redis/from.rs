@@ -8,6 +8,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use super::codec::KeyLayout;
 use super::conn::{Conns, DEFAULT_IN_FLIGHT};
 use super::native::{self, NativeClaim};
+use super::sentinel::Route;
 use super::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT, RedisStore, scripts};
 use crate::store::StoreError;
 
@@ -63,9 +64,10 @@ impl RedisStore {
         let native = NativeClaim::default();
         native::detect(&mut probe, &native).await;
         Ok(RedisStore {
-            conns: Conns::new(vec![con], DEFAULT_IN_FLIGHT),
+            conns: Conns::new(vec![Route::Direct(con)], DEFAULT_IN_FLIGHT),
             layout,
             native,
+            replication: std::sync::Arc::default(),
         })
     }
 }

@@ -118,6 +118,7 @@ mod census;
 mod cluster;
 mod codec;
 mod conn;
+mod durability;
 mod errors;
 mod eval;
 mod from;
@@ -125,6 +126,7 @@ mod native;
 mod operator;
 mod ops;
 mod scripts;
+mod sentinel;
 mod server;
 mod shared;
 mod state_scripts;
@@ -132,11 +134,15 @@ mod token_scripts;
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use redis::aio::ConnectionManager;
 
 use self::codec::KeyLayout;
 use self::conn::Conns;
+use self::durability::Replication;
 use self::native::NativeClaim;
+use self::sentinel::{Primary, Route};
 use super::{
     BoxFuture, Claim, ClaimRequest, Owned, Owner, RecordState, Store, StoreError, Warning,
 };
@@ -149,6 +155,7 @@ pub use ::redis;
 pub use builder::RedisStoreBuilder;
 pub use cluster::{RedisClusterStore, RedisClusterStoreBuilder};
 pub use conn::{DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT};
+pub use durability::Durability;
 
 /// The Lua sources of the claim, complete and state check-and-set scripts, so the overhead benchmark
 /// can send the very same scripts by hand. Not part of the API.
@@ -190,9 +197,10 @@ const CONNECT_BUDGET_FACTOR: u32 = 4;
 /// ```
 #[derive(Clone)]
 pub struct RedisStore {
-    conns: Conns<ConnectionManager>,
+    conns: Conns<Route>,
     layout: KeyLayout,
     native: NativeClaim,
+    replication: Arc<Replication>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -218,7 +226,39 @@ impl RedisStore {
             url: url.into(),
             shared: shared::Shared::default(),
             reconnect_retries: 2,
+            sentinel: None,
         }
+    }
+
+    /// A builder for a primary found through Redis Sentinel: `master` is the
+    /// name the sentinels monitor it under, `sentinels` their addresses
+    /// (`host:port`). The same as `builder("redis+sentinel://host:port,…/master")`.
+    /// The store follows a failover to the new primary by itself.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), idem::store::StoreError> {
+    /// use idem::store::redis::RedisStore;
+    /// let store = RedisStore::sentinel("mymaster", ["10.0.0.1:26379", "10.0.0.2:26379"])
+    ///     .connect()
+    ///     .await?;
+    /// # drop(store); Ok(()) }
+    /// ```
+    pub fn sentinel<S: Into<String>>(
+        master: impl Into<String>,
+        sentinels: impl IntoIterator<Item = S>,
+    ) -> RedisStoreBuilder {
+        let sentinels: Vec<String> = sentinels.into_iter().map(Into::into).collect();
+        let master = master.into();
+        let url = format!("{}{}/{master}", sentinel::SCHEME, sentinels.join(","));
+        let mut b = Self::builder(url);
+        b.sentinel = Some(sentinel::SentinelSpec {
+            master,
+            sentinels: sentinels.iter().map(|h| format!("redis://{h}")).collect(),
+            username: None,
+            password: None,
+            db: 0,
+        });
+        b
     }
 
     /// The Redis key holding `key`'s record (for operators and tests).
@@ -227,9 +267,15 @@ impl RedisStore {
     }
 
     /// One of the store's connections (the next in turn), for commands of your
-    /// own. They do not take turns in the store's send queue.
+    /// own. They do not take turns in the store's send queue. Behind Sentinel,
+    /// the connection to the primary of the moment: ask again after a failover.
     pub fn connection(&self) -> ConnectionManager {
-        self.conns.get()
+        self.conns.get().manager()
+    }
+
+    /// The connection for one store operation.
+    fn con(&self) -> Primary {
+        self.conns.get().open()
     }
 }
 
@@ -270,7 +316,7 @@ impl Store for RedisStore {
     operator::operator_ops!();
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
-        let mut con = self.conns.get();
+        let mut con = self.con();
         Box::pin(async move {
             let info: String = redis::cmd("INFO")
                 .arg("server")
@@ -322,7 +368,7 @@ impl RedisStore {
         &self,
         pattern: &str,
     ) -> Result<Vec<(String, crate::store::Counted)>, StoreError> {
-        let mut con = self.conns.get();
+        let mut con = self.con();
         let mut found = Vec::new();
         census::scan_node(&mut con, &self.layout, pattern, &mut found).await?;
         Ok(found)

@@ -85,7 +85,7 @@ macro_rules! operator_ops {
             key: &'a str,
             seen: &'a RecordState,
         ) -> BoxFuture<'a, Result<bool, StoreError>> {
-            let mut con = self.conns.get();
+            let mut con = self.con();
             Box::pin(async move {
                 crate::store::redis::operator::forget_if(&mut con, &self.layout, key, seen).await
             })

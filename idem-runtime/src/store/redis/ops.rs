@@ -3,22 +3,39 @@
 //! expands the same bodies over its own.
 
 /// The record operations both Redis stores share: each takes the next multiplexed
-/// connection of the pool (a cheap clone) and runs one script or command on one key. Expanded inside
-/// each `impl Store`, since the two connection types differ.
+/// connection of the pool (a cheap clone) and runs one script or command on one key,
+/// then, with replicated durability, a `WAIT` on that same connection after a
+/// write (see `durability.rs`). Expanded inside each `impl Store`, since the two
+/// connection types differ.
 macro_rules! record_ops {
     () => {
         fn claim<'a>(&'a self, req: ClaimRequest<'a>) -> BoxFuture<'a, Result<Claim, StoreError>> {
-            let mut con = self.conns.get();
-            Box::pin(async move { scripts::claim(&mut con, &self.layout, req).await })
+            let mut con = self.con();
+            Box::pin(async move {
+                let claim = scripts::claim(&mut con, &self.layout, req).await?;
+                if matches!(claim, Claim::Claimed { .. }) {
+                    self.replication
+                        .claimed(&mut con, &self.layout, req.key)
+                        .await?;
+                }
+                Ok(claim)
+            })
         }
 
         fn claim_unfenced<'a>(
             &'a self,
             req: ClaimRequest<'a>,
         ) -> BoxFuture<'a, Result<Claim, StoreError>> {
-            let mut con = self.conns.get();
+            let mut con = self.con();
             Box::pin(async move {
-                native::claim_unfenced(&mut con, &self.layout, &self.native, req).await
+                let claim =
+                    native::claim_unfenced(&mut con, &self.layout, &self.native, req).await?;
+                if matches!(claim, Claim::Claimed { .. }) {
+                    self.replication
+                        .claimed(&mut con, &self.layout, req.key)
+                        .await?;
+                }
+                Ok(claim)
             })
         }
 
@@ -41,9 +58,17 @@ macro_rules! record_ops {
             payload: &'a [u8],
             ttl: Duration,
         ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-            let mut con = self.conns.get();
+            let mut con = self.con();
             Box::pin(async move {
-                scripts::complete(&mut con, &self.layout, key, owner, taken, payload, ttl).await
+                let done =
+                    scripts::complete(&mut con, &self.layout, key, owner, taken, payload, ttl)
+                        .await?;
+                if matches!(done, Owned::Applied) {
+                    self.replication
+                        .completed(&mut con, &self.layout, key)
+                        .await;
+                }
+                Ok(done)
             })
         }
 
@@ -52,7 +77,7 @@ macro_rules! record_ops {
             key: &'a str,
             owner: Owner,
         ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-            let mut con = self.conns.get();
+            let mut con = self.con();
             Box::pin(async move { scripts::release(&mut con, &self.layout, key, owner).await })
         }
 
@@ -62,7 +87,7 @@ macro_rules! record_ops {
             owner: Owner,
             lease: Duration,
         ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-            let mut con = self.conns.get();
+            let mut con = self.con();
             Box::pin(async move { scripts::renew(&mut con, &self.layout, key, owner, lease).await })
         }
 
@@ -70,13 +95,17 @@ macro_rules! record_ops {
             &'a self,
             key: &'a str,
         ) -> BoxFuture<'a, Result<Option<RecordState>, StoreError>> {
-            let mut con = self.conns.get();
+            let mut con = self.con();
             Box::pin(async move { scripts::inspect(&mut con, &self.layout, key).await })
         }
 
         fn forget<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-            let mut con = self.conns.get();
+            let mut con = self.con();
             Box::pin(async move { scripts::forget(&mut con, &self.layout, key).await })
+        }
+
+        fn take_unreplicated(&self) -> u64 {
+            self.replication.take()
         }
 
         /// Redis expires records natively: nothing to purge.

@@ -1,11 +1,12 @@
 //! The settings the single-node and the Cluster builders share, with their
-//! five setters written once ([`shared_setters!`]): the key prefix, the two
-//! timeouts and the connection pool. Each builder adds its own (the URL or
+//! six setters written once ([`shared_setters!`]): the key prefix, the two
+//! timeouts, the connection pool and the durability. Each builder adds its own (the URL or
 //! seed nodes, its client's retry knob).
 
 use std::time::Duration;
 
 use super::conn::PoolSize;
+use super::durability::Durability;
 use super::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 
 /// What both Redis builders configure the same way.
@@ -15,6 +16,7 @@ pub(super) struct Shared {
     pub(super) connect_timeout: Duration,
     pub(super) response_timeout: Duration,
     pub(super) pool: PoolSize,
+    pub(super) durability: Durability,
 }
 
 impl Default for Shared {
@@ -24,11 +26,12 @@ impl Default for Shared {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             pool: PoolSize::default(),
+            durability: Durability::Primary,
         }
     }
 }
 
-/// The five shared setters, on a builder with a `shared: Shared` field. A
+/// The six shared setters, on a builder with a `shared: Shared` field. A
 /// macro so both builders keep their own inherent methods (their public API)
 /// with one body and one doc each.
 macro_rules! shared_setters {
@@ -63,6 +66,14 @@ macro_rules! shared_setters {
         /// help the client side (encoding, decoding) on more cores.
         pub fn connections(mut self, n: usize) -> Self {
             self.shared.pool.connections = n;
+            self
+        }
+
+        /// Whether claims and completes wait for replicas (default
+        /// [`Durability::Primary`](super::Durability::Primary): they do not).
+        /// See [`Durability`](super::Durability) for what each setting promises.
+        pub fn durability(mut self, d: super::Durability) -> Self {
+            self.shared.durability = d;
             self
         }
 

@@ -99,7 +99,7 @@ macro_rules! state_store {
                 'a,
                 Result<crate::store::state::StateCas, crate::store::StoreError>,
             > {
-                let mut con = self.conns.get();
+                let mut con = self.con();
                 Box::pin(async move {
                     crate::store::redis::state_scripts::cas(
                         &mut con,
@@ -117,7 +117,7 @@ macro_rules! state_store {
                 &'a self,
                 key: &'a str,
             ) -> crate::store::BoxFuture<'a, Result<Option<String>, crate::store::StoreError>> {
-                let mut con = self.conns.get();
+                let mut con = self.con();
                 Box::pin(async move {
                     crate::store::redis::state_scripts::get(&mut con, &self.layout, key).await
                 })

@@ -247,7 +247,7 @@ macro_rules! token_store {
                 key: &'a str,
                 ttl: std::time::Duration,
             ) -> crate::store::BoxFuture<'a, Result<(), crate::store::StoreError>> {
-                let mut con = self.conns.get();
+                let mut con = self.con();
                 Box::pin(async move {
                     crate::store::redis::token_scripts::issue(&mut con, &self.layout, key, ttl)
                         .await
@@ -262,7 +262,7 @@ macro_rules! token_store {
                 'a,
                 Result<crate::store::token::TokenTake, crate::store::StoreError>,
             > {
-                let mut con = self.conns.get();
+                let mut con = self.con();
                 Box::pin(async move {
                     crate::store::redis::token_scripts::take(
                         &mut con,
@@ -281,7 +281,7 @@ macro_rules! token_store {
                 lease: std::time::Duration,
             ) -> crate::store::BoxFuture<'a, Result<crate::store::Owned, crate::store::StoreError>>
             {
-                let mut con = self.conns.get();
+                let mut con = self.con();
                 Box::pin(async move {
                     crate::store::redis::token_scripts::renew(
                         &mut con,
@@ -299,7 +299,7 @@ macro_rules! token_store {
                 owner: crate::store::Owner,
             ) -> crate::store::BoxFuture<'a, Result<crate::store::Owned, crate::store::StoreError>>
             {
-                let mut con = self.conns.get();
+                let mut con = self.con();
                 Box::pin(async move {
                     crate::store::redis::token_scripts::give_back(
                         &mut con,
@@ -315,7 +315,7 @@ macro_rules! token_store {
                 key: &'a str,
             ) -> crate::store::BoxFuture<'a, Result<crate::store::Owned, crate::store::StoreError>>
             {
-                let mut con = self.conns.get();
+                let mut con = self.con();
                 Box::pin(async move {
                     crate::store::redis::token_scripts::revoke(&mut con, &self.layout, key).await
                 })
