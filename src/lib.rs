@@ -245,6 +245,8 @@ mod docs_pages {
     struct StateMachine;
     #[doc = include_str!("../docs/token.md")]
     struct Token;
+    #[cfg_attr(feature = "otel", doc = include_str!("../docs/tracing.md"))]
+    struct Tracing;
     #[cfg_attr(feature = "postgres", doc = include_str!("../docs/transactional.md"))]
     struct Transactional;
 }

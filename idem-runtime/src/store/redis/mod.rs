@@ -127,6 +127,7 @@ mod operator;
 mod ops;
 mod scripts;
 mod sentinel;
+mod sentinel_spec;
 mod server;
 mod shared;
 mod state_scripts;
