@@ -237,6 +237,8 @@ mod docs_pages {
     struct Macro;
     #[cfg_attr(all(feature = "postgres", feature = "rabbitmq"), doc = include_str!("../docs/outbox.md"))]
     struct Outbox;
+    #[cfg_attr(feature = "redis", doc = include_str!("../docs/redis.md"))]
+    struct Redis;
     #[doc = include_str!("../docs/settings.md")]
     struct Settings;
     #[doc = include_str!("../docs/state-cas.md")]
