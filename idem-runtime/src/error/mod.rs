@@ -241,6 +241,7 @@ impl Error {
     /// let e = idem::Error::InProgress {
     ///     key: "shop:order-create:7:r-1".into(),
     ///     waited: Duration::from_secs(5),
+    ///     lease_left: Some(Duration::from_secs(20)),
     /// };
     /// assert_eq!(e.status(), 409);
     /// assert!(!e.client_message().contains("r-1"), "no internal key");
