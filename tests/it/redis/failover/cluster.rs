@@ -25,6 +25,7 @@ fn replica_of(cluster: &RedisCluster, master: usize) -> usize {
 }
 
 async fn drill(mode: &str, durability: Durability) -> (u64, u64, u64) {
+    let _turn = super::turn().await;
     let mut cluster = RedisCluster::start_with_replicas(1);
     let store = RedisClusterStore::builder(cluster.urls())
         .durability(durability)

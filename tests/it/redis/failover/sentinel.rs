@@ -39,7 +39,7 @@ async fn drill(
     durability: Durability,
     lag: Lag,
 ) -> (Size, super::drill::Count, super::drill::Count, Duration) {
-    let mut set = SentinelSet::start();
+    let mut set = SentinelSet::start(super::turn().await);
     let store = RedisStore::builder(set.url())
         .durability(durability)
         .connect()
@@ -219,7 +219,7 @@ async fn unreachable_sentinels_are_unavailable() {
 /// store to the sentinels, which name the promoted replica.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_primary_is_left_for_the_promoted_replica() {
-    let set = SentinelSet::start();
+    let set = SentinelSet::start(super::turn().await);
     // A response timeout longer than the test: only the abandoned commands can
     // send the store to the sentinels.
     let store = RedisStore::builder(set.url())

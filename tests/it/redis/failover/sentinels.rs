@@ -83,12 +83,14 @@ pub(crate) struct SentinelSet {
     /// `nodes[0]` starts as the primary, `nodes[1..]` as its replicas.
     pub(crate) nodes: Vec<RedisServer>,
     pub(crate) sentinels: Vec<SentinelProc>,
+    /// This set's turn among the drills (see [`super::turn`]).
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 impl SentinelSet {
     /// Starts everything and waits until every sentinel sees both replicas and
     /// the other two sentinels (so a failover can be authorised).
-    pub(crate) fn start() -> Self {
+    pub(crate) fn start(turn: tokio::sync::MutexGuard<'static, ()>) -> Self {
         let primary = RedisServer::start();
         let port = primary.port.to_string();
         let mut nodes = vec![primary];
@@ -100,7 +102,11 @@ impl SentinelSet {
             ]));
         }
         let sentinels = (0..3).map(|_| SentinelProc::start(nodes[0].port)).collect();
-        let set = SentinelSet { nodes, sentinels };
+        let set = SentinelSet {
+            nodes,
+            sentinels,
+            _turn: turn,
+        };
         set.wait_synced(&set.nodes[0], 2);
         let deadline = Instant::now() + Duration::from_secs(30);
         while !set.sentinels.iter().all(|s| {

@@ -56,6 +56,7 @@ fn handle(store: impl Store + 'static) -> Idem {
 /// without running the body, and once the replica is back the call runs once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_without_enough_replicas_is_released_and_fails_closed() {
+    let _turn = super::turn().await;
     let (primary, replica) = pair();
     let store = RedisStore::builder(primary.url())
         .durability(ONE)
@@ -108,6 +109,7 @@ async fn a_claim_without_enough_replicas_is_released_and_fails_closed() {
 /// receives its value.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_does_not_run_while_the_degraded_body_runs() {
+    let _turn = super::turn().await;
     let (primary, replica) = pair();
     let store = RedisStore::builder(primary.url())
         .durability(ONE)
@@ -192,6 +194,7 @@ fn an_unreplicated_complete_is_counted_and_returned() {
 /// that master's replica frozen, exactly its keys' claims fail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_waits_on_the_master_of_the_slot() {
+    let _turn = super::turn().await;
     let cluster = RedisCluster::start_with_replicas(1);
     let store = RedisClusterStore::builder(cluster.urls())
         .durability(ONE)
@@ -252,6 +255,7 @@ async fn a_cluster_waits_on_the_master_of_the_slot() {
 /// body under the backstop, and one that may not fails closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn min_replicas_to_write_is_an_outage() {
+    let _turn = super::turn().await;
     let primary = RedisServer::start_with(&["--min-replicas-to-write", "1"]);
     let idem = handle(RedisStore::connect(&primary.url()).await.unwrap());
     let runs = Arc::new(AtomicUsize::new(0));
