@@ -270,15 +270,15 @@ mod tests {
     #[test]
     fn a_forgotten_result_is_one_error_naming_what_to_write() {
         let mut errors = Errors::default();
-        let f = item("async fn f() -> Order { todo!() }");
+        let f = item("async fn f() -> Order { body() }");
         assert!(forgotten_result(&f.sig, "hint", &mut errors));
         let e = errors.into_compile_errors().to_string();
         assert!(e.contains("write `Result<Order, E>`"), "{e}");
         for ok in [
-            "async fn f() -> Result<Order, E> { todo!() }",
-            "async fn f() -> AppResult { todo!() }",
-            "async fn f() -> io::Result<u8> { todo!() }",
-            "async fn f() -> Res<u8> { todo!() }",
+            "async fn f() -> Result<Order, E> { body() }",
+            "async fn f() -> AppResult { body() }",
+            "async fn f() -> io::Result<u8> { body() }",
+            "async fn f() -> Res<u8> { body() }",
             "async fn f() { }",
         ] {
             let mut errors = Errors::default();

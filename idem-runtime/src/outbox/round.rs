@@ -8,8 +8,8 @@ use super::MessageId;
 use super::publish::{BrokerDown, Outgoing, Verdict};
 use super::relay::{Parked, Relay, add};
 use crate::db::micros;
-use crate::observe::Op;
 use crate::observe::messaging::MsgSpan;
+use crate::observe::{Op, TraceContext};
 use crate::store::StoreError;
 use crate::store::sql::outbox_claim::OutboxRow;
 
@@ -77,14 +77,23 @@ impl Relay {
     /// Publishes `batch` and records each message's verdict.
     pub(super) async fn deliver(&self, batch: Batch) -> BatchEnd {
         let rows = &batch.rows;
+        // The creation contexts; a malformed stored one reads as none.
+        let traces: Vec<Option<TraceContext>> = rows
+            .iter()
+            .map(|r| {
+                let tp = r.traceparent.as_deref()?;
+                TraceContext::parse(tp, r.tracestate.as_deref())
+            })
+            .collect();
         let out: Vec<Outgoing<'_>> = rows
             .iter()
-            .map(|r| Outgoing {
+            .zip(&traces)
+            .map(|(r, trace)| Outgoing {
                 id: &r.id,
                 topic: &r.topic,
                 business_id: &r.business_id,
                 payload: &r.payload,
-                trace: r.trace.as_ref(),
+                trace: trace.as_ref(),
             })
             .collect();
         // One `send` span per message, a child of its creation context
@@ -92,7 +101,8 @@ impl Relay {
         let broker = self.publisher.broker();
         let spans: Vec<MsgSpan> = rows
             .iter()
-            .map(|r| MsgSpan::send(broker, &r.topic, &r.id, r.trace.as_ref()))
+            .zip(&traces)
+            .map(|(r, trace)| MsgSpan::send(broker, &r.topic, &r.id, trace.as_ref()))
             .collect();
         let sent = tokio::time::timeout(self.opts.publish_timeout, self.publisher.publish(&out));
         let verdicts = match sent.await {

@@ -10,7 +10,6 @@ use super::outbox_sql as q;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 use super::pool::Pool;
 use super::pool::on_pool;
-use crate::observe::TraceContext;
 use crate::sql_kernel::arg::bind_args;
 use crate::sql_kernel::{Arg, Dialect, retry_conflicts};
 use crate::store::StoreError;
@@ -24,8 +23,10 @@ pub(crate) struct OutboxRow {
     pub(crate) business_id: String,
     pub(crate) payload: Vec<u8>,
     pub(crate) attempts: i64,
-    /// The creation's trace context; a malformed stored one reads as `None`.
-    pub(crate) trace: Option<TraceContext>,
+    /// The creation's W3C `traceparent` and `tracestate`, as stored: the
+    /// outbox reads them into a trace context.
+    pub(crate) traceparent: Option<String>,
+    pub(crate) tracestate: Option<String>,
 }
 
 /// An optional text column (`NULL`, or bytes on MySQL).
@@ -72,12 +73,9 @@ where
     for<'r> Option<Vec<u8>>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     usize: sqlx::ColumnIndex<R>,
 {
-    let trace = match opt_text(row, 6)? {
-        Some(tp) => TraceContext::parse(&tp, opt_text(row, 7)?.as_deref()),
-        None => None,
-    };
     Ok(OutboxRow {
-        trace,
+        traceparent: opt_text(row, 6)?,
+        tracestate: opt_text(row, 7)?,
         seq: row.try_get(0)?,
         id: text(row, 1)?,
         topic: text(row, 2)?,
