@@ -173,6 +173,16 @@ impl Drill {
         }
     }
 
+    /// How many of `orders` ran their body on the handle without (`false`) or
+    /// with the backstop: the keys whose claims the store took (a claim it
+    /// did not trust failed closed and ran nothing).
+    pub(crate) fn ran(&self, backed: bool, orders: std::ops::Range<u32>) -> u64 {
+        let runs = self.runs.lock().unwrap();
+        orders
+            .filter(|&o| runs.get(&(backed, o)).is_some_and(|&n| n > 0))
+            .count() as u64
+    }
+
     /// The tally for the handle without (`false`) or with the backstop.
     pub(crate) async fn count(&self, backed: bool) -> Count {
         let extra_runs = self

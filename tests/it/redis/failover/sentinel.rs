@@ -12,16 +12,26 @@ use std::time::{Duration, Instant};
 use idem::store::StoreError;
 use idem::store::redis::{Durability, RedisStore};
 
-use super::drill::{Drill, Size, report};
+use super::drill::{Count, Drill, Size, report};
 use super::sentinels::{MASTER, SentinelProc, SentinelSet};
 use crate::support::redis_server::RedisServer;
 
-const WAIT_TIMEOUT: Duration = Duration::from_millis(100);
+/// The `WAIT` timeout: 100 ms for the measured table, 1 s in CI, where a
+/// loaded machine can keep a replica that is up from acknowledging within
+/// 100 ms (a timed-out claim then fails closed, which is right, but no longer
+/// shows the hole a test looks for).
+fn wait_timeout() -> Duration {
+    if crate::support::sql::stress() {
+        Duration::from_millis(100)
+    } else {
+        Duration::from_secs(1)
+    }
+}
 
 fn replicated(replicas: u32) -> Durability {
     Durability::Replicated {
         replicas,
-        timeout: WAIT_TIMEOUT,
+        timeout: wait_timeout(),
     }
 }
 
@@ -34,11 +44,20 @@ pub(crate) enum Lag {
     OneAcks,
 }
 
-/// Runs the drill; returns (no backstop, backstop) counts and the recovery time.
-async fn drill(
-    durability: Durability,
-    lag: Lag,
-) -> (Size, super::drill::Count, super::drill::Count, Duration) {
+/// What one drill measured.
+struct Outcome {
+    size: Size,
+    /// The tallies without and with the backstop.
+    plain: Count,
+    backed: Count,
+    /// How many keys first called during the lag ran their body, without and
+    /// with the backstop: the claims the store acknowledged.
+    acked: (u64, u64),
+    recovery: Duration,
+}
+
+/// Runs the drill.
+async fn drill(durability: Durability, lag: Lag) -> Outcome {
     let mut set = SentinelSet::start(super::turn().await);
     let store = RedisStore::builder(set.url())
         .durability(durability)
@@ -58,6 +77,10 @@ async fn drill(
         }
     }
     drill.round(across.clone()).await;
+    let acked = (
+        drill.ran(false, across.clone()),
+        drill.ran(true, across.clone()),
+    );
     if matches!(lag, Lag::OneAcks) {
         set.nodes[1].freeze();
     }
@@ -72,16 +95,26 @@ async fn drill(
     for _ in 0..size.repeats {
         drill.round(0..across.end).await;
     }
-    (
+    Outcome {
         size,
-        drill.count(false).await,
-        drill.count(true).await,
+        plain: drill.count(false).await,
+        backed: drill.count(true).await,
+        acked,
         recovery,
-    )
+    }
 }
 
+/// Runs the drill, reports its row and checks what every mode promises;
+/// returns the keys first called during the lag, how many of them the store
+/// acknowledged, and the extra body runs without the backstop.
 async fn run(mode: &str, durability: Durability, lag: Lag) -> (u64, u64, u64) {
-    let (size, plain, backed, recovery) = drill(durability, lag).await;
+    let Outcome {
+        size,
+        plain,
+        backed,
+        acked,
+        recovery,
+    } = drill(durability, lag).await;
     report(
         &format!("sentinel, {lag:?}"),
         mode,
@@ -94,41 +127,47 @@ async fn run(mode: &str, durability: Durability, lag: Lag) -> (u64, u64, u64) {
     assert_eq!(backed.extra_rows, 0, "{backed:?}");
     // Without it, every extra body run is an extra row: nothing is hidden.
     assert_eq!(plain.extra_rows, plain.extra_runs, "{plain:?}");
-    assert_eq!(plain.extra_runs, backed.extra_runs, "{plain:?} {backed:?}");
-    (u64::from(size.across), plain.extra_runs, plain.errors)
+    // A call fails only where the store did not trust its claim: the keys of
+    // the lag that it did not acknowledge.
+    let across = u64::from(size.across);
+    assert_eq!(plain.errors, across - acked.0, "{plain:?} {acked:?}");
+    assert_eq!(backed.errors, across - acked.1, "{backed:?} {acked:?}");
+    (across, acked.0, plain.extra_runs)
 }
 
-/// Every key first called while the promoted replica lagged ran again, and no
-/// call failed. On a quiet machine exactly those keys run again (the table's
-/// figures); on a loaded one a slow failover was once seen to lose the keys
-/// finished before the lag too, so more may run again, never fewer.
-fn assert_lost_at_least(across: u64, extra: u64, errors: u64) {
-    assert!(extra >= across, "{extra} extra runs, {across} keys lost");
-    assert_eq!(errors, 0);
+/// Every key whose claim the store acknowledged while the promoted replica
+/// lagged ran again. On a quiet machine exactly those keys run again (the
+/// table's figures); on a loaded one a slow failover was once seen to lose the
+/// keys finished before the lag too, so more may run again, never fewer.
+fn assert_lost_at_least(acked: u64, extra: u64) {
+    assert!(acked > 0, "no claim of the lag was acknowledged");
+    assert!(extra >= acked, "{extra} extra runs, {acked} keys lost");
 }
 
 /// No `WAIT`: every key first called while the replicas lagged is lost in the
 /// failover and runs a second time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_failover_without_wait_runs_lost_keys_again() {
-    let (across, extra, errors) = run("no WAIT", Durability::Primary, Lag::OneAcks).await;
-    assert_lost_at_least(across, extra, errors);
+    let (across, acked, extra) = run("no WAIT", Durability::Primary, Lag::OneAcks).await;
+    // Without `WAIT` every claim is trusted.
+    assert_eq!(acked, across);
+    assert_lost_at_least(acked, extra);
 }
 
 /// `WAIT 1`: the replica that acknowledged is not the one promoted, so the
 /// keys are lost all the same (the residual hole of acknowledged replication).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_failover_wait_1_loses_what_an_unpromoted_replica_acknowledged() {
-    let (across, extra, errors) = run("WAIT 1", replicated(1), Lag::OneAcks).await;
-    assert_lost_at_least(across, extra, errors);
+    let (_, acked, extra) = run("WAIT 1", replicated(1), Lag::OneAcks).await;
+    assert_lost_at_least(acked, extra);
 }
 
 /// `WAIT 2`: the lagging replica never acknowledged, so those claims were not
 /// trusted (the calls failed closed) and nothing runs twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_failover_wait_2_runs_nothing_twice() {
-    let (across, extra, errors) = run("WAIT 2", replicated(2), Lag::OneAcks).await;
-    assert_eq!((extra, errors), (0, across));
+    let (_, acked, extra) = run("WAIT 2", replicated(2), Lag::OneAcks).await;
+    assert_eq!((acked, extra), (0, 0));
 }
 
 /// The full table (`IDEM_STRESS=1`): both lag settings in every mode.
