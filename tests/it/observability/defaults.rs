@@ -79,7 +79,9 @@ impl Subscriber for Capture {
 /// A few calls whose key holds an email: executed, replayed, then a store
 /// outage under `degrade`, which logs a warning naming the key.
 fn calls_under(sub: Capture, raw_keys: bool) -> String {
+    crate::support::capture::pin_dispatchers();
     tracing::subscriber::with_default(sub, || {
+        tracing::callsite::rebuild_interest_cache();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

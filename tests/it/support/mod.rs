@@ -9,6 +9,7 @@ use idem::Store;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod biz;
+pub mod capture;
 pub mod child;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod fixture_store;

@@ -21,7 +21,7 @@ impl SqlLog {
     /// Starts collecting on this thread until the guard is dropped.
     pub(crate) fn start() -> (SqlLog, DefaultGuard) {
         let log = SqlLog::default();
-        let guard = tracing::subscriber::set_default(log.clone());
+        let guard = crate::support::capture::capture(log.clone());
         (log, guard)
     }
 

@@ -82,7 +82,18 @@ async fn a_batch_links_to_each_message_s_producer() {
 
     let spans = otel.spans();
     eprintln!("IDEM_TRACE rabbitmq batch\n{}", spans.tree());
-    let process = spans.one("process", &[("messaging.batch.message_count", "3")]);
+    // The three messages normally form one batch; a loaded machine may split
+    // them (the linger is a wait, not a promise). Whatever the split, each
+    // `process` span links to exactly the producers of its own messages.
+    let process = spans.with(
+        "process",
+        &[("messaging.consumer.group.name", "trace-batch")],
+    );
+    assert!(!process.is_empty(), "{}", spans.tree());
+    for p in &process {
+        let count = attr(p, "messaging.batch.message_count").map_or(1, |n| n.parse().unwrap());
+        assert_eq!(links(p).len(), count, "one link per message of the batch");
+    }
     let mut want: Vec<_> = ids
         .iter()
         .map(|id| {
@@ -92,18 +103,13 @@ async fn a_batch_links_to_each_message_s_producer() {
                 .span_id()
         })
         .collect();
-    let mut got = links(process);
+    let mut got: Vec<_> = process.iter().flat_map(|p| links(p)).collect();
     want.sort_by_key(|s| s.to_string());
     got.sort_by_key(|s| s.to_string());
     assert_eq!(got, want, "the batch links to each producer");
-    assert_eq!(
-        attr(process, "messaging.consumer.group.name").as_deref(),
-        Some("trace-batch")
-    );
     let traces: std::collections::HashSet<_> = process
-        .links
-        .links
         .iter()
+        .flat_map(|p| p.links.links.iter())
         .map(|l| l.span_context.trace_id())
         .collect();
     assert_eq!(traces.len(), 3, "three requests, three traces");

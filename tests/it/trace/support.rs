@@ -27,7 +27,7 @@ impl Otel {
         Otel {
             exporter,
             _provider: provider,
-            _guard: tracing::subscriber::set_default(subscriber),
+            _guard: crate::support::capture::capture(subscriber),
         }
     }
 
