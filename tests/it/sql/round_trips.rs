@@ -143,12 +143,7 @@ async fn round_trips_per_path_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_server_counts_the_same_statements() {
     let fx = Fixture::new(Dialect::MySql).await;
-    let pool = sqlx::mysql::MySqlPoolOptions::new()
-        .max_connections(1)
-        .test_before_acquire(false)
-        .connect(&crate::support::sql::mysql_url())
-        .await
-        .unwrap();
+    let pool = crate::support::sql::connect_mysql(&fx.db.url(), 1).await;
     let store = idem::store::sql::SqlStore::mysql(pool.clone()).with_tables(fx.names.clone());
     let questions = || {
         let pool = pool.clone();

@@ -1,11 +1,9 @@
 //! The business table of the backstop tests: `orders` with a unique order
 //! number, next to a SQL fixture's idem tables and dropped with them.
 
-use std::time::Duration;
-
 use idem::db::Dialect;
 
-use super::sql::{Cleanup, Fixture, mysql_url, pg_url, suffix};
+use super::sql::{Fixture, connect_mysql, connect_pg, pg_url, suffix};
 
 /// A business table `orders(id, order_no UNIQUE via uk_orders_<sfx>)` on the
 /// fixture's database, for backstop tests.
@@ -16,92 +14,49 @@ pub(crate) struct Biz {
     pub(crate) index: String,
 }
 
-#[derive(Debug, Clone)]
-pub(crate) enum BizPool {
-    Pg(sqlx::PgPool),
-    My(sqlx::MySqlPool),
-    Lite(sqlx::SqlitePool),
-}
+/// The pool of the business table's database.
+pub(crate) type BizPool = super::fresh::Pool;
 
 impl Biz {
     /// Creates the table next to the fixture's idem tables (dropped with them).
     pub(crate) async fn new(fx: &Fixture) -> Biz {
-        let sfx = suffix();
-        let index = format!("uk_orders_{sfx}");
-        match fx.dialect {
+        let index = format!("uk_orders_{}", suffix());
+        let (pool, table, create) = match fx.dialect {
             Dialect::Postgres => {
-                let schema = fx.names.schema_name().unwrap().to_owned();
-                let table = format!("{schema}.orders");
-                let pool = sqlx::postgres::PgPoolOptions::new()
-                    .max_connections(2)
-                    .test_before_acquire(false)
-                    .connect(&pg_url())
-                    .await
-                    .unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                let table = format!("{}.orders", fx.names.schema_name().unwrap());
+                let create = format!(
                     "CREATE TABLE {table} (id BIGSERIAL PRIMARY KEY, order_no TEXT NOT NULL, amount BIGINT NOT NULL DEFAULT 0);
                      CREATE UNIQUE INDEX {index} ON {table} (order_no)"
-                )))
-                .execute(&pool)
-                .await
-                .unwrap();
-                Biz {
-                    pool: BizPool::Pg(pool),
-                    table,
-                    index,
-                }
+                );
+                (BizPool::Pg(connect_pg(&pg_url(), 2).await), table, create)
             }
             Dialect::MySql => {
                 let table = format!("{}_orders", fx.names.records_name());
-                let pool = sqlx::mysql::MySqlPoolOptions::new()
-                    .max_connections(2)
-                    .test_before_acquire(false)
-                    .connect(&mysql_url())
-                    .await
-                    .unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                let create = format!(
                     "CREATE TABLE {table} (id BIGINT AUTO_INCREMENT PRIMARY KEY, order_no VARCHAR(200) NOT NULL, \
                      amount BIGINT NOT NULL DEFAULT 0, UNIQUE KEY {index} (order_no)) ENGINE=InnoDB"
-                )))
-                .execute(&pool)
-                .await
-                .unwrap();
-                Biz {
-                    pool: BizPool::My(pool),
+                );
+                (
+                    BizPool::My(connect_mysql(&fx.db.url(), 2).await),
                     table,
-                    index,
-                }
+                    create,
+                )
             }
             _ => {
-                let Some(Cleanup::Lite(dir)) = &fx.cleanup else {
-                    unreachable!()
-                };
-                let opts = sqlx::sqlite::SqliteConnectOptions::new()
-                    .filename(dir.path().join("biz.db"))
-                    .create_if_missing(true)
-                    .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-                    .busy_timeout(Duration::from_secs(10));
-                let pool = sqlx::sqlite::SqlitePoolOptions::new()
-                    .max_connections(2)
-                    .test_before_acquire(false)
-                    .connect_with(opts)
-                    .await
-                    .unwrap();
                 let table = "orders".to_owned();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                let create = format!(
                     "CREATE TABLE {table} (id INTEGER PRIMARY KEY AUTOINCREMENT, order_no TEXT NOT NULL, amount INTEGER NOT NULL DEFAULT 0);
                      CREATE UNIQUE INDEX {index} ON {table} (order_no)"
-                )))
-                .execute(&pool)
-                .await
-                .unwrap();
-                Biz {
-                    pool: BizPool::Lite(pool),
+                );
+                (
+                    BizPool::Lite(fx.db.sqlite("biz.db", 2).await),
                     table,
-                    index,
-                }
+                    create,
+                )
             }
-        }
+        };
+        pool.exec(&create).await;
+        Biz { pool, table, index }
     }
 
     /// Inserts an order; a second insert of one order number is a unique violation.

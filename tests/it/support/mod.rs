@@ -13,6 +13,8 @@ pub mod capture;
 pub mod child;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod fixture_store;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod fresh;
 #[cfg(feature = "redis")]
 pub mod old_redis;
 #[cfg(feature = "redis")]

@@ -1,7 +1,7 @@
-//! Fixtures for the SQL store tests: a fresh set of idem tables per test on the
-//! shared PostgreSQL and MariaDB servers (a fresh schema on PostgreSQL, fresh
-//! table names on MariaDB) or in a SQLite temp file, dropped when the fixture is
-//! dropped. A missing server fails the test loudly.
+//! Fixtures for the SQL store tests: a fresh set of idem tables per test in a
+//! fresh database (a schema that names the tables on PostgreSQL, a database
+//! on MariaDB, a SQLite temp file), dropped when the fixture is dropped. A
+//! missing server fails the test loudly.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +9,8 @@ use std::time::Duration;
 use idem::db::Dialect;
 
 use idem::store::sql::{SqlStore, TableNames};
+
+use super::fresh::{FreshDb, Pool};
 
 pub(crate) fn pg_url() -> String {
     std::env::var("IDEM_PG_URL")
@@ -32,107 +34,68 @@ pub(crate) fn suffix() -> String {
 /// pools ran it out of connections, and 2 cores gain nothing from more.
 const POOL: u32 = 4;
 
-async fn one_connection_pg() -> sqlx::PgPool {
+/// A PostgreSQL pool of `max` connections on `url` (5 s to acquire one: a
+/// test that runs its pool dry fails fast).
+pub(crate) async fn connect_pg(url: &str, max: u32) -> sqlx::PgPool {
     sqlx::postgres::PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&pg_url())
+        .max_connections(max)
+        .acquire_timeout(Duration::from_secs(5))
+        .test_before_acquire(false)
+        .connect(url)
         .await
-        .unwrap()
+        .unwrap_or_else(|e| panic!("PostgreSQL at {url} is required for this test: {e}"))
 }
 
-async fn one_connection_mysql() -> sqlx::MySqlPool {
+/// A MariaDB pool of `max` connections on `url`, as [`connect_pg`].
+pub(crate) async fn connect_mysql(url: &str, max: u32) -> sqlx::MySqlPool {
     sqlx::mysql::MySqlPoolOptions::new()
-        .max_connections(1)
-        .connect(&mysql_url())
+        .max_connections(max)
+        .acquire_timeout(Duration::from_secs(5))
+        .test_before_acquire(false)
+        .connect(url)
         .await
-        .unwrap()
+        .unwrap_or_else(|e| panic!("MariaDB/MySQL at {url} is required for this test: {e}"))
 }
 
-/// Fresh idem tables on one database, removed on drop.
+/// Fresh idem tables on a fresh database (see [`FreshDb`]), removed on drop.
 #[derive(Debug)]
 pub(crate) struct Fixture {
     pub(crate) store: Arc<SqlStore>,
     pub(crate) names: TableNames,
     pub(crate) dialect: Dialect,
-    pub(crate) cleanup: Option<Cleanup>,
-}
-
-#[derive(Debug)]
-pub(crate) enum Cleanup {
-    Pg(String),
-    My(Vec<String>),
-    Lite(crate::support::sql::TempDir),
+    pub(crate) db: FreshDb,
 }
 
 impl Fixture {
     pub(crate) async fn new(dialect: Dialect) -> Fixture {
-        let sfx = suffix();
-        match dialect {
+        let db = FreshDb::new(dialect, "idem_t").await;
+        let (store, names) = match dialect {
             Dialect::Postgres => {
-                let schema = format!("idem_t_{sfx}");
-                let names = TableNames::default().schema(&schema).unwrap();
-                let pool = sqlx::postgres::PgPoolOptions::new()
-                    .max_connections(POOL)
-                    .acquire_timeout(Duration::from_secs(5))
-                    .test_before_acquire(false)
-                    .connect(&pg_url())
-                    .await
-                    .unwrap_or_else(|e| {
-                        panic!("PostgreSQL at {} is required for this test: {e}", pg_url())
-                    });
-                let store = SqlStore::postgres(pool).with_tables(names.clone());
-                store.migrate().await.expect("migrate postgres");
-                Fixture {
-                    store: Arc::new(store),
-                    names,
-                    dialect,
-                    cleanup: Some(Cleanup::Pg(schema)),
-                }
+                // The tables are named with their schema, on a pool that does
+                // not search it: what a user of `TableNames::schema` has.
+                let names = TableNames::default().schema(db.name()).unwrap();
+                let store = SqlStore::postgres(connect_pg(&pg_url(), POOL).await);
+                (store.with_tables(names.clone()), names)
             }
             Dialect::MySql => {
-                let names = TableNames::new(&format!("idem_t_{sfx}")).unwrap();
-                let pool = sqlx::mysql::MySqlPoolOptions::new()
-                    .max_connections(POOL)
-                    .acquire_timeout(Duration::from_secs(5))
-                    .test_before_acquire(false)
-                    .connect(&mysql_url())
-                    .await
-                    .unwrap_or_else(|e| {
-                        panic!(
-                            "MariaDB/MySQL at {} is required for this test: {e}",
-                            mysql_url()
-                        )
-                    });
-                let store = SqlStore::mysql(pool).with_tables(names.clone());
-                store.migrate().await.expect("migrate mysql");
-                // The business table of `Biz::new` shares the prefix and goes with them.
-                let tables = vec![
-                    names.records_name().to_owned(),
-                    names.fences_name().to_owned(),
-                    names.tokens_name().to_owned(),
-                    names.consume_log_name().to_owned(),
-                    format!("{}_orders", names.records_name()),
-                ];
-                Fixture {
-                    store: Arc::new(store),
-                    names,
-                    dialect,
-                    cleanup: Some(Cleanup::My(tables)),
-                }
+                let names = TableNames::new(&format!("idem_t_{}", suffix())).unwrap();
+                let store = SqlStore::mysql(connect_mysql(&db.url(), POOL).await);
+                (store.with_tables(names.clone()), names)
             }
             _ => {
-                let dir = TempDir::new();
-                let store = SqlStore::open(dir.path().join("idem.db"))
+                let store = SqlStore::open(db.file("idem.db"))
                     .await
                     .expect("open sqlite");
-                store.migrate().await.expect("migrate sqlite");
-                Fixture {
-                    names: store.tables().clone(),
-                    store: Arc::new(store),
-                    dialect,
-                    cleanup: Some(Cleanup::Lite(dir)),
-                }
+                let names = store.tables().clone();
+                (store, names)
             }
+        };
+        store.migrate().await.expect("migrate");
+        Fixture {
+            store: Arc::new(store),
+            names,
+            dialect,
+            db,
         }
     }
 
@@ -150,63 +113,29 @@ impl Fixture {
     /// connections on the servers (SQLite: the store's own pool).
     pub(crate) async fn another_instance_with(&self, max: u32) -> SqlStore {
         let store = match self.dialect {
-            Dialect::Postgres => SqlStore::postgres(
-                sqlx::postgres::PgPoolOptions::new()
-                    .max_connections(max)
-                    .test_before_acquire(false)
-                    .connect(&pg_url())
-                    .await
-                    .unwrap(),
-            ),
-            Dialect::MySql => SqlStore::mysql(
-                sqlx::mysql::MySqlPoolOptions::new()
-                    .max_connections(max)
-                    .test_before_acquire(false)
-                    .connect(&mysql_url())
-                    .await
-                    .unwrap(),
-            ),
-            _ => {
-                let Some(Cleanup::Lite(dir)) = &self.cleanup else {
-                    unreachable!()
-                };
-                SqlStore::open(dir.path().join("idem.db")).await.unwrap()
-            }
+            Dialect::Postgres => SqlStore::postgres(connect_pg(&pg_url(), max).await),
+            Dialect::MySql => SqlStore::mysql(connect_mysql(&self.db.url(), max).await),
+            _ => SqlStore::open(self.db.file("idem.db")).await.unwrap(),
         };
         store.with_tables(self.names.clone())
     }
 
     /// Runs raw SQL against the fixture's database (test-only manipulations).
     pub(crate) async fn exec(&self, sql: &str) {
-        match self.dialect {
-            Dialect::Postgres => {
-                let pool = one_connection_pg().await;
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                    .execute(&pool)
-                    .await
-                    .unwrap();
-            }
-            Dialect::MySql => {
-                let pool = one_connection_mysql().await;
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                    .execute(&pool)
-                    .await
-                    .unwrap();
-            }
-            _ => {
-                let Some(Cleanup::Lite(dir)) = &self.cleanup else {
-                    unreachable!()
-                };
-                let opts = sqlx::sqlite::SqliteConnectOptions::new()
-                    .filename(dir.path().join("idem.db"))
-                    .busy_timeout(Duration::from_secs(5));
-                let pool = sqlx::SqlitePool::connect_with(opts).await.unwrap();
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
-                    .execute(&pool)
-                    .await
-                    .unwrap();
-            }
-        }
+        let pool = match self.dialect {
+            Dialect::Postgres => Pool::Pg(connect_pg(&pg_url(), 1).await),
+            Dialect::MySql => Pool::My(connect_mysql(&self.db.url(), 1).await),
+            _ => Pool::Lite(
+                sqlx::SqlitePool::connect_with(
+                    sqlx::sqlite::SqliteConnectOptions::new()
+                        .filename(self.db.file("idem.db"))
+                        .busy_timeout(Duration::from_secs(5)),
+                )
+                .await
+                .unwrap(),
+            ),
+        };
+        pool.exec(sql).await;
     }
 
     /// The one-time token table as SQL text can name it.
@@ -222,71 +151,6 @@ impl Fixture {
         match (self.dialect, self.names.schema_name()) {
             (Dialect::Postgres, Some(s)) => format!("{s}.{}", self.names.records_name()),
             _ => self.names.records_name().to_owned(),
-        }
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let Some(c) = self.cleanup.take() else { return };
-        let sql = match &c {
-            // Bounded lock waits: a connection left inside a transaction must fail
-            // the cleanup loudly, not hang the suite.
-            Cleanup::Pg(schema) => {
-                format!("SET lock_timeout = '20s'; DROP SCHEMA IF EXISTS {schema} CASCADE")
-            }
-            Cleanup::My(tables) => format!(
-                "SET SESSION lock_wait_timeout = 20; DROP TABLE IF EXISTS {}",
-                tables.join(", ")
-            ),
-            Cleanup::Lite(_) => return, // the temp dir goes with `c`
-        };
-        let dialect = self.dialect;
-        // Drop runs inside the test's runtime: use a thread with its own.
-        let cleanup = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let r = match dialect {
-                    Dialect::Postgres => match sqlx::postgres::PgPoolOptions::new()
-                        .max_connections(1)
-                        .connect(&pg_url())
-                        .await
-                    {
-                        Ok(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-                            .execute(&p)
-                            .await
-                            .map(drop),
-                        Err(e) => Err(e),
-                    },
-                    _ => match sqlx::mysql::MySqlPoolOptions::new()
-                        .max_connections(1)
-                        .connect(&mysql_url())
-                        .await
-                    {
-                        Ok(p) => sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-                            .execute(&p)
-                            .await
-                            .map(drop),
-                        Err(e) => Err(e),
-                    },
-                };
-                r.map_err(|e| e.to_string())
-            })
-        })
-        .join();
-        let failed = match cleanup {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e),
-            Err(_) => Some("cleanup thread panicked".to_owned()),
-        };
-        if let Some(e) = failed {
-            // Not while unwinding from the test's own failure (that would abort).
-            if !std::thread::panicking() {
-                panic!("fixture cleanup failed (a pooled connection left in a transaction?): {e}");
-            }
         }
     }
 }
