@@ -43,7 +43,7 @@ pub(crate) fn seed_figures(s: &idem::Stats) -> String {
     out.push_str("# TYPE idem_backstop_hits gauge\n");
     out.push_str(&format!("idem_backstop_hits {}\n", s.backstop_hits()));
     // The library's export: guaranteed counts (count - error), only keys
-    // certainly above every unlisted one, keys hashed (issue 32).
+    // certainly above every unlisted one, keys hashed.
     out.push_str(&idem::observe::render_top_keys(s, TOP));
     out
 }

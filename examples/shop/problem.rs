@@ -1,4 +1,4 @@
-//! One error format at the edge (issue 32): every error answer leaves the
+//! One error format at the edge: every error answer leaves the
 //! service as `application/problem+json` with idem's fields (`type`, `title`,
 //! `status`, `detail`; built by `idem::http::problem`). idem's own refusals
 //! and the shop's errors already are; this converts the rest: axum's

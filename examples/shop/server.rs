@@ -1,6 +1,7 @@
-//! Serving the shop with a bound on every wait a client can impose (issue 32:
-//! a slowloris trickle, 1,000 idle sockets and a declared body that never
-//! arrives each held the service's resources for as long as the client liked).
+//! Serving the shop with a bound on every wait a client can impose:
+//! without one, a slowloris trickle, 1,000 idle sockets and a declared body
+//! that never arrives would each hold the service's resources for as long as
+//! the client liked.
 //!
 //! | limit | default | enforced by |
 //! |---|---|---|

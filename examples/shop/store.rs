@@ -6,7 +6,7 @@
 //! The namespace prefixes every idempotency key. Records outlive the process
 //! on Redis and PostgreSQL, so a namespace must belong to one business
 //! database: reusing `shop` over a fresh SQLite file would replay orders that
-//! file never had (issue 27: the demo's second run failed every verdict).
+//! file never had (the demo's second run failed every verdict).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};

@@ -2,7 +2,7 @@
 //! values written as literals at compile time, `idem-runtime` checks the
 //! values it is given at run time (expressions, settings, the builders), with
 //! this one function each, so the two can never mean different things
-//! (issue 24: the `max_hold` rule was written in four places with two
+//! (the `max_hold` rule was written in four places with two
 //! meanings, `>` for locks and `>=` for `#[idempotent]`).
 
 use std::fmt;

@@ -29,7 +29,7 @@ pub(crate) fn encode<V: Serialize + ?Sized>(
 ) -> Result<Vec<u8>, Error> {
     // Room for a typical result (the buffer lives until the store has it):
     // from 64 bytes a 200-byte result grew it twice, and at 64 callers each
-    // reallocation was a trip through glibc's arena lock (issue 29).
+    // reallocation was a trip through glibc's arena lock.
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&version.to_le_bytes());

@@ -9,7 +9,7 @@
 //! another `cooldown` without a verdict, the next call probes again.
 //!
 //! Recovery is bounded: a store that heals is probed at most one `cooldown` after
-//! healing (plus the probe's round trip). Two rules keep it so (issue 19: through a
+//! healing (plus the probe's round trip). Two rules keep it so (through a
 //! 3 s black hole the breaker stayed open ≈ 1.1 s past the heal and degraded 27
 //! more calls):
 //! - a failure reported while the breaker is already open does not restart the
@@ -225,7 +225,7 @@ mod tests {
         assert!(b.allow() && b.allow(), "closed again");
     }
 
-    /// Issue 19: late failures while open (operations admitted before it opened)
+    /// Late failures while open (operations admitted before it opened)
     /// do not push the probe back; a healed store is probed one cooldown after the
     /// breaker opened, however many failures trickled in meanwhile.
     #[tokio::test(start_paused = true)]
@@ -248,7 +248,7 @@ mod tests {
         assert!(!b.is_open());
     }
 
-    /// Issue 19: renewals and completes of held claims keep failing through an
+    /// Renewals and completes of held claims keep failing through an
     /// outage; they open a closed breaker but never extend, or re-open, the gate
     /// on new claims.
     #[tokio::test(start_paused = true)]

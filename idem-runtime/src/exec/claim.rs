@@ -137,7 +137,7 @@ impl Exec {
             // Set when the claim is handed to the store (the breaker let it through).
             let mut handed = false;
             // Under a burst the claim may queue in the client for what is left
-            // of the caller's wait (issue 20); `sent` then moves to its turn.
+            // of the caller's wait; `sent` then moves to its turn.
             let queue = waiter.queue_until();
             armed.in_flight();
             let reply = self
@@ -177,7 +177,7 @@ impl Exec {
                     armed.disarm();
                     let answered = tokio::time::Instant::now();
                     // Boxed: only a busy key waits, and the wait's timers
-                    // inline enlarged every call's future (issue 29).
+                    // inline enlarged every call's future.
                     if !Box::pin(waiter.wait(self, key, remaining)).await {
                         return Acquired::Busy {
                             waited: waiter.elapsed(),
@@ -194,7 +194,7 @@ impl Exec {
                     // the store answered (the claim did not apply). An open breaker
                     // is no reason to skip it: the failure that opened it may be
                     // this very claim, on a store that is slow rather than down
-                    // (issue 18, SQLite simulation seed 3).
+                    // (SQLite simulation seed 3).
                     let sent = handed && matches!(error, StoreError::Unavailable(_));
                     if !sent {
                         armed.disarm();

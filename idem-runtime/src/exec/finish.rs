@@ -6,7 +6,7 @@
 //! - once the body has a result (or an error that releases the claim), storing it
 //!   must not depend on the caller still listening ([`Exec::finish`]): a client
 //!   timeout at that moment used to store nothing, the claim lapsed, and the retry
-//!   ran the body again although the encoded result was in hand (issue 10, §A2).
+//!   ran the body again although the encoded result was in hand.
 //!
 //! Both hand the operation to a detached task only when the caller's future is
 //! dropped mid-way or the store did not answer in time, so the ordinary path
@@ -214,7 +214,7 @@ impl Exec {
     /// Settles, in a detached task, a claim this call sent but never got an answer
     /// for, once whatever the call ran without it has ended: the claim may still
     /// apply (a black hole delivers it when the network heals) and would then hold
-    /// the key for a whole lease after the outage (issue 19). `Complete` stores
+    /// the key for a whole lease after the outage. `Complete` stores
     /// the value the degraded body produced, so a retry replays it; `Release`
     /// frees the key. Both are owner-checked: a claim that never applied, or a key
     /// someone else holds, is left alone. Tried for as long as the claim can
@@ -351,7 +351,7 @@ impl Drop for Armed<'_> {
         };
         // A claim that may have applied blocks the key for a lease: worth trying to
         // undo for that long (a single attempt lost to a blip left callers
-        // waiting out 30 s leases under load: issue 18).
+        // waiting out 30 s leases under load).
         let in_flight = self.state == State::InFlight;
         rt.spawn(async move {
             let _ = if in_flight {

@@ -6,7 +6,7 @@
 //! lease can lapse. Counting from when the reply *arrived* (as the first version
 //! did) lost up to one operation timeout per renewal: a claim applied at t=0 whose
 //! reply came at 700 ms renewed first at ≈1.03 s with a 1 s lease, and a duplicate
-//! at 1.01 s ran beside it (issue 10, §A1). Renewal every `lease / 3` from the send
+//! at 1.01 s ran beside it. Renewal every `lease / 3` from the send
 //! instant, with every operation bounded by `lease / 3` (the per-call operation
 //! budget, `Policy::op_budget`), leaves two full attempts before the lease can lapse.
 
@@ -81,7 +81,7 @@ impl Exec {
         // A body that is done at its first poll never needs renewing: the
         // watchdog (a box, a timer armed and cancelled) is only built for one
         // that is still running, from the same instants (`held.sent`), so its
-        // renewals come exactly when they would have (issue 29).
+        // renewals come exactly when they would have.
         if let Poll::Ready(r) = poll_fn(|cx| Poll::Ready(body.as_mut().poll(cx))).await {
             return r;
         }

@@ -6,7 +6,7 @@
 //! (`degrade_local`): while the store is down, the first caller of a key in this
 //! process takes it ([`Exec::local_turn`]), its same-process duplicates wait for
 //! it, and it hands them its result ([`Inflight::hand_over`]), so they do not each
-//! run the body into the business constraint (issue 19).
+//! run the body into the business constraint.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;

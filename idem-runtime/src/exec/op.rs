@@ -1,7 +1,7 @@
 //! One store operation: a turn in the store's send queue, breaker check,
 //! timeout, retries with the same owner, timing and error counts.
 //!
-//! Two clocks, for two questions (issue 20). Waiting for a turn in the store's
+//! Two clocks, for two questions. Waiting for a turn in the store's
 //! [`SendQueue`](crate::store::SendQueue) is the client's own backlog under a
 //! burst: it is bounded by the caller's budget (a claim's `wait`), reported as
 //! `StoreError::Overloaded` when that runs out, and never counted against the
@@ -18,7 +18,7 @@
 //! timer itself fired late, by as long as it was late, up to one more budget:
 //! under a 10,000-caller burst in a debug build on two busy cores, answers Redis
 //! sent within milliseconds were otherwise read after the 800 ms budget and
-//! reported as an outage (issue 20, the cluster's three client hops per round
+//! reported as an outage (the cluster's three client hops per round
 //! trip being hit first).
 
 use std::future::{Future, poll_fn};
@@ -91,7 +91,7 @@ impl Exec {
     /// it until the breaker opens. A slow store runs requests in the order they
     /// arrive (SQLite's writer turn, a pool's queue): an attempt dropped at a short
     /// timeout leaves that queue before it applies, and its retry joins at the back
-    /// again, behind the late claim it was meant to undo (issue 18, SQLite
+    /// again, behind the late claim it was meant to undo (the SQLite
     /// simulation under load: such an orphan held its key for a whole lease).
     pub(crate) fn op_patient<'s, R>(
         &'s self,
@@ -226,7 +226,7 @@ impl Exec {
                     let outlast = background && op.outlasts_open_breaker();
                     let open = background && self.breaker.is_open();
                     // The waits below are boxed: a failure path, kept out of
-                    // every operation's future (issue 29's profile: each
+                    // every operation's future (a profile: each
                     // timer inline made the future every call copies larger).
                     let give_up = (!held && attempt >= 3)
                         || (open && (!outlast || !Box::pin(self.breaker.wait_out(deadline)).await));
@@ -309,7 +309,7 @@ async fn answer<T>(
 ) -> Option<(T, bool)> {
     // A store that answers at once (the memory store, a refusal) needs no
     // timer: `timeout_at` would build one (a runtime handle taken and dropped)
-    // around a future that is already done (issue 29).
+    // around a future that is already done.
     if let Poll::Ready(v) = poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await {
         return Some((v, false));
     }

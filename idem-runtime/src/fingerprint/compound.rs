@@ -59,7 +59,7 @@ impl<'a> Map<'a> {
     /// A map of `len` entries (as serde announces it; 0 when unknown). The
     /// scratch buffers start at the size a small entry needs, so encoding a
     /// few short fields (an HTTP request's method, path and body digest)
-    /// does not grow them a step at a time (issue 29's allocation profile:
+    /// does not grow them a step at a time (an allocation profile:
     /// three reallocations per request).
     pub(super) fn new(out: &'a mut Vec<u8>, extra_ends: usize, len: usize) -> Self {
         Map {

@@ -3,7 +3,7 @@
 //! stored.
 //!
 //! Cost: every degraded call runs its body, so a key called N times during an
-//! outage runs N bodies and the constraint stops N − 1 of them (issue 19: 146
+//! outage runs N bodies and the constraint stops N − 1 of them (146
 //! body runs for 50 keys). With `degrade_local` the first caller of a key in this
 //! process takes an in-process claim (the execution layer's local registry, the
 //! one that wakes same-process waiters on the guarded path); its same-process

@@ -186,7 +186,7 @@ impl Call<'_> {
         // Boxed: the body, its lease watchdog and the finish are most of the
         // call's state, and a duplicate (the common case) never reaches them. Held
         // inline they made every call's future 4 kB, copied once per layer
-        // between the caller and here (issue 29's memory-store profile).
+        // between the caller and here (a memory-store profile).
         Box::pin(async move {
             let result = exec
                 .hold(&held, self.policy.max_hold(), body(held.fence))

@@ -125,8 +125,7 @@ impl Call<'_> {
     /// extracted before the first await, so the future does not hold `&E` (a
     /// guarded future is then `Send` without `E: Sync`). `Some(Err(..))`: a
     /// unique violation under a backstop name the database does not have (a
-    /// typo), returned as a typed error instead of the driver's raw text
-    /// (issue 24 n).
+    /// typo), returned as a typed error instead of the driver's raw text.
     pub(super) fn backstop_hit<'s, E>(
         &'s self,
         err: &E,

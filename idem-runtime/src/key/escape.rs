@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 /// Bytes copied unchanged: printable ASCII and space, but not the five
 /// escaped ones. One table load per byte (the predicate spelled out cost
-/// about eight instructions per byte of every key; issue 29).
+/// about eight instructions per byte of every key).
 const PLAIN: [bool; 256] = {
     let mut t = [false; 256];
     let mut b = 0;

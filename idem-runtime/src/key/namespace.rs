@@ -2,8 +2,8 @@
 //!
 //! Every key a handle renders starts with the escaped namespace, and every key
 //! handed to the non-macro API is checked against it. Both used to escape the
-//! raw namespace (or scan it to find it needs none) on every call (issue 29's
-//! memory-store profile: namespace check and escaping 4 % of a duplicate).
+//! raw namespace (or scan it to find it needs none) on every call (in a
+//! memory-store profile, namespace check and escaping 4 % of a duplicate).
 
 use super::writer::escaped;
 

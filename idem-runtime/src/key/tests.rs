@@ -66,7 +66,7 @@ fn the_scene_and_namespace_are_escaped() {
     let k = Key::from_parts("n:s", "a:b", &[&"c"]);
     assert_eq!(k.as_str(), "n%3As:a%3Ab:c");
     assert_eq!(k.scene(), "a%3Ab");
-    // Configuration names it as written (issue 24, m).
+    // Configuration names it as written.
     assert_eq!(k.scene_as_written(), "a:b");
     assert!(k.in_namespace("n:s"));
     assert!(!k.in_namespace("n"));

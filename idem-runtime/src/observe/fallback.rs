@@ -2,7 +2,7 @@
 //! state transitions, the consume log): they count under the given handle's
 //! recorder and namespace, else the installed global's, else a process-wide
 //! recorder and no namespace. The `metrics` facade sees every call either way.
-//! (Issue 24: two recorders said two different things, one skipping the
+//! (two recorders said two different things, one skipping the
 //! installed global.)
 
 use std::sync::OnceLock;

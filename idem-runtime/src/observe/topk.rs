@@ -20,7 +20,7 @@ pub(super) const TOP_CAPACITY: usize = 64;
 /// last of them and one swap, the "stream summary" move of the Space-Saving
 /// paper. A min-heap needed a sift chain there: with 1,000 keys cycling
 /// through 64 slots every hit evicts the minimum and all counts are within
-/// one, so each hit swapped from the root to a leaf (issue 29's profile had
+/// one, so each hit swapped from the root to a leaf (a profile had
 /// the top-K at 14 % of a memory-store duplicate).
 ///
 /// Tracked keys are found through `index`, a hash table of slot numbers keyed

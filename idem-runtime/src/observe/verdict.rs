@@ -1,7 +1,7 @@
 //! What a technique hands the observe layer about one call: its outcome label,
 //! and whether the business constraint caught a duplicate on the way.
 //!
-//! The two are separate because one call can be both (issue 19): a call whose
+//! The two are separate because one call can be both: a call whose
 //! store was down ran its body under `degrade = "backstop"` (outcome `degraded`)
 //! and the constraint stopped the duplicate insert. It is counted once in
 //! `idem_calls_total`, under `degraded`, and once in the backstop hits

@@ -38,7 +38,7 @@ pub(crate) struct Panicked;
 /// caller polls it in place while it waits; only a caller dropped before the
 /// end hands the rest to a task of its own. Spawning it up front cost every
 /// statement a task hop and a cross-thread wake-up: a third of a PostgreSQL
-/// duplicate's time at one caller (issue 29).
+/// duplicate's time at one caller.
 pub(crate) fn run_to_end<F>(work: F) -> RunToEnd<F>
 where
     F: Future + Send + 'static,

@@ -6,7 +6,7 @@
 //! answer after all the others, seconds later on a loaded machine, although the
 //! server answers each one in microseconds. Counted against the operation
 //! timeout, that wait turned a healthy store into `StoreUnavailable` and opened
-//! the circuit breaker for everyone (issue 20). A store that has such a queue
+//! the circuit breaker for everyone. A store that has such a queue
 //! bounds the operations in flight with a `SendQueue`; the execution layer takes
 //! a turn before it starts the operation's timer, so:
 //!

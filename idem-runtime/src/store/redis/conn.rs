@@ -1,6 +1,6 @@
 //! The connections of a Redis store: a small pool of multiplexed connections,
 //! taken in turn, and the [`SendQueue`] that bounds the commands in flight on
-//! them (issue 20).
+//! them.
 //!
 //! One multiplexed connection takes any number of commands; under a burst of
 //! thousands of simultaneous callers they pile up inside the client, and the

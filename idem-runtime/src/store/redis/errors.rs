@@ -28,7 +28,7 @@ pub(crate) fn map_err(e: RedisError) -> StoreError {
 /// (`ERR`, a script error, `NOPERM`, `OOM`, `NOSCRIPT` after the reload...)?
 /// Such an answer is not an outage: the command did not apply, retrying it
 /// changes nothing, and counting it would let a refused command open the
-/// circuit breaker for every other call (issue 24 h). The states in which a
+/// circuit breaker for every other call. The states in which a
 /// healthy server says "not now" (loading its data set, busy in a script, a
 /// failover or cluster reconfiguration under way, too few replicas for
 /// `min-replicas-to-write`) stay outages, as do I/O

@@ -46,7 +46,7 @@ macro_rules! shared_setters {
         /// Time allowed to open a connection (to one node, for a cluster; default 1 s).
         pub fn connect_timeout(mut self, t: std::time::Duration) -> Self {
             // Saturated, as every timeout here: no duration may panic in the
-            // client's `Instant` arithmetic (issue 24 l).
+            // client's `Instant` arithmetic.
             self.shared.connect_timeout = t.min(crate::policy::MAX_DURATION);
             self
         }
