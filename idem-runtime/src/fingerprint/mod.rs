@@ -99,13 +99,94 @@ impl FingerprintBuilder {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
-        let mut out = [0u8; 16];
-        out.copy_from_slice(&self.hasher.finalize().as_bytes()[..16]);
-        if out == [0; 16] {
-            out[0] = 1; // keep NONE reserved
-        }
-        Ok(Fingerprint(out))
+        Ok(digest(&self.hasher))
     }
+}
+
+/// One field of [`of_record`]: text, bytes, or absent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Field<'a> {
+    /// A `&str`, `Some(&str)` or `String` field.
+    Str(&'a str),
+    /// A field serialized with `serialize_bytes` (or `Some` of one).
+    Bytes(&'a [u8]),
+    /// A `None` field.
+    None,
+}
+
+/// The fingerprint [`of`] gives a struct whose fields are `fields` (names
+/// and values), hashed as they are encoded, with no scratch buffer and no
+/// sort of encoded entries: a request's method, path and body are hashed on
+/// every keyed HTTP request. The digest is `of`'s for the same struct (a
+/// test pins it), so stored records stay comparable.
+pub(crate) fn of_record(fields: &mut [(&str, Field<'_>)]) -> Fingerprint {
+    // `Map::close`'s order: by encoded key, i.e. by the name's length (eight
+    // little-endian bytes, compared byte by byte), then its bytes.
+    fields.sort_unstable_by(|a, b| {
+        let len = |n: &str| (n.len() as u64).to_le_bytes();
+        len(a.0)
+            .cmp(&len(b.0))
+            .then_with(|| a.0.as_bytes().cmp(b.0.as_bytes()))
+    });
+    let mut feed = Feed {
+        hasher: blake3::Hasher::new(),
+        buf: [0; 128],
+        len: 0,
+    };
+    feed.push(&[canonical::MAP]);
+    for (name, value) in fields.iter() {
+        feed.tagged(canonical::STR, name.as_bytes());
+        match *value {
+            Field::Str(s) => feed.tagged(canonical::STR, s.as_bytes()),
+            Field::Bytes(b) => feed.tagged(canonical::BYTES, b),
+            Field::None => feed.push(&[canonical::NULL]),
+        }
+    }
+    feed.push(&[canonical::END]);
+    feed.flush();
+    digest(&feed.hasher)
+}
+
+/// Small writes gathered before they reach the hasher (each `update` call
+/// has a fixed cost); long ones go straight through.
+struct Feed {
+    hasher: blake3::Hasher,
+    buf: [u8; 128],
+    len: usize,
+}
+
+impl Feed {
+    /// `canonical::bytes`: the tag, the length (u64 LE), the bytes.
+    fn tagged(&mut self, tag: u8, v: &[u8]) {
+        self.push(&[tag]);
+        self.push(&(v.len() as u64).to_le_bytes());
+        self.push(v);
+    }
+    fn push(&mut self, v: &[u8]) {
+        if self.len + v.len() > self.buf.len() {
+            self.flush();
+            if v.len() > self.buf.len() {
+                self.hasher.update(v);
+                return;
+            }
+        }
+        self.buf[self.len..self.len + v.len()].copy_from_slice(v);
+        self.len += v.len();
+    }
+    fn flush(&mut self) {
+        self.hasher.update(&self.buf[..self.len]);
+        self.len = 0;
+    }
+}
+
+/// The first 128 bits of the hash; never [`Fingerprint::NONE`].
+fn digest(h: &blake3::Hasher) -> Fingerprint {
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&h.finalize().as_bytes()[..16]);
+    if out == [0; 16] {
+        out[0] = 1; // keep NONE reserved
+    }
+    Fingerprint(out)
 }
 
 /// Fingerprint of a single value.

@@ -209,3 +209,55 @@ proptest::proptest! {
         prop_assert_eq!(same, of(&a) == of(&b));
     }
 }
+
+/// `of_record` is `of` for the same struct, whatever the field order, the
+/// name lengths (a name of 256 bytes or more sorts by its length's bytes)
+/// and the value sizes (past the gathering buffer).
+#[test]
+fn a_record_hashed_as_encoded_is_the_struct_fingerprint() {
+    struct Raw<'a>(&'a [u8]);
+    impl Serialize for Raw<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(self.0)
+        }
+    }
+    #[derive(Serialize)]
+    struct Payload<'a> {
+        method: Option<&'a str>,
+        path: Option<&'a str>,
+        body: Option<Raw<'a>>,
+    }
+    let long = "x".repeat(300);
+    let big = vec![7u8; 5000];
+    let bodies: [Option<&[u8]>; 4] = [None, Some(b""), Some(b"{\"sku\":\"A\"}"), Some(&big)];
+    for method in [None, Some("POST")] {
+        for path in [None, Some("/orders?x=1"), Some(long.as_str())] {
+            for body in bodies {
+                let want = of(&Payload {
+                    method,
+                    path,
+                    body: body.map(Raw),
+                })
+                .unwrap();
+                let mut fields = [
+                    ("path", path.map_or(Field::None, Field::Str)),
+                    ("method", method.map_or(Field::None, Field::Str)),
+                    ("body", body.map_or(Field::None, Field::Bytes)),
+                ];
+                assert_eq!(of_record(&mut fields), want, "{method:?} {path:?}");
+            }
+        }
+    }
+    // Names of other lengths, one of 256 bytes (length bytes 0, 1, ...).
+    let name256 = "n".repeat(256);
+    let mut map = BTreeMap::new();
+    map.insert("zz", "a");
+    map.insert("b", "c");
+    map.insert(name256.as_str(), "d");
+    let mut fields = [
+        (name256.as_str(), Field::Str("d")),
+        ("zz", Field::Str("a")),
+        ("b", Field::Str("c")),
+    ];
+    assert_eq!(of_record(&mut fields), of(&map).unwrap());
+}

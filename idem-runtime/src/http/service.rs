@@ -11,8 +11,7 @@ use std::task::{Context, Poll};
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use http::{Method, Request, StatusCode};
-use serde::Serialize;
+use http::{HeaderName, Method, Request, StatusCode};
 
 use super::backstop::{ErrorCause, LayerConflict};
 use super::body::{self, BoxError, Collected, ReadError};
@@ -22,9 +21,14 @@ use super::layer::Settings;
 use super::problem::{Named, from_error, problem};
 use super::stored::StoredResponse;
 use crate::error::Error;
+use crate::fingerprint::{self, Field};
 use crate::handle::Idem;
 use crate::hooks::Hooks;
 use crate::observe::{TRACEPARENT, TRACESTATE, Technique, TraceContext};
+
+/// The W3C trace context headers as names (a lookup by `&str` parses it).
+static TRACEPARENT_NAME: HeaderName = HeaderName::from_static(TRACEPARENT);
+static TRACESTATE_NAME: HeaderName = HeaderName::from_static(TRACESTATE);
 
 /// The service [`IdempotencyLayer`](super::IdempotencyLayer) builds around `S`.
 #[derive(Clone)]
@@ -81,23 +85,6 @@ impl<E> From<Error> for NotStored<E> {
     }
 }
 
-/// What the fingerprint hashes (canonically, through `Guard::fingerprint`).
-#[derive(Serialize)]
-struct Payload<'a> {
-    method: Option<&'a str>,
-    path: Option<&'a str>,
-    body: Option<Raw<'a>>,
-}
-
-/// Body bytes, hashed as bytes rather than as a sequence of numbers.
-struct Raw<'a>(&'a [u8]);
-
-impl Serialize for Raw<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(self.0)
-    }
-}
-
 fn is_safe(m: &Method) -> bool {
     matches!(
         *m,
@@ -131,7 +118,8 @@ where
         // The request's W3C trace context becomes the task's (what an outbox
         // enqueue stores when no OpenTelemetry span provides one).
         let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
-        let trace = header(TRACEPARENT).and_then(|tp| TraceContext::parse(tp, header(TRACESTATE)));
+        let trace = header(&TRACEPARENT_NAME)
+            .and_then(|tp| TraceContext::parse(tp, header(&TRACESTATE_NAME)));
         let fut = serve(inner, idem, settings, req);
         match trace {
             Some(cx) => Box::pin(TraceContext::scope(Some(cx), fut)),
@@ -176,23 +164,30 @@ where
         .as_ref()
         .and_then(|f| f(&parts))
         .unwrap_or_default();
+    // What the fingerprint covers, as the canonical encoding of the struct
+    // `{ method, path, body }` (absent parts as `None`, the body as bytes).
     let over = cfg.fingerprint;
-    let payload = Payload {
-        method: over.method.then(|| parts.method.as_str()),
-        path: over
-            .path
-            .then(|| parts.uri.path_and_query().map_or("/", |p| p.as_str())),
-        body: match &body {
-            RequestBody::Read(bytes) if over.body => Some(Raw(bytes)),
-            _ => None,
-        },
-    };
+    fn text(on: bool, v: &str) -> Field<'_> {
+        if on { Field::Str(v) } else { Field::None }
+    }
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut fields = [
+        ("method", text(over.method, parts.method.as_str())),
+        ("path", text(over.path, path)),
+        (
+            "body",
+            match &body {
+                RequestBody::Read(bytes) if over.body => Field::Bytes(bytes),
+                _ => Field::None,
+            },
+        ),
+    ];
     // Starts from the handle's settings for the scene; the layer's own win.
     let mut guard = idem
         .guard(&cfg.scene, &[&scope, &key])
         .concurrent(cfg.concurrent)
-        .fingerprint(&payload)
         .technique(Technique::Http);
+    guard.fingerprint = Ok(fingerprint::of_record(&mut fields));
     cfg.durations.apply(&mut guard.policy);
     guard.policy.backstop.clone_from(&cfg.backstop);
     let lookup = match (&cfg.on_conflict, &body) {
@@ -208,8 +203,9 @@ where
         settings: cfg.clone(),
     });
     // The fingerprint is taken: the handler's request takes the parts (a
-    // clone copied every extension, hyper's and axum's, per request).
-    let req = Request::from_parts(parts, body.into_body());
+    // clone copied every extension, hyper's and axum's, per request), and is
+    // built only if the handler runs (a duplicate never builds it).
+    let handler_body = body;
     // The first response keeps all its headers and its whole body; only its
     // stored copy is trimmed (or marked "body not kept").
     let mut first: Option<(http::response::Parts, Body)> = None;
@@ -220,7 +216,8 @@ where
         // The response never reads its fence: the cheaper claim (Redis:
         // one native `SET … NX PX … GET`) serves it.
         .run_with(hooks, move || async move {
-            let (mut inner, mut req) = (inner, req);
+            let mut inner = inner;
+            let mut req = Request::from_parts(parts, handler_body.into_body());
             checked(&mut req, client_key);
             let response = inner.call(req).await.map_err(NotStored::Inner)?;
             let (parts, body) = response.into_parts();
