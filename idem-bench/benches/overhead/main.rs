@@ -133,8 +133,7 @@ struct Args {
     ns: Option<String>,
     /// Keep only this side (0 = A): for profiling one side under `perf`.
     side: Option<usize>,
-    /// `--count SIDE`: one side's memory calls, for callgrind (`macro_rows::count`);
-    /// `--count ID --side N`: side N of scenario ID on one thread (`count::side`).
+    /// `--count SIDE` (`macro_rows::count`), or `--count ID --side N` (`count::side`).
     count: Option<String>,
     /// Start a three-master Redis Cluster and run the cluster rows on it.
     cluster: bool,
