@@ -27,6 +27,7 @@ mod consume_amqp;
 mod consume_batch;
 mod consume_batch_hand;
 mod consume_nats;
+mod count;
 mod harness;
 mod http;
 mod lock;
@@ -132,7 +133,7 @@ struct Args {
     ns: Option<String>,
     /// Keep only this side (0 = A): for profiling one side under `perf`.
     side: Option<usize>,
-    /// `--count SIDE`: one side's memory calls, for callgrind (`macro_rows::count`).
+    /// `--count SIDE` (`macro_rows::count`), or `--count ID --side N` (`count::side`).
     count: Option<String>,
     /// Start a three-master Redis Cluster and run the cluster rows on it.
     cluster: bool,
@@ -176,7 +177,7 @@ fn parse_args() -> anyhow::Result<Args> {
             // cargo bench passes `--bench` to harness-less targets.
             "--bench" => {}
             other => anyhow::bail!(
-                "unknown argument `{other}`; expected --quick, --burst, --outbox, --batch-consume, --cluster, --out FILE, --only TEXT, --side N"
+                "unknown argument `{other}`; expected --quick, --burst, --outbox, --batch-consume, --cluster, --out FILE, --only TEXT, --side N, --count ID"
             ),
         }
     }
@@ -189,7 +190,7 @@ fn env_or(var: &str, default: &str) -> String {
 
 fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
-    if let Some(what) = &args.count {
+    if let (Some(what), None) = (&args.count, args.side) {
         return macro_rows::count(what);
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -225,6 +226,9 @@ fn main() -> anyhow::Result<()> {
             min_rounds: 30,
         }
     };
+    if let (Some(id), Some(side)) = (&args.count, args.side) {
+        return count::side(&env, id, side);
+    }
     if let Some(id) = &args.worker {
         return rt.block_on(worker(&env, id, plan));
     }

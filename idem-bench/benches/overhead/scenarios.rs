@@ -210,22 +210,33 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
         Vec::new(),
     );
     // The HTTP rows: A (idem's layer) against a bare handler (B) and the
-    // peer (C); no target yet, the rows are the record.
+    // peer (C). At c=64: first call and duplicate ≤ 1.15× the bare handler,
+    // duplicate ≥ 1.2× the peer's throughput.
     for c in [1, 64] {
-        add(HttpFirst, "HTTP first call (loopback)", c, 1, Vec::new());
+        let (first, dup) = if c == 64 {
+            (vec![(1, Cost(1.15))], vec![(1, Cost(1.15)), (2, Thr(1.2))])
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        add(HttpFirst, "HTTP first call (loopback)", c, 1, first);
         add(
             HttpDuplicate,
             "HTTP duplicate (replay, loopback)",
             c,
             1,
-            Vec::new(),
+            dup,
         );
     }
     // Issue 29: Redis paths within 1.2× their floor, SQL paths within 1.15×,
     // and ahead of every peer (cost ≤ 1.00× theirs).
     let (redis_t, sql_t) = (vec![(1, Cost(1.20))], vec![(1, Cost(1.15))]);
     for c in [1, 64] {
-        let lock = vec![(1, Cost(1.20)), (2, Cost(1.0))];
+        // At c=64: ≤ 1.15× the floor and ≥ 1.1× `rslock`'s throughput.
+        let lock = if c == 64 {
+            vec![(1, Cost(1.15)), (2, Thr(1.1))]
+        } else {
+            vec![(1, Cost(1.20)), (2, Cost(1.0))]
+        };
         add(Lock, "lock acquire + release (Redis)", c, 1, lock);
         add(
             LockFenced,

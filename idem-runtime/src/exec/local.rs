@@ -19,12 +19,17 @@ use tokio::sync::Notify;
 use super::Exec;
 use crate::fingerprint::Fingerprint;
 
+/// The registry's map. Hashed with foldhash (randomly seeded per map), not
+/// SipHash: every held claim hashes its key on registration and removal, and
+/// SipHash of a 60-byte key was most of the registry's cost per lock call.
+type Slots = HashMap<String, Arc<Slot>, foldhash::fast::RandomState>;
+
 /// Keys whose body runs in this process.
 #[derive(Debug, Default)]
-pub(super) struct Local(Mutex<HashMap<String, Arc<Slot>>>);
+pub(super) struct Local(Mutex<Slots>);
 
 impl Local {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Slot>>> {
+    fn lock(&self) -> MutexGuard<'_, Slots> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -137,11 +142,12 @@ impl<'a> Inflight<'a> {
 impl Drop for Inflight<'_> {
     fn drop(&mut self) {
         let mut map = self.exec.local.lock();
-        if map
-            .get(self.key)
-            .is_some_and(|s| Arc::ptr_eq(s, &self.slot))
+        // One lookup: taken out, and put back in the rare case that it is
+        // another holder's (a claim of the same key registered after ours).
+        if let Some((key, slot)) = map.remove_entry(self.key)
+            && !Arc::ptr_eq(&slot, &self.slot)
         {
-            map.remove(self.key);
+            map.insert(key, slot);
         }
         // Waiters clone the Arc under this lock and hold it while they wait, and it
         // is no longer reachable from the map: a count of one means nobody waits,

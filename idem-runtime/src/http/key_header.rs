@@ -9,7 +9,7 @@
 
 use http::HeaderMap;
 
-use super::IDEMPOTENCY_KEY;
+use super::KEY_HEADER;
 
 /// The longest key accepted by default (bytes, after unquoting).
 pub(super) const DEFAULT_MAX_KEY_LEN: usize = 255;
@@ -29,7 +29,7 @@ fn malformed(detail: impl Into<String>) -> BadKey {
 /// string (quoted) or a bare value; 1 to `max_len` bytes once unquoted; no
 /// control characters, tabs, commas outside quotes, or text after the string.
 pub(super) fn read(headers: &HeaderMap, max_len: usize) -> Result<String, BadKey> {
-    let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
+    let mut values = headers.get_all(&KEY_HEADER).iter();
     let value = values.next().ok_or(BadKey::Missing)?;
     if values.next().is_some() {
         return Err(malformed(
@@ -139,7 +139,10 @@ mod tests {
     fn headers(values: &[&[u8]]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for v in values {
-            h.append(IDEMPOTENCY_KEY, http::HeaderValue::from_bytes(v).unwrap());
+            h.append(
+                super::super::IDEMPOTENCY_KEY,
+                http::HeaderValue::from_bytes(v).unwrap(),
+            );
         }
         h
     }

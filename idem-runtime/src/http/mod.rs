@@ -92,3 +92,16 @@ pub use stored::{DEFAULT_STORED_BODY_LIMIT, StoredResponse};
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// The response header marking a replayed response.
 pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+
+/// The header names as `HeaderName`s: a lookup or insert by `&str` parses
+/// the name on every request.
+static KEY_HEADER: http::HeaderName = http::HeaderName::from_static(IDEMPOTENCY_KEY);
+static REPLAYED_HEADER: http::HeaderName = http::HeaderName::from_static(IDEMPOTENT_REPLAYED);
+
+/// Marks `headers` as those of a replay (`Idempotent-Replayed: true`).
+fn mark_replayed(headers: &mut http::HeaderMap) {
+    headers.insert(
+        REPLAYED_HEADER.clone(),
+        http::HeaderValue::from_static("true"),
+    );
+}

@@ -8,10 +8,9 @@ use std::task::{Context, Poll};
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, StatusCode};
+use http::StatusCode;
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::IDEMPOTENT_REPLAYED;
 use super::StoredResponse;
 use crate::observe::reported;
 pub use crate::reply::Replied;
@@ -79,9 +78,7 @@ impl<T: IntoResponse> IntoResponse for Replied<T> {
         let replayed = self.is_replay();
         let mut response = self.into_inner().into_response();
         if replayed {
-            response
-                .headers_mut()
-                .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+            super::mark_replayed(response.headers_mut());
         }
         response
     }
@@ -131,9 +128,7 @@ where
             let (result, report) = reported(fut).await;
             let mut response = result?;
             if report.is_some_and(|r| r.is_replay()) {
-                response
-                    .headers_mut()
-                    .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+                super::mark_replayed(response.headers_mut());
             }
             Ok(response)
         })

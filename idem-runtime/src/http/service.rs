@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use http::{Method, Request, StatusCode};
+use http::{HeaderName, Method, Request, StatusCode};
 use serde::Serialize;
 
 use super::backstop::{ErrorCause, LayerConflict};
@@ -25,6 +25,10 @@ use crate::error::Error;
 use crate::handle::Idem;
 use crate::hooks::Hooks;
 use crate::observe::{TRACEPARENT, TRACESTATE, Technique, TraceContext};
+
+/// The W3C trace context headers as names (a lookup by `&str` parses it).
+static TRACEPARENT_NAME: HeaderName = HeaderName::from_static(TRACEPARENT);
+static TRACESTATE_NAME: HeaderName = HeaderName::from_static(TRACESTATE);
 
 /// The service [`IdempotencyLayer`](super::IdempotencyLayer) builds around `S`.
 #[derive(Clone)]
@@ -131,7 +135,8 @@ where
         // The request's W3C trace context becomes the task's (what an outbox
         // enqueue stores when no OpenTelemetry span provides one).
         let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
-        let trace = header(TRACEPARENT).and_then(|tp| TraceContext::parse(tp, header(TRACESTATE)));
+        let trace = header(&TRACEPARENT_NAME)
+            .and_then(|tp| TraceContext::parse(tp, header(&TRACESTATE_NAME)));
         let fut = serve(inner, idem, settings, req);
         match trace {
             Some(cx) => Box::pin(TraceContext::scope(Some(cx), fut)),
@@ -208,8 +213,9 @@ where
         settings: cfg.clone(),
     });
     // The fingerprint is taken: the handler's request takes the parts (a
-    // clone copied every extension, hyper's and axum's, per request).
-    let req = Request::from_parts(parts, body.into_body());
+    // clone copied every extension, hyper's and axum's, per request), and is
+    // built only if the handler runs (a duplicate never builds it).
+    let handler_body = body;
     // The first response keeps all its headers and its whole body; only its
     // stored copy is trimmed (or marked "body not kept").
     let mut first: Option<(http::response::Parts, Body)> = None;
@@ -220,7 +226,8 @@ where
         // The response never reads its fence: the cheaper claim (Redis:
         // one native `SET … NX PX … GET`) serves it.
         .run_with(hooks, move || async move {
-            let (mut inner, mut req) = (inner, req);
+            let mut inner = inner;
+            let mut req = Request::from_parts(parts, handler_body.into_body());
             checked(&mut req, client_key);
             let response = inner.call(req).await.map_err(NotStored::Inner)?;
             let (parts, body) = response.into_parts();

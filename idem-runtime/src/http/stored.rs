@@ -8,7 +8,6 @@ use http::{HeaderName, HeaderValue, StatusCode};
 use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};
 
-use super::IDEMPOTENT_REPLAYED;
 use super::body::{Collected, Failed, Unkept, collect};
 use super::keep::{Keeping, never_replayed};
 use super::problem::not_kept;
@@ -179,11 +178,18 @@ impl StoredResponse {
 
 /// Appends stored headers. One that no longer parses (a foreign record), or
 /// one that must never be replayed (a record from an older version), is skipped.
-fn append_headers(stored: &[(String, String)], headers: &mut http::HeaderMap) {
+/// The values become header values without a copy.
+fn append_headers(stored: Vec<(String, String)>, headers: &mut http::HeaderMap) {
     for (name, value) in stored {
-        if let (Ok(n), Ok(v)) = (
+        // `HeaderValue::from_str`'s rule (visible ASCII and tabs), which
+        // `from_maybe_shared` relaxes.
+        let visible = value
+            .bytes()
+            .all(|b| b == b'\t' || (b' '..=b'~').contains(&b));
+        if let (true, Ok(n), Ok(v)) = (
+            visible,
             HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
+            HeaderValue::from_maybe_shared(Bytes::from(value)),
         ) && !never_replayed(&n)
         {
             headers.append(n, v);
@@ -206,15 +212,14 @@ impl IntoResponse for StoredResponse {
             (StoredBody::NotKept { why, limit }, true) => {
                 let mut r = not_kept(status, why, limit);
                 let mut kept = http::HeaderMap::new();
-                append_headers(&headers, &mut kept);
+                append_headers(headers, &mut kept);
                 for (name, value) in &kept {
                     // The problem's own type describes its body.
                     if !name.as_str().starts_with("content-") {
                         r.headers_mut().append(name, value.clone());
                     }
                 }
-                r.headers_mut()
-                    .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+                super::mark_replayed(r.headers_mut());
                 return r;
             }
             (StoredBody::Text(t), _) => Body::from(t),
@@ -229,12 +234,10 @@ impl IntoResponse for StoredResponse {
         *response.status_mut() = status;
         match first_headers {
             Some(all) if !replayed => *response.headers_mut() = all,
-            _ => append_headers(&headers, response.headers_mut()),
+            _ => append_headers(headers, response.headers_mut()),
         }
         if replayed {
-            response
-                .headers_mut()
-                .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+            super::mark_replayed(response.headers_mut());
         }
         response
     }

@@ -1,3 +1,4 @@
+use super::super::IDEMPOTENT_REPLAYED;
 use super::*;
 
 fn replayed(first: &StoredResponse) -> StoredResponse {
