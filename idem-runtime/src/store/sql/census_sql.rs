@@ -10,8 +10,8 @@
 //! prefix is compared with `substr`, not `LIKE`: an escaped namespace holds
 //! `%`, a `LIKE` wildcard.
 
-use super::ddl::Stmt;
 use super::mysql_sql::MYSQL_NOW;
+use super::stmt::Stmt;
 use super::{Dialect, TableNames};
 
 /// The census and the dry-run counts of one store.

@@ -18,7 +18,7 @@
 //! for the log's retention (default 7 days: longer than any redelivery), on
 //! the database clock, and `purge_expired` deletes them afterwards.
 
-use super::ddl::Stmt;
+use super::stmt::Stmt;
 use super::{Dialect, PURGE_BATCH, TableNames};
 use crate::sql_kernel::check_ident;
 

@@ -30,9 +30,10 @@ use std::time::Duration;
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
 use super::bind::Arg;
 use super::bind::Sent;
-use super::ddl::{Statements, Stmt};
+use super::ddl::Statements;
 use super::key::check_key;
 use super::names::TableNames;
+use super::stmt::Stmt;
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
 use crate::sql_kernel::micros;
 use crate::sql_kernel::{AnyConn, Dialect};

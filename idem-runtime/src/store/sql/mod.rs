@@ -158,6 +158,7 @@ mod row;
 mod schema;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod stmt;
 mod store;
 mod token;
 mod token_sql;

@@ -11,10 +11,11 @@ use sqlx::mysql::{MySqlPool, MySqlRow};
 
 use super::CLAIM_ROUNDS;
 use super::bind::{Arg, Sent, bind};
-use super::ddl::{Statements, Stmt};
+use super::ddl::Statements;
 use super::errors::map_err;
 use super::names::TableNames;
 use super::row::RawRow;
+use super::stmt::Stmt;
 use crate::outcome::Fence;
 use crate::sql_kernel::{detached, micros, retry_conflicts};
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};

@@ -5,8 +5,8 @@
 //! the purge and `verify()` probe the store runs on it. Statement texts of
 //! the enqueue and the relay are in `outbox_sql.rs`.
 
-use super::ddl::Stmt;
 use super::outbox_sql::purge;
+use super::stmt::Stmt;
 use super::{Dialect, TableNames};
 
 /// The outbox DDL statements for table `t` (qualified), its indexes named

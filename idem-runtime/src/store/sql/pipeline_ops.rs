@@ -12,9 +12,9 @@ use std::time::{Duration, SystemTime};
 
 use super::SqlStore;
 use super::bind::{Arg, bind};
-use super::ddl::Stmt;
 use super::errors::map_err;
 use super::pool::on_pool;
+use super::stmt::Stmt;
 use crate::sql_kernel::{Dialect, retry_conflicts};
 use crate::store::StoreError;
 

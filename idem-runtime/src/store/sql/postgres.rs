@@ -6,10 +6,11 @@ use sqlx::postgres::{PgPool, PgRow};
 
 use super::CLAIM_ROUNDS;
 use super::bind::{Arg, Sent, bind};
-use super::ddl::{Statements, Stmt};
+use super::ddl::Statements;
 use super::errors::map_err;
 use super::names::TableNames;
 use super::row::RawRow;
+use super::stmt::Stmt;
 use crate::outcome::Fence;
 use crate::sql_kernel::{Dialect, micros, retry_conflicts};
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
