@@ -3,8 +3,8 @@
 //! identifiers, so splicing them into the text is safe.
 
 use super::mysql_sql::{MYSQL_NOW, mysql_claim};
-use super::outbox_ddl::Shape;
 use super::stmt::Stmt;
+use super::table_set::Shape;
 use super::{Dialect, PURGE_BATCH, TableNames};
 
 /// The records' and fences' tables: the start of the first step of

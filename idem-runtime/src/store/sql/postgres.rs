@@ -46,7 +46,7 @@ pub(super) async fn claim(
 }
 
 /// The claim statement's binds: key, owner, fingerprint, lease µs.
-pub(super) fn claim_args<'a>(req: &'a ClaimRequest<'a>, owner: &'a [u8; 16]) -> [Arg<'a>; 4] {
+pub(crate) fn claim_args<'a>(req: &'a ClaimRequest<'a>, owner: &'a [u8; 16]) -> [Arg<'a>; 4] {
     [
         Arg::Text(req.key),
         Arg::Bytes(owner),
@@ -57,7 +57,7 @@ pub(super) fn claim_args<'a>(req: &'a ClaimRequest<'a>, owner: &'a [u8; 16]) -> 
 
 /// What the claim statement's row says; `None`: ask again (the conflicting row
 /// is newer than the statement's snapshot, or it expired meanwhile).
-pub(super) fn answer(
+pub(crate) fn answer(
     row: Option<PgRow>,
     me: crate::store::Owner,
 ) -> Result<Option<(Claim, std::time::Duration)>, StoreError> {

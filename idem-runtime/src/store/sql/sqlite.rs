@@ -111,7 +111,7 @@ async fn take(t: Arc<Take>) -> Result<Option<Result<Claim, StoreError>>, sqlx::E
 /// guard): the next fence, the upsert of a missing or expired key, and, when a
 /// live row won, that row (`None`: it expired between the two; ask again).
 /// `lease_us` replaces `req.lease`, which is ignored.
-pub(super) async fn take_on(
+pub(crate) async fn take_on(
     conn: &mut sqlx::SqliteConnection,
     sent: &Sent,
     next_fence: &Stmt,
