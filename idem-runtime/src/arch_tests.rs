@@ -5,7 +5,9 @@
 //! imports included; comments, `tests.rs` files and `#[cfg(test)] mod tests`
 //! blocks left out). Then: no circle among the modules, and the layers every
 //! technique builds on (`store/`, `sql_kernel/`, `exec/`, `record`, `error`)
-//! name no technique and not the handle.
+//! name no technique and not the handle. The techniques whose tables the SQL
+//! store creates and purges (through its table set registry) are not named
+//! anywhere in `store/`'s code, whatever the path.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
