@@ -90,7 +90,7 @@ where
     if let Some(rec) = front::finished(g.idem, key).await {
         return replayed(g, key, fp, &rec, How::Replayed);
     }
-    let st = super::tables::of(&g.idem).statements(DB::DIALECT);
+    let st = super::tables::of(g.idem).statements(DB::DIALECT);
     let owner = Owner::random();
     let sp = match Savepoint::take(cx, "tx").await {
         Ok(sp) => sp,
