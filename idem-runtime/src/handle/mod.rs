@@ -177,6 +177,7 @@ pub(crate) struct Inner {
     /// The configured defaults per scene, and the off switch.
     pub(crate) settings: crate::settings::Resolved,
     /// The techniques' per-handle state, filled by their builder methods.
+    #[cfg_attr(not(feature = "sql"), allow(dead_code))]
     pub(crate) extensions: extensions::Extensions,
 }
 
