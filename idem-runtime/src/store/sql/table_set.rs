@@ -1,18 +1,5 @@
 //! [`TableSet`]: the contract between a SQL store and the tables that live
-//! beside its records. Each set (the records and their fences, the one-time
-//! tokens, and the tables of the techniques that keep rows in the caller's
-//! database) says what its tables are called, how each dialect creates them,
-//! which migration steps change them, how their expired rows are counted and
-//! purged, and how `verify()` probes them. The sets register themselves; the
-//! store, [`ddl`](super::ddl), [`migrations`](super::migrations), the purge,
-//! the census and `verify()` walk the registry ([`table_sets`]) and name none
-//! of them.
-//!
-//! ```
-//! use idem::store::sql::table_sets;
-//! let names: Vec<&str> = table_sets().map(|s| s.name()).collect();
-//! assert_eq!(&names[..2], ["records", "tokens"]);
-//! ```
+//! beside its records, and the registry of the sets.
 
 use super::stmt::Stmt;
 use super::{Dialect, TableNames};
@@ -43,8 +30,22 @@ pub struct TableSpec {
 }
 
 /// A group of tables kept in the store's database, with everything the store
-/// needs to create, upgrade, purge, count and probe them. Implemented by idem
-/// for each group it keeps; see the [module documentation](self).
+/// needs to create, upgrade, purge, count and probe them.
+///
+/// Each set (the records and their fences, the one-time tokens, and the
+/// tables of the techniques that keep rows in the caller's database) says
+/// what its tables are called, how each dialect creates them, which migration
+/// steps change them, how their expired rows are counted and purged, and how
+/// `verify()` probes them. idem's sets register themselves; the store,
+/// [`ddl`](super::ddl), [`migrations`](super::migrations), the purge, its
+/// dry-run counts and `verify()` walk the registry ([`table_sets`]) and name
+/// none of them.
+///
+/// ```
+/// use idem::store::sql::table_sets;
+/// let names: Vec<&str> = table_sets().map(|s| s.name()).collect();
+/// assert_eq!(&names[..2], ["records", "tokens"]);
+/// ```
 pub trait TableSet: Send + Sync + 'static {
     /// The set's name: its row in a [`PurgeReport`](crate::store::PurgeReport).
     fn name(&self) -> &'static str;
