@@ -105,11 +105,14 @@ impl Fixture {
                     });
                 let store = SqlStore::mysql(pool).with_tables(names.clone());
                 store.migrate().await.expect("migrate mysql");
-                // Every registered table, the outbox's lock table, and the
-                // business table of `Biz::new`, which shares the prefix.
-                let mut tables: Vec<String> = names.all().map(|(_, t)| t.to_owned()).collect();
-                tables.push(format!("{}_order_locks", names.outbox_name()));
-                tables.push(format!("{}_orders", names.records_name()));
+                // The business table of `Biz::new` shares the prefix and goes with them.
+                let tables = vec![
+                    names.records_name().to_owned(),
+                    names.fences_name().to_owned(),
+                    names.tokens_name().to_owned(),
+                    names.consume_log_name().to_owned(),
+                    format!("{}_orders", names.records_name()),
+                ];
                 Fixture {
                     store: Arc::new(store),
                     names,
