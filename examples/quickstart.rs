@@ -168,7 +168,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let handle = Idem::builder()
         .shared_store(store.clone())
         .namespace("shop")
-        .constraints(idem::store::sql::SqlConstraints::sqlite(db.clone()))
+        .constraints(idem::sql::SqlConstraints::sqlite(db.clone()))
         .build()?;
     let stats = handle.clone();
     idem::install(handle).map_err(|_| "an idem handle was already installed")?;

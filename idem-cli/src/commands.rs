@@ -185,10 +185,7 @@ async fn purge(store: &dyn Store, g: &Global, dry_run: bool, out: Out) -> Result
             .purge_namespace(&g.namespace, dry_run)
             .await
             .map_err(fail)?;
-        let report = PurgeReport {
-            records,
-            ..PurgeReport::default()
-        };
+        let report = PurgeReport::default().with("records", records);
         out.purge(store.name(), dry_run, &report, Some(&g.namespace));
     }
     Ok(OK)

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idem::Store;
+use idem::sql::{SqlConstraints, SqlStore, TableNames};
 use idem::store::redis::{RedisClusterStore, RedisStore};
-use idem::store::sql::{SqlConstraints, SqlStore, TableNames};
 
 use crate::args::Global;
 use crate::fail::{Fail, UNREACHABLE, USAGE};

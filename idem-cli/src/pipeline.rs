@@ -6,7 +6,9 @@
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 
-use idem::store::sql::{ConsumerRows, OutboxTopic, ParkedMessage, SqlStore, Unpark};
+use idem::consume::ConsumerRows;
+use idem::outbox::{OutboxTopic, ParkedMessage, Unpark};
+use idem::store::sql::SqlStore;
 use serde_json::{Value, json};
 
 use crate::args::{Global, OutboxAction};

@@ -267,31 +267,34 @@ impl Out {
         namespace: Option<&str>,
     ) {
         if self.json {
-            self.print(&json!({
-                "store": store, "dry_run": dry_run, "namespace": namespace, "records": r.records,
-                "tokens": r.tokens, "consume_log": r.consume_log, "outbox": r.outbox,
-                "total": r.total(),
-            }));
+            // One key per table set (`records`, `tokens`, …), as the store
+            // reported them, beside the totals.
+            let mut v = json!({
+                "store": store, "dry_run": dry_run, "namespace": namespace, "total": r.total(),
+            });
+            for row in &r.tables {
+                v[row.table.as_str()] = json!(row.rows);
+            }
+            self.print(&v);
             return;
         }
         let verb = if dry_run { "would delete" } else { "deleted" };
         if let Some(ns) = namespace {
-            println!("{:<12} {:>8}", "records", r.records);
+            println!("{:<12} {:>8}", "records", r.records());
             let ns = shown(ns);
             println!(
                 "{verb} {} expired records of namespace `{ns}` on {store}",
-                r.records
+                r.records()
             );
-            println!("(tokens, consume log and outbox: purge without -n)");
+            println!("(the other tables: purge without -n)");
             if store.starts_with("redis") {
                 println!("(Redis expires records itself: there is never anything to purge)");
             }
             return;
         }
-        println!("{:<12} {:>8}", "records", r.records);
-        println!("{:<12} {:>8}", "tokens", r.tokens);
-        println!("{:<12} {:>8}", "consume log", r.consume_log);
-        println!("{:<12} {:>8}", "outbox", r.outbox);
+        for row in &r.tables {
+            println!("{:<12} {:>8}", row.table.replace('_', " "), row.rows);
+        }
         println!("{verb} {} expired rows on {store}", r.total());
         if store.starts_with("redis") {
             println!("(Redis expires records and tokens itself: there is never anything to purge)");

@@ -98,13 +98,22 @@ pub use state_cas::{StateCas, StateKey};
 pub use store::Store;
 pub use store::faulty::{FaultPlan, FaultyStore};
 pub use store::memory::MemoryStore;
-/// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`).
+/// The SQL stores, `ddl()` and the constraint catalog (`idem::sql::…`): the
+/// SQL store's module, with the business database's constraint catalog and the
+/// operators' reads of the outbox and the consume log beside it.
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 #[cfg_attr(
     docsrs,
     doc(cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite")))
 )]
-pub use store::sql;
+pub mod sql {
+    pub use crate::backstop::{EXPRESSION, SqlConstraints};
+    pub use crate::consume::ConsumerRows;
+    pub use crate::outbox::{
+        DEFAULT_OUTBOX_TABLE, OutboxState, OutboxTopic, ParkedMessage, Unpark, check_outbox_table,
+    };
+    pub use crate::store::sql::*;
+}
 pub use token::{Consume, Token, Tokens};
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use txguard::{InTx, TxBody, TxDb, TxGuard};

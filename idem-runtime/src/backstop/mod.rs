@@ -43,6 +43,8 @@ mod drivers;
 mod message;
 mod probe;
 mod registry;
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_catalog;
 mod text;
 
 pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
@@ -50,6 +52,10 @@ pub(crate) use detector::Detection;
 pub use detector::ViolationDetector;
 pub use message::parse_message;
 pub(crate) use registry::Backstops;
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub(crate) use sql_catalog::lookup_on;
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use sql_catalog::{EXPRESSION, SqlConstraints};
 pub use text::from_text;
 
 /// A unique violation found in an error chain.

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use crate::consume::sql::{DEFAULT_LOG_TABLE, check_log_table};
 use crate::db::Dialect;
 use crate::error::Error;
 use crate::key::{Key, KeyPart};
-use crate::store::sql::consume_sql::{DEFAULT_LOG_TABLE, check_log_table};
 
 /// How long a log row is kept by default before `purge_expired` may delete it:
 /// longer than any broker keeps redelivering a message.
@@ -38,7 +38,7 @@ impl LogTable<'_> {
         self.check()?;
         // Unquoted, as `migrate()` creates it (a quoted name would be
         // case-sensitive on PostgreSQL); the check makes splicing safe.
-        Ok(crate::store::sql::consume_sql::insert(dialect, self.table))
+        Ok(crate::consume::sql::insert(dialect, self.table))
     }
 
     /// `Error::Config` for a bad table name or a zero retention.

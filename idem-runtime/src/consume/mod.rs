@@ -83,13 +83,24 @@ mod message;
 pub(crate) mod run;
 
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-pub use crate::store::sql::consume_sql::{DEFAULT_LOG_TABLE, check_log_table};
+pub(crate) mod sql;
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod sql_ops;
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod tables;
+
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use builder::{ConsumeCall, consume_once};
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use message::{DEFAULT_RETENTION, LogTable, Message};
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub use run::{LogEntry, Step};
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use sql::{DEFAULT_LOG_TABLE, check_log_table};
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use sql_ops::ConsumerRows;
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub(crate) use tables::LOG_KEY;
 
 /// The consume log's DDL for `table` (`CREATE … IF NOT EXISTS`, one string per
 /// statement), for a business database that is not the idem store's: run it
@@ -104,7 +115,5 @@ pub use run::{LogEntry, Step};
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub fn ddl(dialect: crate::db::Dialect, table: &str) -> Result<Vec<String>, crate::error::Error> {
     check_log_table(table).map_err(crate::error::Error::Config)?;
-    Ok(crate::store::sql::consume_sql::log_ddl(
-        dialect, table, table,
-    ))
+    Ok(sql::log_ddl(dialect, table, table))
 }

@@ -122,7 +122,7 @@ where
             // Both keys may be taken (the same message delivered again), and
             // the database names only one of them: a logged message id wins.
             if by == DuplicateOf::BusinessId {
-                let seen = crate::store::sql::consume_sql::seen(C::Db::DIALECT, log.table);
+                let seen = crate::consume::sql::seen(C::Db::DIALECT, log.table);
                 if let Ok(Some(_)) = conn.any().ints(&seen, &[Arg::Text(name)]).await {
                     by = DuplicateOf::MessageId;
                 }

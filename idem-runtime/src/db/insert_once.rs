@@ -27,10 +27,10 @@ use super::caller_tx::tx_error;
 use super::savepoint::Savepoint;
 use super::{InTx, SqlConn as _, TxBody, TxDb};
 use crate::backstop::find_unique_violation;
+use crate::backstop::lookup_on;
 use crate::error::Error;
 use crate::observe::instrument::Fenced;
 use crate::observe::{CallOutcome, Observer, Technique};
-use crate::store::sql::lookup_on;
 
 /// What an insert-once call found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! The runtime handle: a store plus the settings every guarded call shares.
 
 mod backstops;
+mod extensions;
 mod settings;
 
 use std::sync::{Arc, OnceLock};
@@ -33,8 +34,8 @@ pub struct IdemBuilder {
     breaker_threshold: u32,
     breaker_cooldown: Duration,
     catalog: Option<Arc<dyn ConstraintCatalog>>,
-    #[cfg(feature = "sql")]
-    tx_tables: crate::store::sql::TableNames,
+    /// The techniques' per-handle state (`extensions.rs`).
+    pub(crate) extensions: extensions::Extensions,
     detection: Detection,
     raw_keys: bool,
     /// Run-time settings and the off switch (`settings/builder.rs`).
@@ -104,17 +105,6 @@ impl IdemBuilder {
         self
     }
 
-    /// The record table of the transactional guard (`Guard::in_tx`,
-    /// `#[idempotent(tx = …)]`) in the caller's database: default
-    /// `idem_records`, the `SqlStore` default. Give the same names as your
-    /// `SqlStore::with_tables` when you changed them, and create the table with
-    /// `migrate()` or `idem::sql::ddl()`.
-    #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-    pub fn tx_tables(mut self, names: crate::store::sql::TableNames) -> Self {
-        self.tx_tables = names;
-        self
-    }
-
     /// Adds a unique-violation detector, asked before the built-in detection for
     /// every link of a business error's chain (see
     /// [`ViolationDetector`](crate::backstop::ViolationDetector)). `verify()`
@@ -169,8 +159,7 @@ impl IdemBuilder {
                 scenes: SceneRegistry::default(),
                 backstops: Backstops::declared(self.catalog, self.detection, self.backstop_decls),
                 settings,
-                #[cfg(feature = "sql")]
-                tx: crate::store::sql::TxTables::new(self.tx_tables),
+                extensions: self.extensions,
             }),
         })
     }
@@ -187,9 +176,9 @@ pub(crate) struct Inner {
     backstops: Backstops,
     /// The configured defaults per scene, and the off switch.
     pub(crate) settings: crate::settings::Resolved,
-    /// The transactional guard's record table in the caller's database.
-    #[cfg(feature = "sql")]
-    pub(crate) tx: crate::store::sql::TxTables,
+    /// The techniques' per-handle state, filled by their builder methods.
+    #[cfg_attr(not(feature = "sql"), allow(dead_code))]
+    pub(crate) extensions: extensions::Extensions,
 }
 
 /// The runtime handle: cheap to clone, shared by every guarded call.
@@ -243,8 +232,7 @@ impl Idem {
             breaker_threshold: 5,
             breaker_cooldown: Duration::from_secs(2),
             catalog: None,
-            #[cfg(feature = "sql")]
-            tx_tables: crate::store::sql::TableNames::default(),
+            extensions: Default::default(),
             detection: Detection::default(),
             raw_keys: false,
             config: crate::settings::Config::default(),

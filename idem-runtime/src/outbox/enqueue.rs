@@ -2,12 +2,12 @@
 //! business transaction.
 
 use super::MessageId;
+use super::sql::text as outbox_sql;
 use crate::db::caller_tx::tx_error;
 use crate::db::{Arg, Dialect, SqlConn, SqlDialect as _};
 use crate::error::Error;
 use crate::observe::TraceContext;
 use crate::observe::messaging::MsgSpan;
-use crate::store::sql::outbox_sql;
 
 /// Longest namespace, topic and business id (the MySQL columns' widths).
 const MAX_NAMESPACE: usize = 255;

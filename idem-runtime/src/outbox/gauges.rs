@@ -15,9 +15,9 @@
 
 use std::time::Duration;
 
+use super::sql::store::OutboxCounts;
 use crate::exec::Exec;
 use crate::store::sql::SqlStore;
-use crate::store::sql::outbox_store::OutboxCounts;
 
 /// The label values of one relay.
 #[derive(Debug, Clone)]

@@ -45,7 +45,13 @@ mod id;
 pub use enqueue::{Outbox, OutboxTable};
 pub use id::MessageId;
 
-pub use crate::store::sql::{DEFAULT_OUTBOX_TABLE, check_outbox_table};
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub(crate) mod sql;
+
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use sql::text::{DEFAULT_OUTBOX_TABLE, check_outbox_table};
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub use sql::{OutboxState, OutboxTopic, ParkedMessage, Unpark};
 
 #[cfg(any(feature = "rabbitmq", feature = "nats"))]
 mod gauges;

@@ -7,11 +7,11 @@ use std::time::Duration;
 use super::MessageId;
 use super::publish::{BrokerDown, Outgoing, Verdict};
 use super::relay::{Parked, Relay, add};
+use super::sql::claim::OutboxRow;
 use crate::db::micros;
 use crate::observe::messaging::MsgSpan;
 use crate::observe::{Op, TraceContext};
 use crate::store::StoreError;
-use crate::store::sql::outbox_claim::OutboxRow;
 
 /// Why a claim did not happen.
 #[derive(Debug, thiserror::Error)]

@@ -75,23 +75,74 @@ impl Census {
 }
 
 /// What [`Store::purge_report`](super::Store::purge_report) deleted (or, in a
-/// dry run, would delete), per table.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// dry run, would delete): one row per table set, in the order the store
+/// purged them (a SQL store: `records`, `tokens`, then the tables of the
+/// techniques that keep rows beside them; see
+/// [`table_sets`](crate::store::sql::table_sets) with a SQL feature).
+///
+/// ```
+/// use idem::store::PurgeReport;
+/// let mut r = PurgeReport::default();
+/// r.add("records", 3);
+/// r.add("tokens", 1);
+/// assert_eq!((r.rows("records"), r.rows("other"), r.total()), (3, 0, 4));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PurgeReport {
-    /// Expired idempotency records.
-    pub records: u64,
-    /// Expired one-time tokens.
-    pub tokens: u64,
-    /// Consume log rows past their retention.
-    pub consume_log: u64,
-    /// Sent outbox messages past their retention.
-    pub outbox: u64,
+    /// One row per table set.
+    pub tables: Vec<PurgeRow>,
+}
+
+/// The rows of one table set a purge deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PurgeRow {
+    /// The table set's name (`records`, `tokens`, …).
+    pub table: String,
+    /// Rows deleted (or, in a dry run, that would be).
+    pub rows: u64,
 }
 
 impl PurgeReport {
+    /// Adds `rows` to the row of `table`, appending it when there is none.
+    pub fn add(&mut self, table: &str, rows: u64) {
+        match self.tables.iter_mut().find(|r| r.table == table) {
+            Some(r) => r.rows += rows,
+            None => self.tables.push(PurgeRow {
+                table: table.to_owned(),
+                rows,
+            }),
+        }
+    }
+
+    /// `self` with `rows` added to `table` (see [`add`](Self::add)).
+    pub fn with(mut self, table: &str, rows: u64) -> Self {
+        self.add(table, rows);
+        self
+    }
+
+    /// The rows of `table` (0 when the report has no such row).
+    pub fn rows(&self, table: &str) -> u64 {
+        self.tables
+            .iter()
+            .find(|r| r.table == table)
+            .map_or(0, |r| r.rows)
+    }
+
+    /// Expired idempotency records.
+    pub fn records(&self) -> u64 {
+        self.rows("records")
+    }
+
+    /// Expired one-time tokens.
+    pub fn tokens(&self) -> u64 {
+        self.rows("tokens")
+    }
+
     /// Rows of every table.
     pub fn total(&self) -> u64 {
-        self.records + self.tokens + self.consume_log + self.outbox
+        self.tables.iter().map(|r| r.rows).sum()
     }
 }
 

@@ -340,10 +340,9 @@ impl Store for MemoryStore {
     /// Records only: the memory tokens drop an expired token when it is next used.
     fn purge_report(&self, dry_run: bool) -> BoxFuture<'_, Result<PurgeReport, StoreError>> {
         let records = self.purge_where("", dry_run);
-        Box::pin(std::future::ready(Ok(PurgeReport {
-            records,
-            ..PurgeReport::default()
-        })))
+        Box::pin(std::future::ready(Ok(
+            PurgeReport::default().with("records", records)
+        )))
     }
 
     fn purge_namespace<'a>(

@@ -18,7 +18,7 @@ use crate::outcome::Fence;
 
 pub use crate::error::{BoxError, Reason, StoreError, Unreplicated};
 pub use catalog::{ConstraintCatalog, ConstraintDef, Engine};
-pub use census::{Census, Counted, PurgeReport, SceneCount};
+pub use census::{Census, Counted, PurgeReport, PurgeRow, SceneCount};
 pub use holder::Holder;
 pub use operator::ListFilter;
 pub use owner::Owner;
@@ -262,10 +262,7 @@ pub trait Store: Send + Sync + 'static {
                 )));
             }
             let records = self.purge_expired().await?;
-            Ok(PurgeReport {
-                records,
-                ..PurgeReport::default()
-            })
+            Ok(PurgeReport::default().with("records", records))
         })
     }
 

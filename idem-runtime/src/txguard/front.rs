@@ -3,15 +3,15 @@
 //! and learns a finished record when a replay read it from the table. It is
 //! never written before the caller's commit (the guard cannot see the commit,
 //! so it writes only records it read back committed: not ones its own
-//! transaction claimed, see `store::sql::tx_marks`), and nothing depends on
+//! transaction claimed, see `marks.rs`), and nothing depends on
 //! it: a front store that lost a key, or is down, only costs the short-cut.
 //! A SQL store is not used as a front: the table in the transaction is the
 //! record already.
 
+use super::marks as tx_marks;
 use crate::db::{AnyConn, Dialect};
 use crate::handle::Idem;
 use crate::observe::Op;
-use crate::store::sql::tx_marks;
 use crate::store::{Claim, ClaimRequest, DoneRecord, Owner, RecordState};
 
 /// Whether the handle's store is a front (not one of the SQL stores).

@@ -42,7 +42,10 @@
 //! the lease bounds how long it blocks the key.
 
 mod front;
+mod marks;
 mod run;
+mod statements;
+mod tables;
 
 pub use crate::db::{InTx, TxBody, TxDb};
 

@@ -4,6 +4,7 @@
 
 use serde::{Serialize, de::DeserializeOwned};
 
+use super::statements::{TxClaim, TxFail, TxStatements};
 use super::{TxDb, TxGuard, front};
 use crate::db::caller_tx::tx_error;
 use crate::db::savepoint::Savepoint;
@@ -13,7 +14,6 @@ use crate::fence::Fence;
 use crate::guard::replay::{encode_ok, mismatch, replay};
 use crate::observe::{CallOutcome, Technique, instrument};
 use crate::outcome::{How, Outcome};
-use crate::store::sql::TxFail;
 use crate::store::{Claim, ClaimRequest, DoneRecord, Owner};
 
 type Step<T, E> = (CallOutcome, Result<Outcome<T>, E>);
@@ -90,7 +90,7 @@ where
     if let Some(rec) = front::finished(g.idem, key).await {
         return replayed(g, key, fp, &rec, How::Replayed);
     }
-    let st = g.idem.inner.tx.statements(DB::DIALECT);
+    let st = super::tables::of(g.idem).statements(DB::DIALECT);
     let owner = Owner::random();
     let sp = match Savepoint::take(cx, "tx").await {
         Ok(sp) => sp,
@@ -106,7 +106,7 @@ where
         fingerprint: fp,
         lease: g.policy.lease,
     };
-    let crate::store::sql::TxClaim {
+    let TxClaim {
         claim,
         waited,
         remaining,
@@ -212,7 +212,7 @@ where
 /// for the ttl, and completed.
 async fn complete<DB: TxDb>(
     g: &crate::guard::Guard<'_>,
-    st: &crate::store::sql::TxStatements,
+    st: &TxStatements,
     cx: &mut InTx<'_, '_, DB>,
     req: ClaimRequest<'_>,
     payload: &[u8],

@@ -9,4 +9,6 @@ pub mod outages;
 pub mod owners;
 pub mod stores;
 pub mod suite;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod tables;
 pub mod taken;

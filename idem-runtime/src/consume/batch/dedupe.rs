@@ -7,8 +7,8 @@
 
 use std::collections::HashSet;
 
+use crate::consume::sql as consume_sql;
 use crate::db::{AnyConn, Dialect};
-use crate::store::sql::consume_sql;
 
 /// One record's keys: message key, business key.
 pub(super) type Row<'a> = (&'a str, Option<&'a str>);

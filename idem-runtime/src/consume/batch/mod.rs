@@ -27,9 +27,9 @@ use std::time::Duration;
 use super::message::DEFAULT_RETENTION;
 use super::pump::Process;
 use super::worker::{ConsumerOptions, Delivery, Verdict, decide, received};
+use crate::consume::sql::DEFAULT_LOG_TABLE;
 use crate::db::SqlDb;
 use crate::handle::Idem;
-use crate::store::sql::consume_sql::DEFAULT_LOG_TABLE;
 
 /// Largest batch: the statements bind two values per record.
 pub const MAX_BATCH: usize = 10_000;

@@ -4,7 +4,7 @@
 
 use sqlx::{Database, Encode, Type};
 
-use super::ddl::Stmt;
+use super::stmt::Stmt;
 
 pub(crate) use crate::sql_kernel::Arg;
 

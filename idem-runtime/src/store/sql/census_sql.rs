@@ -1,7 +1,7 @@
 //! What operators count on a SQL store: records by scene and state
-//! (`Store::census`) and the rows a purge would delete, per table
-//! (`Store::purge_report` with `dry_run`). One `GROUP BY` statement and one
-//! `COUNT(*)` per table, on the database clock like every other statement.
+//! (`Store::census`), in one `GROUP BY` statement on the database clock like
+//! every other statement. The rows a purge would delete are counted by each
+//! table set (`table_set.rs`).
 //!
 //! The scene of a key `ns:scene:parts` is the text between the namespace's
 //! prefix and the next `:` (escaping keeps `:` out of a rendered scene), cut
@@ -10,33 +10,21 @@
 //! prefix is compared with `substr`, not `LIKE`: an escaped namespace holds
 //! `%`, a `LIKE` wildcard.
 
-use super::ddl::Stmt;
-use super::mysql_sql::MYSQL_NOW;
+use super::stmt::Stmt;
 use super::{Dialect, TableNames};
 
-/// The census and the dry-run counts of one store.
+/// The census of one store.
 #[derive(Debug, Clone)]
 pub(crate) struct CensusStatements {
     /// Binds: the namespace prefix, its length (characters; bytes on MySQL,
     /// whose key column is binary). Rows: scene, state, expired (0/1), count.
     pub(crate) census: Stmt,
-    /// Expired rows of the records, tokens, consume log and outbox (sent
-    /// messages past their retention), each one `COUNT(*)`.
-    pub(crate) expired: [Stmt; 4],
-}
-
-fn now(d: Dialect) -> &'static str {
-    match d {
-        Dialect::Postgres => "statement_timestamp()",
-        Dialect::MySql => MYSQL_NOW,
-        Dialect::Sqlite => "CAST(unixepoch('subsec') * 1000000 AS INTEGER)",
-    }
 }
 
 impl CensusStatements {
     pub(crate) fn new(d: Dialect, n: &TableNames) -> Self {
         let t = n.records(d);
-        let now = now(d);
+        let now = super::table_set::db_now(d);
         let census = match d {
             Dialect::Postgres => format!(
                 "SELECT split_part(substr(idem_key, $2::INT4 + 1), ':', 1) AS scene, \
@@ -57,19 +45,8 @@ impl CensusStatements {
                        WHERE substr(idem_key, 1, ?2) = ?1) GROUP BY 1, 2, 3"
             ),
         };
-        let count = |table: String, extra: &str| {
-            Stmt::from(format!(
-                "SELECT COUNT(*) FROM {table} WHERE {extra}expires_at <= {now}"
-            ))
-        };
         CensusStatements {
             census: Stmt::from(census),
-            expired: [
-                count(t.clone(), ""),
-                count(n.tokens_q(d), ""),
-                count(n.consume_log_q(d), ""),
-                count(n.outbox_q(d), "state = 1 AND "),
-            ],
         }
     }
 }

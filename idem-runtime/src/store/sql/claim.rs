@@ -92,8 +92,7 @@ mod tests {
         let clone = store.clone();
         assert!(Arc::ptr_eq(&store.sql, &clone.sql));
         assert!(Arc::ptr_eq(&store.tok, &clone.tok));
-        assert!(Arc::ptr_eq(&store.log, &clone.log));
-        assert!(Arc::ptr_eq(&store.outbox, &clone.outbox));
+        assert!(Arc::ptr_eq(&store.sets, &clone.sets));
         assert!(Arc::ptr_eq(&store.names, &clone.names));
     }
 }

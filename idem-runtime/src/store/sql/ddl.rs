@@ -2,12 +2,9 @@
 //! stores run. Identifiers come from [`TableNames`], which only admits plain
 //! identifiers, so splicing them into the text is safe.
 
-use std::sync::Arc;
-
-use sqlx::AssertSqlSafe;
-
 use super::mysql_sql::{MYSQL_NOW, mysql_claim};
-use super::outbox_ddl::Shape;
+use super::stmt::Stmt;
+use super::table_set::Shape;
 use super::{Dialect, PURGE_BATCH, TableNames};
 
 /// The records' and fences' tables: the start of the first step of
@@ -99,28 +96,6 @@ pub(crate) fn state_index(d: Dialect, n: &TableNames) -> String {
     match d {
         Dialect::MySql => format!("ALTER TABLE {t} ADD KEY {i} (state, idem_key)"),
         _ => format!("CREATE INDEX IF NOT EXISTS {i} ON {t} (state, idem_key)"),
-    }
-}
-
-/// A statement text shared by every call (cloning is a reference-count bump).
-#[derive(Debug, Clone)]
-pub(crate) struct Stmt(Arc<str>);
-
-impl From<String> for Stmt {
-    fn from(s: String) -> Self {
-        Stmt(s.into())
-    }
-}
-
-impl Stmt {
-    fn new(s: String) -> Self {
-        Stmt(s.into())
-    }
-    pub(crate) fn text(&self) -> Arc<str> {
-        Arc::clone(&self.0)
-    }
-    pub(crate) fn q(&self) -> AssertSqlSafe<Arc<str>> {
-        AssertSqlSafe(Arc::clone(&self.0))
     }
 }
 

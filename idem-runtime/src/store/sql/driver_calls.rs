@@ -56,7 +56,7 @@ macro_rules! driver_calls {
 
         /// [`fetch`] on a connection of the caller's (inside its transaction).
         #[allow(dead_code)]
-        pub(super) async fn fetch_on(
+        pub(crate) async fn fetch_on(
             conn: &mut <<$Row as sqlx::Row>::Database as sqlx::Database>::Connection,
             sent: &Sent,
             stmt: &Stmt,

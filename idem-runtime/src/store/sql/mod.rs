@@ -28,11 +28,13 @@
 //! that may be the caller's), never by the callers'
 //! clocks, so several application hosts with skewed clocks agree.
 //!
-//! The consume log of `#[consume_once]` (`idem_consume_log` by default,
-//! [`TableNames::consume_log`]) is created with the rest, and purged with it
-//! So is the transactional outbox of `idem::outbox`
-//! (`idem_outbox`, [`TableNames::outbox`]). Operators read both per topic and
-//! per consumer, and list and unpark parked messages
+//! The tables of the techniques that keep rows beside the records (the
+//! consume log of `#[consume_once]`, `idem_consume_log` by default, and the
+//! transactional outbox of `idem::outbox`, `idem_outbox`) register as table
+//! sets ([`TableSet`], [`table_sets`]): `ddl()`, `migrate()`, the purge, the
+//! dry-run counts and `verify()` handle them with the records and the tokens.
+//! Their names are in [`TableNames`] too ([`TableNames::table`]). Operators read
+//! both per topic and per consumer, and list and unpark parked messages
 //! ([`SqlStore::outbox_topics`], [`SqlStore::consume_log_counts`]).
 //!
 //! Migrations never run implicitly: call [`SqlStore::migrate`] or apply [`ddl`]
@@ -82,7 +84,7 @@
 //! - Backstops on SQLite must be named unique *indexes* (`CREATE UNIQUE INDEX
 //!   uk_… ON …`): a `UNIQUE` clause in `CREATE TABLE` gets an `sqlite_autoindex_…`
 //!   name, and SQLite errors name only table and columns, which
-//!   [`SqlConstraints`] maps back to the index. MySQL index names are per table:
+//!   [`SqlConstraints`](crate::backstop::SqlConstraints) maps back to the index. MySQL index names are per table:
 //!   give backstops names unique in the database.
 //! - MariaDB does not fill `constraint()` on its errors; the name is parsed from
 //!   the message (after the last `for key '`, so a duplicated value containing
@@ -112,9 +114,11 @@ use crate::store::StoreError;
 
 // Layout: `store.rs` is the `SqlStore` and its `Store` implementation,
 // `connect.rs` its constructors, `token.rs` its `TokenStore` (statement text in
-// `token_sql.rs`; the consume log's in `consume_sql.rs`, the outbox's in
-// `outbox_sql.rs`, its relay's driver calls in `outbox_store.rs`, the operators'
-// reads in `pipeline_ops.rs`); `postgres.rs`, `mysql.rs` and `sqlite.rs` hold
+// `token_sql.rs`); `table_set.rs` the contract of the table sets that live
+// beside the records (`sets.rs`: the records' and the tokens'; the others
+// register from their techniques), `schema.rs` the DDL and migration steps
+// walked over them, `ops_kit.rs` the helpers of operator reads;
+// `postgres.rs`, `mysql.rs` and `sqlite.rs` hold
 // only each dialect's claim and driver calls, over `bind.rs` (statements and
 // their parameters) and `pool.rs` (the pool of each dialect). Dialect
 // detection, identifier checks, conflict retries and detached transactions come
@@ -124,66 +128,51 @@ use crate::store::StoreError;
 #[macro_use]
 mod driver_calls;
 
-mod bind;
+pub(crate) mod bind;
 mod builder;
-mod catalog;
 mod census_sql;
 mod claim;
 mod connect;
-pub(crate) mod consume_sql;
-mod ddl;
-mod errors;
-mod in_tx;
-mod key;
+pub(crate) mod ddl;
+pub(crate) mod errors;
+pub(crate) mod key;
 mod local;
 #[cfg(feature = "mysql")]
-mod mysql;
-mod mysql_sql;
+pub(crate) mod mysql;
+pub(crate) mod mysql_sql;
 mod names;
 mod operator_sql;
-#[cfg(any(feature = "rabbitmq", feature = "nats"))]
-pub(crate) mod outbox_claim;
-pub(crate) mod outbox_ddl;
-#[cfg(all(feature = "postgres", any(feature = "rabbitmq", feature = "nats")))]
-mod outbox_pg;
-pub(crate) mod outbox_sql;
-#[cfg(any(feature = "rabbitmq", feature = "nats"))]
-pub(crate) mod outbox_store;
-mod pipeline_ops;
-mod pipeline_sql;
-mod pool;
+pub(crate) mod ops_kit;
+pub(crate) mod pool;
 #[cfg(feature = "postgres")]
-mod postgres;
+pub(crate) mod postgres;
 mod row;
 mod schema;
+mod sets;
 #[cfg(feature = "sqlite")]
-mod sqlite;
+pub(crate) mod sqlite;
+pub(crate) mod stmt;
 mod store;
+mod table_set;
 mod token;
 mod token_sql;
-pub(crate) mod tx_marks;
-mod tx_tables;
 
 pub(crate) use crate::sql_kernel::Dialect;
 pub use builder::SqlStoreBuilder;
-pub(crate) use catalog::lookup_on;
-pub use catalog::{EXPRESSION, SqlConstraints};
-pub(crate) use in_tx::{TxClaim, TxFail, TxStatements};
 pub use key::MAX_KEY_BYTES;
 pub use names::TableNames;
-pub use outbox_sql::{DEFAULT_OUTBOX_TABLE, check_outbox_table};
-pub use pipeline_ops::{ConsumerRows, OutboxState, OutboxTopic, ParkedMessage, Unpark};
 pub use schema::{ddl, migrations};
 pub use store::SqlStore;
-pub(crate) use tx_tables::TxTables;
+pub(crate) use table_set::{Registered, at, count_expired, db_now, never};
+pub use table_set::{Shape, TableSet, TableSpec, table_sets};
 
 /// Rows deleted per `purge_expired` statement.
-const PURGE_BATCH: i64 = 1_000;
+pub(crate) const PURGE_BATCH: i64 = 1_000;
 /// Upper bound on the time one `purge_expired` call keeps deleting.
 const PURGE_BUDGET: Duration = Duration::from_secs(10);
 /// Times a claim re-reads when the row changed between its write and its read.
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "sqlite"))]
-const CLAIM_ROUNDS: usize = 8;
+pub(crate) const CLAIM_ROUNDS: usize = 8;
 
 /// The deadline-bounded purge loop shared by every dialect and table: `batch`
 /// deletes up to [`PURGE_BATCH`] expired rows and returns how many it deleted;

@@ -11,10 +11,11 @@ use sqlx::mysql::{MySqlPool, MySqlRow};
 
 use super::CLAIM_ROUNDS;
 use super::bind::{Arg, Sent, bind};
-use super::ddl::{Statements, Stmt};
+use super::ddl::Statements;
 use super::errors::map_err;
 use super::names::TableNames;
 use super::row::RawRow;
+use super::stmt::Stmt;
 use crate::outcome::Fence;
 use crate::sql_kernel::{detached, micros, retry_conflicts};
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
@@ -75,11 +76,11 @@ async fn take(t: Arc<Take>) -> Result<Option<i64>, sqlx::Error> {
 }
 
 /// The claim's binds, borrowed.
-pub(super) struct TakeArgs<'a> {
-    pub(super) key: &'a str,
-    pub(super) owner: &'a [u8; 16],
-    pub(super) fingerprint: &'a [u8; 16],
-    pub(super) lease_us: i64,
+pub(crate) struct TakeArgs<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) owner: &'a [u8; 16],
+    pub(crate) fingerprint: &'a [u8; 16],
+    pub(crate) lease_us: i64,
 }
 
 /// The write half's statements inside the store's own transaction: the slot's
@@ -117,7 +118,7 @@ async fn take_on(
 /// ([`mysql_claim_in_tx`](super::mysql_sql::mysql_claim_in_tx)): the upsert
 /// alone, its fence from the database clock, so no fence slot stays locked
 /// until the caller's commit. The fence when the key is now ours.
-pub(super) async fn take_in_tx(
+pub(crate) async fn take_in_tx(
     conn: &mut sqlx::MySqlConnection,
     sent: &Sent,
     claim: &Stmt,

@@ -2,7 +2,7 @@
 //! transactional guard's claim in the caller's transaction (`in_tx.rs`): one
 //! upsert, two fence sources.
 
-use super::ddl::Stmt;
+use super::stmt::Stmt;
 
 /// MySQL's claim upsert of `t`: takes a missing or expired key, leaves a live
 /// row alone. `LAST_INSERT_ID(…)` in the row marks "this statement took the

@@ -1,33 +1,37 @@
-//! [`TableNames`]: where idem's records, fences and one-time tokens live. The
+//! [`TableNames`]: where idem's records, fences, one-time tokens and the
+//! registered table sets live. The
 //! names are spliced into every statement, so each one passes the SQL kernel's
 //! identifier check (`sql_kernel::check_ident`: plain, not a reserved word)
 //! when it is set.
 
+use std::collections::BTreeMap;
+
+use super::table_set::table_specs;
 use crate::sql_kernel::{Dialect, check_ident};
 use crate::store::StoreError;
 
-/// The names of idem's tables. Identifiers are checked (`[A-Za-z_][A-Za-z0-9_]*`,
-/// at most 63 bytes, not a reserved word of PostgreSQL, MySQL/MariaDB or SQLite)
-/// because they are spliced into SQL text.
+/// The names of idem's tables: a PostgreSQL schema, a base name (the records
+/// table's) the other tables are named after, and per-table overrides.
+/// Identifiers are checked (`[A-Za-z_][A-Za-z0-9_]*`, at most 63 bytes, not a
+/// reserved word of PostgreSQL, MySQL/MariaDB or SQLite) because they are
+/// spliced into SQL text. Each table is known by a key
+/// ([`TableSpec::key`](super::TableSpec::key)): `records`, `fences`, `tokens`, and those of the
+/// techniques' table sets ([`table_sets`](super::table_sets)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableNames {
     schema: Option<String>,
-    records: String,
-    fences: String,
-    tokens: String,
-    consume_log: String,
-    outbox: String,
+    /// Every registered table's name, by key.
+    names: BTreeMap<&'static str, String>,
 }
 
 impl Default for TableNames {
     fn default() -> Self {
+        let names = table_specs()
+            .map(|t| (t.key, format!("idem_{}", t.suffix)))
+            .collect();
         TableNames {
             schema: None,
-            records: "idem_records".into(),
-            fences: "idem_fences".into(),
-            tokens: "idem_tokens".into(),
-            consume_log: super::consume_sql::DEFAULT_LOG_TABLE.into(),
-            outbox: super::outbox_sql::DEFAULT_OUTBOX_TABLE.into(),
+            names,
         }
     }
 }
@@ -37,61 +41,64 @@ fn ident(s: &str) -> Result<(), StoreError> {
     check_ident(s).map_err(|e| StoreError::config(e.to_string()))
 }
 
+/// The identifier check, as a [`TableSpec::check`](super::TableSpec::check).
+pub(crate) fn plain(s: &str) -> Result<(), String> {
+    check_ident(s).map_err(|e| e.to_string())
+}
+
+/// The key of the records table, the base every default name derives from.
+const RECORDS: &str = "records";
+
 impl TableNames {
-    /// Records in `records`, fences in `<records>_fences`, one-time tokens in
-    /// `<records>_tokens`, the consume log in `<records>_consume_log`, the
-    /// outbox in `<records>_outbox`.
+    /// Records in `records`, and every other table named after it:
+    /// `<records>_fences`, `<records>_tokens`, `<records>_consume_log`,
+    /// `<records>_outbox`.
     pub fn new(records: &str) -> Result<Self, StoreError> {
-        ident(records)?;
-        let fences = format!("{records}_fences");
-        ident(&fences)?;
-        let tokens = format!("{records}_tokens");
-        ident(&tokens)?;
-        let consume_log = format!("{records}_consume_log");
-        super::consume_sql::check_log_table(&consume_log).map_err(StoreError::config)?;
-        let outbox = format!("{records}_outbox");
-        super::outbox_sql::check_outbox_table(&outbox).map_err(StoreError::config)?;
+        let mut names = BTreeMap::new();
+        for t in table_specs() {
+            let name = match t.key {
+                RECORDS => records.to_owned(),
+                _ => format!("{records}_{}", t.suffix),
+            };
+            (t.check)(&name).map_err(StoreError::config)?;
+            names.insert(t.key, name);
+        }
         Ok(TableNames {
             schema: None,
-            records: records.to_owned(),
-            fences,
-            tokens,
-            consume_log,
-            outbox,
+            names,
         })
     }
 
-    /// Overrides the fence table (MySQL/SQLite) or sequence (PostgreSQL) name.
-    pub fn fences(mut self, fences: &str) -> Result<Self, StoreError> {
-        ident(fences)?;
-        self.fences = fences.to_owned();
+    /// Overrides the name of the table known by `key` (see
+    /// [`TableSpec::key`](super::TableSpec::key)); an unknown key or a name the table refuses is
+    /// `StoreError::Config`.
+    pub fn table(mut self, key: &str, name: &str) -> Result<Self, StoreError> {
+        let Some(spec) = table_specs().find(|t| t.key == key) else {
+            return Err(StoreError::config(format!("no table is known as `{key}`")));
+        };
+        (spec.check)(name).map_err(StoreError::config)?;
+        self.names.insert(spec.key, name.to_owned());
         Ok(self)
+    }
+
+    /// The name of the table known by `key` (unqualified), if one is.
+    pub fn name_of(&self, key: &str) -> Option<&str> {
+        self.names.get(key).map(String::as_str)
+    }
+
+    /// Every table's key and name (unqualified), by key.
+    pub fn all(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.names.iter().map(|(k, v)| (*k, v.as_str()))
+    }
+
+    /// Overrides the fence table (MySQL/SQLite) or sequence (PostgreSQL) name.
+    pub fn fences(self, fences: &str) -> Result<Self, StoreError> {
+        self.table("fences", fences)
     }
 
     /// Overrides the one-time token table name.
-    pub fn tokens(mut self, tokens: &str) -> Result<Self, StoreError> {
-        ident(tokens)?;
-        self.tokens = tokens.to_owned();
-        Ok(self)
-    }
-
-    /// Overrides the consume log table name (`#[consume_once(log = "...")]`
-    /// must name the same table). Its indexes are named after it
-    /// (`<name>_biz_uk`, `<name>_expires_idx`), so it is at most 50 bytes.
-    pub fn consume_log(mut self, table: &str) -> Result<Self, StoreError> {
-        super::consume_sql::check_log_table(table).map_err(StoreError::config)?;
-        self.consume_log = table.to_owned();
-        Ok(self)
-    }
-
-    /// Overrides the transactional outbox table name (`idem::outbox`'s
-    /// `OutboxTable` and the relay must name the same table). Its indexes are
-    /// named after it (`<name>_biz_uk`, `<name>_expires_idx`, ...), so it is at
-    /// most 51 bytes.
-    pub fn outbox(mut self, table: &str) -> Result<Self, StoreError> {
-        super::outbox_sql::check_outbox_table(table).map_err(StoreError::config)?;
-        self.outbox = table.to_owned();
-        Ok(self)
+    pub fn tokens(self, tokens: &str) -> Result<Self, StoreError> {
+        self.table("tokens", tokens)
     }
 
     /// Puts every object in a PostgreSQL schema (ignored by the other dialects,
@@ -104,32 +111,27 @@ impl TableNames {
 
     /// The records table name (unqualified).
     pub fn records_name(&self) -> &str {
-        &self.records
+        self.get(RECORDS)
     }
 
     /// The fences table or sequence name (unqualified).
     pub fn fences_name(&self) -> &str {
-        &self.fences
+        self.get("fences")
     }
 
     /// The one-time token table name (unqualified).
     pub fn tokens_name(&self) -> &str {
-        &self.tokens
-    }
-
-    /// The consume log table name (unqualified).
-    pub fn consume_log_name(&self) -> &str {
-        &self.consume_log
-    }
-
-    /// The outbox table name (unqualified).
-    pub fn outbox_name(&self) -> &str {
-        &self.outbox
+        self.get("tokens")
     }
 
     /// The schema, if any.
     pub fn schema_name(&self) -> Option<&str> {
         self.schema.as_deref()
+    }
+
+    /// The name of a registered table (every key a set declares has one).
+    pub(crate) fn get(&self, key: &str) -> &str {
+        self.name_of(key).unwrap_or_default()
     }
 
     fn qualify(&self, dialect: Dialect, name: &str) -> String {
@@ -139,24 +141,21 @@ impl TableNames {
         }
     }
 
+    /// The table known by `key`, schema-qualified on PostgreSQL.
+    pub(crate) fn qualified(&self, key: &str, d: Dialect) -> String {
+        self.qualify(d, self.get(key))
+    }
+
     pub(crate) fn records(&self, d: Dialect) -> String {
-        self.qualify(d, &self.records)
+        self.qualified(RECORDS, d)
     }
 
     pub(crate) fn fences_q(&self, d: Dialect) -> String {
-        self.qualify(d, &self.fences)
+        self.qualified("fences", d)
     }
 
     pub(crate) fn tokens_q(&self, d: Dialect) -> String {
-        self.qualify(d, &self.tokens)
-    }
-
-    pub(crate) fn consume_log_q(&self, d: Dialect) -> String {
-        self.qualify(d, &self.consume_log)
-    }
-
-    pub(crate) fn outbox_q(&self, d: Dialect) -> String {
-        self.qualify(d, &self.outbox)
+        self.qualified("tokens", d)
     }
 }
 

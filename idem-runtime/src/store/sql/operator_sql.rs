@@ -8,10 +8,10 @@
 //! escaped namespace holds `%`, a `LIKE` wildcard).
 
 use super::bind::Arg;
-use super::ddl::Stmt;
 use super::errors::map_err;
 use super::key::check_key;
 use super::mysql_sql::MYSQL_NOW;
+use super::stmt::Stmt;
 use super::{Dialect, PURGE_BATCH, PURGE_BUDGET, SqlStore, purge_loop};
 use crate::store::{Counted, ListFilter, RecordState, StoreError};
 

@@ -6,10 +6,11 @@ use sqlx::postgres::{PgPool, PgRow};
 
 use super::CLAIM_ROUNDS;
 use super::bind::{Arg, Sent, bind};
-use super::ddl::{Statements, Stmt};
+use super::ddl::Statements;
 use super::errors::map_err;
 use super::names::TableNames;
 use super::row::RawRow;
+use super::stmt::Stmt;
 use crate::outcome::Fence;
 use crate::sql_kernel::{Dialect, micros, retry_conflicts};
 use crate::store::{Claim, ClaimRequest, StoreError, Warning};
@@ -45,7 +46,7 @@ pub(super) async fn claim(
 }
 
 /// The claim statement's binds: key, owner, fingerprint, lease µs.
-pub(super) fn claim_args<'a>(req: &'a ClaimRequest<'a>, owner: &'a [u8; 16]) -> [Arg<'a>; 4] {
+pub(crate) fn claim_args<'a>(req: &'a ClaimRequest<'a>, owner: &'a [u8; 16]) -> [Arg<'a>; 4] {
     [
         Arg::Text(req.key),
         Arg::Bytes(owner),
@@ -56,7 +57,7 @@ pub(super) fn claim_args<'a>(req: &'a ClaimRequest<'a>, owner: &'a [u8; 16]) -> 
 
 /// What the claim statement's row says; `None`: ask again (the conflicting row
 /// is newer than the statement's snapshot, or it expired meanwhile).
-pub(super) fn answer(
+pub(crate) fn answer(
     row: Option<PgRow>,
     me: crate::store::Owner,
 ) -> Result<Option<(Claim, std::time::Duration)>, StoreError> {

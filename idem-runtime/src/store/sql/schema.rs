@@ -2,12 +2,12 @@
 //! the steps a migration tool applies (`migrations/<dialect>/` holds them
 //! for the default names).
 
-use super::ddl::{records_statements, state_index};
-use super::outbox_ddl::Shape;
+use super::table_set::{Shape, table_sets};
 use super::{Dialect, TableNames};
 
-/// The schema idem needs (records, fences, one-time tokens, the consume log,
-/// the transactional outbox) as it is now, for a new database: idempotent
+/// The schema idem needs (the tables of every registered
+/// [`TableSet`](super::TableSet): records, fences, one-time tokens, and the
+/// tables of the techniques that keep rows beside them) as it is now, for a new database: idempotent
 /// `CREATE … IF NOT EXISTS` statements separated by `;\n`. Apply it with your
 /// migration tool, or call `migrate()`, which also brings tables an earlier
 /// version created up to date. A database set up step by step instead
@@ -40,24 +40,20 @@ pub fn ddl(dialect: Dialect, names: &TableNames) -> String {
 /// assert!(steps[1].1.contains("ADD COLUMN namespace"));
 /// ```
 pub fn migrations(dialect: Dialect, names: &TableNames) -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "0001_idem_tables",
-            join(tables(dialect, names, Shape::First)),
-        ),
-        (
-            "0002_outbox_namespaces",
-            join(super::outbox_ddl::upgrade_statements(dialect, names)),
-        ),
-        (
-            "0003_outbox_trace_context",
-            join(super::outbox_ddl::trace_statements(dialect, names)),
-        ),
-        (
-            "0004_records_state_index",
-            join(vec![state_index(dialect, names)]),
-        ),
-    ]
+    let mut steps = vec![(
+        "0001_idem_tables",
+        join(tables(dialect, names, Shape::First)),
+    )];
+    steps.extend(upgrade_steps(dialect, names).map(|(name, v)| (name, join(v))));
+    steps
+}
+
+/// Every set's steps after the first, in the order of their names (each
+/// step belongs to one set).
+fn upgrade_steps(d: Dialect, n: &TableNames) -> impl Iterator<Item = (&'static str, Vec<String>)> {
+    let mut steps: Vec<_> = table_sets().flat_map(|s| s.upgrades(d, n)).collect();
+    steps.sort_by_key(|(name, _)| *name);
+    steps.into_iter()
 }
 
 fn join(v: Vec<String>) -> String {
@@ -79,15 +75,9 @@ pub(crate) fn statements(d: Dialect, n: &TableNames) -> Vec<String> {
     v
 }
 
-/// Every table: the records' and fences' here, then the one-time tokens'
-/// (`token_sql.rs`), the consume log's (`consume_sql.rs`) and the outbox's
-/// (`outbox_ddl.rs`) in `shape`.
+/// Every registered set's tables in `shape`, in schema order.
 fn tables(d: Dialect, n: &TableNames, shape: Shape) -> Vec<String> {
-    let mut v = records_statements(d, n, shape);
-    v.extend(super::token_sql::statements(d, n));
-    v.extend(super::consume_sql::statements(d, n));
-    v.extend(super::outbox_ddl::table_statements(d, n, shape));
-    v
+    table_sets().flat_map(|s| s.ddl(d, n, shape)).collect()
 }
 
 /// How many of [`statements`] are upgrades (the rest must all succeed).
@@ -95,12 +85,9 @@ pub(crate) fn upgrade_count(d: Dialect, n: &TableNames) -> usize {
     upgrades(d, n).len()
 }
 
-/// The steps after the first.
+/// The statements of the steps after the first.
 fn upgrades(d: Dialect, n: &TableNames) -> Vec<String> {
-    let mut v = super::outbox_ddl::upgrade_statements(d, n);
-    v.extend(super::outbox_ddl::trace_statements(d, n));
-    v.push(state_index(d, n));
-    v
+    upgrade_steps(d, n).flat_map(|(_, v)| v).collect()
 }
 
 /// An upgrade statement with nothing to do: a column or key it adds exists,

@@ -10,11 +10,12 @@ use sqlx::sqlite::SqliteRow;
 
 use super::CLAIM_ROUNDS;
 use super::bind::{Arg, Sent, bind};
-use super::ddl::{Statements, Stmt};
+use super::ddl::Statements;
 use super::errors::map_err;
 use super::names::TableNames;
 use super::pool::Lite;
 use super::row::RawRow;
+use super::stmt::Stmt;
 use crate::outcome::Fence;
 use crate::sql_kernel::{detached, micros, retry_conflicts};
 use crate::store::{Claim, ClaimRequest, Owner, StoreError, Warning};
@@ -110,7 +111,7 @@ async fn take(t: Arc<Take>) -> Result<Option<Result<Claim, StoreError>>, sqlx::E
 /// guard): the next fence, the upsert of a missing or expired key, and, when a
 /// live row won, that row (`None`: it expired between the two; ask again).
 /// `lease_us` replaces `req.lease`, which is ignored.
-pub(super) async fn take_on(
+pub(crate) async fn take_on(
     conn: &mut sqlx::SqliteConnection,
     sent: &Sent,
     next_fence: &Stmt,

@@ -8,16 +8,16 @@ use std::time::Duration;
 
 use super::bind::{Arg, Sent, complete_args};
 use super::census_sql::CensusStatements;
-use super::consume_sql::ConsumeStatements;
-use super::ddl::{Statements, Stmt};
+use super::ddl::Statements;
 use super::errors::{map_err, missing};
 use super::key::check_key;
 use super::local::{KeyLocks, LocalClaims};
 use super::names::TableNames;
-use super::outbox_ddl::OutboxStatements;
 use super::pool::{IN_FLIGHT_PER_CONNECTION, Pool};
 use super::row::RawRow;
 use super::schema::statements;
+use super::stmt::Stmt;
+use super::table_set::{Prepared, prepare};
 use super::token_sql::TokenStatements;
 use super::{PURGE_BUDGET, purge_loop};
 use crate::policy::MAX_DURATION;
@@ -53,10 +53,8 @@ pub struct SqlStore {
     pub(crate) sql: Arc<Statements>,
     /// The one-time token table's statements (`token.rs`).
     pub(crate) tok: Arc<TokenStatements>,
-    /// The consume log's purge and probe (`consume_sql.rs`).
-    pub(crate) log: Arc<ConsumeStatements>,
-    /// The outbox's purge and probe (`outbox_sql.rs`).
-    pub(crate) outbox: Arc<OutboxStatements>,
+    /// Every registered table set's purge, count and probes (`table_set.rs`).
+    pub(crate) sets: Arc<[Prepared]>,
     /// The operators' counts (`census_sql.rs`).
     census: Arc<CensusStatements>,
     pub(crate) dialect: Dialect,
@@ -75,8 +73,7 @@ impl SqlStore {
             queue: std::sync::Arc::new(crate::store::SendQueue::new(limit)),
             sql: Arc::new(Statements::new(dialect, &names)),
             tok: Arc::new(TokenStatements::new(dialect, &names)),
-            log: Arc::new(ConsumeStatements::new(dialect, &names)),
-            outbox: Arc::new(OutboxStatements::new(dialect, &names)),
+            sets: prepare(dialect, &names).into(),
             census: Arc::new(CensusStatements::new(dialect, &names)),
             pool,
             names: Arc::new(names),
@@ -277,32 +274,27 @@ impl Store for SqlStore {
         Box::pin(async move { Ok(self.purge_report(false).await?.total()) })
     }
 
-    /// Expired records, then expired one-time tokens, then expired consume log
-    /// rows, then sent outbox messages past their retention, in one time budget.
+    /// Each registered table set's expired rows, in schema order (records,
+    /// one-time tokens, then the techniques' tables), in one time budget.
     fn purge_report(&self, dry_run: bool) -> BoxFuture<'_, Result<PurgeReport, StoreError>> {
         Box::pin(async move {
-            if dry_run {
-                let mut n = [0u64; 4];
-                for (n, stmt) in n.iter_mut().zip(&self.census.expired) {
-                    let c = dispatch!(&self.pool, |p, m| m::count(p, &self.sent, stmt, &[]).await)?;
-                    *n = u64::try_from(c).unwrap_or(0);
-                }
-                let [records, tokens, consume_log, outbox] = n;
-                return Ok(PurgeReport {
-                    records,
-                    tokens,
-                    consume_log,
-                    outbox,
-                });
-            }
+            let mut report = PurgeReport::default();
             let deadline = std::time::Instant::now() + PURGE_BUDGET;
-            let purge = async |stmt| purge_loop(deadline, || self.execute(stmt, &[])).await;
-            Ok(PurgeReport {
-                records: purge(&self.sql.purge).await?,
-                tokens: purge(&self.tok.purge).await?,
-                consume_log: purge(&self.log.purge).await?,
-                outbox: purge(&self.outbox.purge).await?,
-            })
+            for set in self.sets.iter() {
+                let n = match (dry_run, &set.expired, &set.purge) {
+                    (true, Some(stmt), _) => {
+                        let c =
+                            dispatch!(&self.pool, |p, m| m::count(p, &self.sent, stmt, &[]).await)?;
+                        u64::try_from(c).unwrap_or(0)
+                    }
+                    (false, _, Some(stmt)) => {
+                        purge_loop(deadline, || self.execute(stmt, &[])).await?
+                    }
+                    _ => 0,
+                };
+                report.add(set.name, n);
+            }
+            Ok(report)
         })
     }
 
@@ -360,13 +352,7 @@ impl Store for SqlStore {
 
     fn verify(&self) -> BoxFuture<'_, Result<Vec<Warning>, StoreError>> {
         Box::pin(async move {
-            for (name, probe) in self
-                .sql
-                .probes
-                .iter()
-                .chain([&self.tok.probe, &self.log.probe])
-                .chain(&self.outbox.probes)
-            {
+            for (name, probe) in self.sets.iter().flat_map(|s| &s.probes) {
                 self.exists(probe, &[])
                     .await
                     .map_err(|e| missing(name, e))?;

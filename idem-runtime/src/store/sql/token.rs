@@ -171,8 +171,8 @@ impl SqlStore {
     /// owner is concerned; a row still there belongs to another owner.
     pub(super) async fn owned_change(
         &self,
-        stmt: &super::ddl::Stmt,
-        probe: &super::ddl::Stmt,
+        stmt: &super::stmt::Stmt,
+        probe: &super::stmt::Stmt,
         key: &str,
         owner: Owner,
     ) -> Result<Owned, StoreError> {

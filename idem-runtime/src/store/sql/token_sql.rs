@@ -17,7 +17,7 @@
 //! records' fence sequence (PostgreSQL) or `max(fence + 1, now µs)` of the row
 //! (MySQL, SQLite): larger than every earlier take's of this token either way.
 
-use super::ddl::Stmt;
+use super::stmt::Stmt;
 use super::{Dialect, PURGE_BATCH, TableNames};
 
 /// The token table's DDL statements, appended to the records' by `ddl()`.

@@ -1,24 +1,23 @@
-//! What operators read and change in the messaging tables of a [`SqlStore`]'s
+//! What operators read and change in the outbox table of a [`SqlStore`]'s
 //! database: the outbox per topic (pending, parked, sent, the oldest pending
-//! message's age, the lag), its parked messages, unparking one, and the
-//! consume log's rows per consumer and message type. The `idem` command's
-//! `outbox` and `consume` call these; the relay reads its lag gauge here.
+//! message's age, the lag), its parked messages, and unparking one. The
+//! `idem` command's `outbox` calls these; the relay reads its lag gauge here.
 //!
 //! Every age is measured on the database clock, as every time idem writes.
 //! The statements are built per call (operator calls, not the hot path);
-//! their text per dialect is in `pipeline_sql.rs`.
+//! their text per dialect is in `ops_text.rs`.
 
 use std::time::{Duration, SystemTime};
 
-use super::SqlStore;
-use super::bind::{Arg, bind};
-use super::ddl::Stmt;
-use super::errors::map_err;
-use super::pool::on_pool;
-use crate::sql_kernel::{Dialect, retry_conflicts};
+use super::ops_text::{self as text, ParkedRow, TopicRow};
+use crate::sql_kernel::retry_conflicts;
 use crate::store::StoreError;
-
-use super::pipeline_sql::{self as text, ConsumerRow, ParkedRow, TopicRow};
+use crate::store::sql::SqlStore;
+use crate::store::sql::bind::{Arg, bind};
+use crate::store::sql::errors::map_err;
+use crate::store::sql::ops_kit::{age_of as age, count, rows};
+use crate::store::sql::pool::on_pool;
+use crate::store::sql::stmt::Stmt;
 
 /// One topic of an outbox table ([`SqlStore::outbox_topics`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,58 +114,12 @@ pub enum Unpark {
     NotParked(OutboxState),
 }
 
-/// The consume log's rows of one consumer and message type
-/// ([`SqlStore::consume_log_counts`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ConsumerRows {
-    /// The consumer (the log keys' scene), as the keys hold it (escaped).
-    pub consumer: String,
-    /// The message type, as the log's business key holds it (escaped).
-    /// `None` for messages consumed without a business id, and for business
-    /// keys longer than idem's key limit, which are stored hashed, type
-    /// included.
-    pub msg_type: Option<String>,
-    /// Rows in the log.
-    pub rows: u64,
-    /// Rows past their retention, which the next purge deletes.
-    pub expired: u64,
-    /// Age of the oldest row (when its message was consumed).
-    pub oldest: Duration,
-    /// Age of the newest row.
-    pub newest: Duration,
-}
-
-fn age(us: Option<i64>) -> Option<Duration> {
-    us.map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0)))
-}
-
-fn count(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(0)
-}
-
-/// Every row of `stmt`, each decoded by `$decode` (a generic fn over rows).
-macro_rules! rows {
-    ($store:expr, $stmt:expr, $args:expr, $decode:path) => {{
-        let r: Result<Vec<_>, sqlx::Error> = on_pool!($store, |p| {
-            bind(&$store.sent, $stmt, $args)
-                .fetch_all(p)
-                .await
-                .and_then(|rows| rows.iter().map($decode).collect())
-        });
-        r.map_err(map_err)
-    }};
-}
-
 impl SqlStore {
     /// The outbox table per topic: pending, parked and sent messages, the
     /// oldest pending message's age and the lag (see [`OutboxTopic`]),
     /// sorted by namespace and topic. One `GROUP BY` over the table.
     pub async fn outbox_topics(&self) -> Result<Vec<OutboxTopic>, StoreError> {
-        let stmt = Stmt::from(text::topics(
-            self.dialect,
-            &self.names.outbox_q(self.dialect),
-        ));
+        let stmt = Stmt::from(text::topics(self.dialect, &super::table(self)));
         let raw: Vec<TopicRow> = rows!(self, &stmt, &[], text::topic_row)?;
         let mut out: Vec<OutboxTopic> = raw
             .into_iter()
@@ -186,10 +139,7 @@ impl SqlStore {
 
     /// Up to `limit` parked messages, oldest first.
     pub async fn outbox_parked(&self, limit: u32) -> Result<Vec<ParkedMessage>, StoreError> {
-        let stmt = Stmt::from(text::parked(
-            self.dialect,
-            &self.names.outbox_q(self.dialect),
-        ));
+        let stmt = Stmt::from(text::parked(self.dialect, &super::table(self)));
         let args = [Arg::Int(i64::from(limit))];
         let raw: Vec<ParkedRow> = rows!(self, &stmt, &args, text::parked_row)?;
         Ok(raw
@@ -215,7 +165,7 @@ impl SqlStore {
     /// An unparked message of an ordered business id goes out after every
     /// message of that id the relay published while it was parked.
     pub async fn outbox_unpark(&self, id: &str) -> Result<Unpark, StoreError> {
-        let t = self.names.outbox_q(self.dialect);
+        let t = super::table(self);
         let update = Stmt::from(text::unpark(self.dialect, &t));
         let args = [Arg::Text(id)];
         let changed = retry_conflicts(|| async {
@@ -239,52 +189,11 @@ impl SqlStore {
         }
     }
 
-    /// The consume log's rows per consumer and message type under
-    /// `namespace` (the handle's, as `IdemBuilder::namespace` sets it; empty:
-    /// every row, the first part of each key taken as its consumer), sorted.
-    pub async fn consume_log_counts(
-        &self,
-        namespace: &str,
-    ) -> Result<Vec<ConsumerRows>, StoreError> {
-        let prefix = crate::key::namespace_prefix(namespace);
-        let len = match self.dialect {
-            Dialect::MySql => prefix.len(),
-            _ => prefix.chars().count(),
-        } as i64;
-        let args: Vec<Arg<'_>> = match self.dialect {
-            Dialect::MySql => vec![
-                Arg::Int(len),
-                Arg::Int(len),
-                Arg::Int(len),
-                Arg::Text(&prefix),
-            ],
-            _ => vec![Arg::Text(&prefix), Arg::Int(len)],
-        };
-        let stmt = Stmt::from(text::consumers(
-            self.dialect,
-            &self.names.consume_log_q(self.dialect),
-        ));
-        let raw: Vec<ConsumerRow> = rows!(self, &stmt, &args, text::consumer_row)?;
-        let mut out: Vec<ConsumerRows> = raw
-            .into_iter()
-            .map(|r| ConsumerRows {
-                consumer: r.0,
-                msg_type: r.1,
-                rows: count(r.2),
-                expired: count(r.3),
-                oldest: age(Some(r.4)).unwrap_or_default(),
-                newest: age(Some(r.5)).unwrap_or_default(),
-            })
-            .collect();
-        out.sort_by(|a, b| (&a.consumer, &a.msg_type).cmp(&(&b.consumer, &b.msg_type)));
-        Ok(out)
-    }
-
     /// The whole table's lag: the age of the oldest pending message that is
     /// due now (the relay's `idem_outbox_lag_seconds`); `None` without one.
     #[cfg(any(feature = "rabbitmq", feature = "nats"))]
     pub(crate) async fn outbox_lag(&self) -> Result<Option<Duration>, StoreError> {
-        let stmt = Stmt::from(text::lag(self.dialect, &self.names.outbox_q(self.dialect)));
+        let stmt = Stmt::from(text::lag(self.dialect, &super::table(self)));
         let found: Vec<Option<i64>> = rows!(self, &stmt, &[], text::opt_int_row)?;
         Ok(age(found.into_iter().next().flatten()))
     }

@@ -28,14 +28,15 @@
 use std::time::Duration;
 
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
-use super::bind::Arg;
-use super::bind::Sent;
-use super::ddl::{Statements, Stmt};
-use super::key::check_key;
-use super::names::TableNames;
-#[cfg(any(feature = "mysql", feature = "sqlite"))]
 use crate::sql_kernel::micros;
 use crate::sql_kernel::{AnyConn, Dialect};
+#[cfg(any(feature = "mysql", feature = "sqlite"))]
+use crate::store::sql::bind::Arg;
+use crate::store::sql::bind::Sent;
+use crate::store::sql::ddl::Statements;
+use crate::store::sql::key::check_key;
+use crate::store::sql::stmt::Stmt;
+use crate::store::sql::{CLAIM_ROUNDS, TableNames};
 use crate::store::{Claim, ClaimRequest, Owner, StoreError};
 
 /// Why a statement in the caller's transaction failed.
@@ -89,7 +90,7 @@ impl TxStatements {
     pub(crate) fn new(dialect: Dialect, names: &TableNames) -> Self {
         let sql = Statements::new(dialect, names);
         let select_locked = Stmt::from(format!("{} LOCK IN SHARE MODE", sql.select_live.text()));
-        let claim_mysql = super::mysql_sql::mysql_claim_in_tx(&names.records(dialect));
+        let claim_mysql = crate::store::sql::mysql_sql::mysql_claim_in_tx(&names.records(dialect));
         TxStatements {
             dialect,
             sql,
@@ -110,21 +111,21 @@ impl TxStatements {
     ) -> Result<TxClaim, TxFail> {
         check_key(self.dialect, req.key)?;
         let (sql, sent) = (&self.sql, &self.sent);
-        for round in 0..super::CLAIM_ROUNDS {
+        for round in 0..CLAIM_ROUNDS {
             let answer = match conn.re() {
                 #[cfg(feature = "postgres")]
                 AnyConn::Postgres(c) => {
                     let owner = req.owner.to_bytes();
-                    let args = super::postgres::claim_args(&req, &owner);
-                    let row = super::bind::bind(sent, &sql.claim, &args)
+                    let args = crate::store::sql::postgres::claim_args(&req, &owner);
+                    let row = crate::store::sql::bind::bind(sent, &sql.claim, &args)
                         .fetch_optional(&mut *c)
                         .await?;
-                    super::postgres::answer(row, req.owner)?
+                    crate::store::sql::postgres::answer(row, req.owner)?
                 }
                 #[cfg(feature = "mysql")]
                 AnyConn::MySql(c) => {
                     let owner = req.owner.to_bytes();
-                    use super::mysql::{TakeArgs, fetch_on, take_in_tx};
+                    use crate::store::sql::mysql::{TakeArgs, fetch_on, take_in_tx};
                     let live = [Arg::Text(req.key)];
                     if let Some(row) = fetch_on(c, sent, &sql.select_live, &live).await? {
                         let (claim, remaining) = row.into_answer(req.owner)?;
@@ -155,7 +156,7 @@ impl TxStatements {
                 }
                 #[cfg(feature = "sqlite")]
                 AnyConn::Sqlite(c) => {
-                    use super::sqlite::{fetch_on, take_on};
+                    use crate::store::sql::sqlite::{fetch_on, take_on};
                     let live = [Arg::Text(req.key)];
                     if let Some(row) = fetch_on(c, sent, &sql.select_live, &live).await? {
                         let (claim, remaining) = row.into_answer(req.owner)?;
@@ -207,7 +208,7 @@ impl TxStatements {
         ttl: Duration,
     ) -> Result<bool, TxFail> {
         let o = owner.to_bytes();
-        let args = super::bind::complete_args(payload, ttl, key, &o);
+        let args = crate::store::sql::bind::complete_args(payload, ttl, key, &o);
         self.sent.one();
         let n = conn.execute(&self.sql.complete.text(), &args).await?;
         Ok(n > 0)

@@ -23,7 +23,8 @@
 // The relay statements are used with a broker feature only.
 #![cfg_attr(not(any(feature = "rabbitmq", feature = "nats")), allow(dead_code))]
 
-use super::{Dialect, PURGE_BATCH};
+use crate::sql_kernel::Dialect;
+use crate::store::sql::PURGE_BATCH;
 
 /// The outbox table when none is named: what `migrate()` creates.
 pub const DEFAULT_OUTBOX_TABLE: &str = "idem_outbox";
@@ -129,7 +130,7 @@ pub(crate) fn order_lock(d: Dialect, t: &str) -> Option<String> {
         Dialect::MySql => Some(format!(
             "INSERT INTO {} (namespace, order_key) VALUES (?, ?) \
              ON DUPLICATE KEY UPDATE order_key = order_key",
-            super::outbox_ddl::order_locks(t)
+            super::ddl::order_locks(t)
         )),
         Dialect::Sqlite => None,
     }
@@ -303,7 +304,7 @@ pub(crate) fn stats(d: Dialect, t: &str) -> String {
 
 /// Deletes up to `PURGE_BATCH` sent messages past their retention (parked ones
 /// stay until an operator deals with them).
-pub(super) fn purge(d: Dialect, t: &str) -> String {
+pub(crate) fn purge(d: Dialect, t: &str) -> String {
     let n = now(d);
     match d {
         Dialect::Postgres => format!(
@@ -328,13 +329,13 @@ mod tests {
 
     #[test]
     fn texts_name_the_table_and_number_placeholders() {
-        let n = super::super::TableNames::default()
+        let n = crate::store::sql::TableNames::default()
             .outbox("shop_outbox")
             .unwrap();
-        let pg = super::super::ddl(Dialect::Postgres, &n);
+        let pg = crate::store::sql::ddl(Dialect::Postgres, &n);
         assert!(pg.contains("CREATE TABLE IF NOT EXISTS shop_outbox"));
         assert!(pg.contains("shop_outbox_ns_uk ON shop_outbox (namespace, topic, business_id)"));
-        let steps = super::super::migrations(Dialect::Postgres, &n);
+        let steps = crate::store::sql::migrations(Dialect::Postgres, &n);
         assert!(
             steps[1]
                 .1

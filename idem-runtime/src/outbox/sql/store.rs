@@ -6,13 +6,13 @@
 //! repeat: a claim repeated after a lost reply leaves the first claim's rows to
 //! lapse with their lease, the others set values rather than add to them.
 
-use super::SqlStore;
-use super::errors::map_err;
-use super::outbox_sql as q;
-use super::pool::Pool;
+use super::text as q;
 use crate::sql_kernel::arg::bind_args;
 use crate::sql_kernel::{Arg, retry_conflicts};
 use crate::store::StoreError;
+use crate::store::sql::SqlStore;
+use crate::store::sql::errors::map_err;
+use crate::store::sql::pool::Pool;
 
 /// The outbox gauges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -24,8 +24,8 @@ pub(crate) struct OutboxCounts {
 
 /// An argument as a literal of an unflushed PostgreSQL statement.
 #[cfg(feature = "postgres")]
-fn lit<'a>(a: &Arg<'a>) -> super::outbox_pg::Lit<'a> {
-    use super::outbox_pg::Lit;
+fn lit<'a>(a: &Arg<'a>) -> super::pg::Lit<'a> {
+    use super::pg::Lit;
     match *a {
         Arg::Int(i) => Lit::Int(i),
         Arg::Bytes(b) => Lit::Bytes(b),
@@ -36,7 +36,7 @@ fn lit<'a>(a: &Arg<'a>) -> super::outbox_pg::Lit<'a> {
 
 impl SqlStore {
     pub(super) fn outbox_table(&self) -> String {
-        self.names.outbox_q(self.dialect)
+        super::table(self)
     }
 
     /// One statement with `args`; the rows it changed.
@@ -64,7 +64,7 @@ impl SqlStore {
                 Pool::Postgres(p) => match seqs {
                     // A batch's mark or give-back: one unflushed simple query.
                     Some(seqs) => {
-                        use super::outbox_pg::{Lit, inline, unflushed};
+                        use super::pg::{Lit, inline, unflushed};
                         let mut lits: Vec<Lit<'_>> = args.iter().map(lit).collect();
                         lits.push(Lit::Ints(seqs));
                         let text = unflushed(&[inline(sql, &lits)]);

@@ -2,12 +2,11 @@
 //! the namespace part of its uniqueness (and, on MySQL/MariaDB, adds the
 //! table whose rows serialise the enqueues of one ordered business id), the
 //! upgrade that adds each message's trace context, and
-//! the purge and `verify()` probe the store runs on it. Statement texts of
-//! the enqueue and the relay are in `outbox_sql.rs`.
+//! the purge and `verify()` probe the store runs on it (`tables.rs`).
+//! Statement texts of the enqueue and the relay are in `text.rs`.
 
-use super::ddl::Stmt;
-use super::outbox_sql::purge;
-use super::{Dialect, TableNames};
+use crate::sql_kernel::Dialect;
+use crate::store::sql::Shape;
 
 /// The outbox DDL statements for table `t` (qualified), its indexes named
 /// after `name` (unqualified).
@@ -115,16 +114,6 @@ pub(crate) fn outbox_ddl(d: Dialect, t: &str, name: &str, shape: Shape) -> Vec<S
     }
 }
 
-/// Which shape of the outbox table the DDL writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shape {
-    /// As the first migration step created it (kept as it was: migration
-    /// tools check that an applied step's text never changes).
-    First,
-    /// As it is now: what `ddl()` creates in a new database.
-    Current,
-}
-
 /// MySQL's lock table of ordered enqueues (see [`order_locks`]).
 fn order_locks_ddl(t: &str) -> String {
     format!(
@@ -210,55 +199,4 @@ pub(crate) fn trace_upgrade(d: Dialect, t: &str) -> Vec<String> {
 /// enqueue until its transaction ends.
 pub(crate) fn order_locks(t: &str) -> String {
     format!("{t}_order_locks")
-}
-
-/// The table in `shape`.
-pub(crate) fn table_statements(d: Dialect, n: &TableNames, shape: Shape) -> Vec<String> {
-    outbox_ddl(d, &n.outbox_q(d), n.outbox_name(), shape)
-}
-
-/// The namespace upgrade.
-pub(crate) fn upgrade_statements(d: Dialect, n: &TableNames) -> Vec<String> {
-    namespace_upgrade(d, &n.outbox_q(d), n.outbox_name(), n.schema_name())
-}
-
-/// The trace context upgrade.
-pub(crate) fn trace_statements(d: Dialect, n: &TableNames) -> Vec<String> {
-    trace_upgrade(d, &n.outbox_q(d))
-}
-
-/// The store's outbox statements: purge, and the `verify()` probes (the
-/// table, and on MySQL/MariaDB its lock table).
-#[derive(Debug, Clone)]
-pub(crate) struct OutboxStatements {
-    pub(crate) purge: Stmt,
-    pub(crate) probes: Vec<(String, Stmt)>,
-}
-
-impl OutboxStatements {
-    pub(crate) fn new(d: Dialect, n: &TableNames) -> Self {
-        let t = n.outbox_q(d);
-        let never = match d {
-            Dialect::Postgres => "FALSE",
-            Dialect::MySql => "1 = 0",
-            Dialect::Sqlite => "0",
-        };
-        let mut probes = vec![(
-            t.clone(),
-            Stmt::from(format!(
-                "SELECT seq, namespace, id, topic, business_id, order_key, payload, state, attempts, \
-                 owner, due_at, created_at, sent_at, expires_at, last_error, traceparent, tracestate \
-                 FROM {t} WHERE {never}"
-            )),
-        )];
-        if d == Dialect::MySql {
-            let locks = order_locks(&t);
-            let probe = format!("SELECT namespace, order_key FROM {locks} WHERE {never}");
-            probes.push((locks, Stmt::from(probe)));
-        }
-        OutboxStatements {
-            purge: Stmt::from(purge(d, &t)),
-            probes,
-        }
-    }
 }

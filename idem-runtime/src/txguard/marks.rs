@@ -28,7 +28,7 @@ fn create(dialect: Dialect) -> String {
         }
         Dialect::MySql => format!(
             "CREATE TEMPORARY TABLE IF NOT EXISTS {TABLE} (k VARBINARY({}) PRIMARY KEY) ENGINE=InnoDB",
-            super::MAX_KEY_BYTES
+            crate::store::sql::MAX_KEY_BYTES
         ),
         Dialect::Sqlite => format!("CREATE TEMP TABLE IF NOT EXISTS {TABLE} (k TEXT PRIMARY KEY)"),
     }

@@ -1,8 +1,8 @@
 //! The SQL text of the consume log (`#[consume_once]`, `idem::consume`): its
-//! DDL (part of [`ddl`](super::ddl) and `migrate()`), the insert the consumer
+//! DDL (part of [`ddl`](crate::store::sql::ddl) and `migrate()`), the insert the consumer
 //! runs in the caller's transaction (one row, or a batched consumer's rows in
-//! one statement), and the purge and `verify()` probe of the store. Kept apart from `ddl.rs` (the records' text) so each file holds one
-//! table.
+//! one statement), and the purge of the store (its table set is in
+//! `tables.rs`).
 //!
 //! | column        | PostgreSQL    | MySQL/MariaDB            | SQLite              |
 //! |---------------|---------------|--------------------------|---------------------|
@@ -18,9 +18,8 @@
 //! for the log's retention (default 7 days: longer than any redelivery), on
 //! the database clock, and `purge_expired` deletes them afterwards.
 
-use super::ddl::Stmt;
-use super::{Dialect, PURGE_BATCH, TableNames};
-use crate::sql_kernel::check_ident;
+use crate::sql_kernel::{Dialect, check_ident};
+use crate::store::sql::{PURGE_BATCH, TableNames};
 
 /// The consume log table when none is named: what `migrate()` creates.
 pub const DEFAULT_LOG_TABLE: &str = "idem_consume_log";
@@ -211,33 +210,6 @@ pub(crate) fn purge(d: Dialect, t: &str) -> String {
                SELECT rowid FROM {t} WHERE expires_at <= CAST(unixepoch('subsec') * 1000000 AS INTEGER) \
                LIMIT {PURGE_BATCH})"
         ),
-    }
-}
-
-/// The store's consume log statements: purge, and the `verify()` probe.
-#[derive(Debug, Clone)]
-pub(crate) struct ConsumeStatements {
-    pub(crate) purge: Stmt,
-    pub(crate) probe: (String, Stmt),
-}
-
-impl ConsumeStatements {
-    pub(crate) fn new(d: Dialect, n: &TableNames) -> Self {
-        let t = n.consume_log_q(d);
-        let never = match d {
-            Dialect::Postgres => "FALSE",
-            Dialect::MySql => "1 = 0",
-            Dialect::Sqlite => "0",
-        };
-        ConsumeStatements {
-            purge: Stmt::from(purge(d, &t)),
-            probe: (
-                t.clone(),
-                Stmt::from(format!(
-                    "SELECT msg_key, biz_key, consumed_at, expires_at FROM {t} WHERE {never}"
-                )),
-            ),
-        }
     }
 }
 

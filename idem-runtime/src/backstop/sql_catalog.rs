@@ -2,10 +2,10 @@
 //! business database, for `Idem::verify()` and for SQLite, whose unique-violation
 //! messages name columns, not the index.
 
-use super::errors::map_err;
-use super::pool::Pool;
 use crate::sql_kernel::AnyConn;
 use crate::store::catalog::{ConstraintCatalog, ConstraintDef, Engine};
+use crate::store::sql::errors::map_err;
+use crate::store::sql::pool::Pool;
 use crate::store::{BoxFuture, StoreError};
 
 /// How a catalog lists an index member that is an expression, not a column.
@@ -24,7 +24,7 @@ pub const EXPRESSION: &str = "(expression)";
 ///
 /// ```no_run
 /// # async fn f(pool: sqlx::PgPool) -> Result<(), idem::Error> {
-/// use idem::{Idem, store::sql::{SqlConstraints, SqlStore}};
+/// use idem::{Idem, sql::{SqlConstraints, SqlStore}};
 /// let idem = Idem::builder()
 ///     .store(SqlStore::postgres(pool.clone()))
 ///     .constraints(SqlConstraints::postgres(pool))
@@ -58,7 +58,7 @@ impl SqlConstraints {
     #[cfg(feature = "sqlite")]
     pub fn sqlite(pool: sqlx::SqlitePool) -> Self {
         SqlConstraints {
-            pool: Pool::Sqlite(super::pool::Lite::new(pool)),
+            pool: Pool::Sqlite(crate::store::sql::pool::Lite::new(pool)),
         }
     }
 

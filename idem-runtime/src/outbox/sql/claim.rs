@@ -4,15 +4,15 @@
 //! (`outbox_pg.rs`), MySQL/MariaDB in a select and an update, SQLite in
 //! `BEGIN IMMEDIATE`.
 
-use super::SqlStore;
-use super::errors::map_err;
-use super::outbox_sql as q;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-use super::pool::Pool;
-use super::pool::on_pool;
+use super::text as q;
 use crate::sql_kernel::arg::bind_args;
 use crate::sql_kernel::{Arg, Dialect, retry_conflicts};
 use crate::store::StoreError;
+use crate::store::sql::SqlStore;
+use crate::store::sql::errors::map_err;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+use crate::store::sql::pool::Pool;
+use crate::store::sql::pool::on_pool;
 
 /// One claimed message.
 #[derive(Debug, Clone)]
@@ -147,7 +147,7 @@ impl SqlStore {
         limit: i64,
         again: bool,
     ) -> Result<Vec<OutboxRow>, sqlx::Error> {
-        use super::outbox_pg::{Lit, inline, unflushed};
+        use super::pg::{Lit, inline, unflushed};
         let mut parts = Vec::with_capacity(2);
         if again {
             let release = q::release_claim(Dialect::Postgres, t);
