@@ -2,6 +2,7 @@
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod engine;
+pub mod cycle;
 pub mod lapsed;
 pub mod sql;
 pub mod stores;

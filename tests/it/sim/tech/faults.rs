@@ -58,16 +58,8 @@ pub(crate) enum What {
         owner: Owner,
         res: TokenTake,
     },
-    Renew {
-        owner: Owner,
-        res: Owned,
-    },
     GiveBack {
         owner: Owner,
-        res: Owned,
-    },
-    /// A succeeded body's token, deleted whoever held it.
-    Revoke {
         res: Owned,
     },
     Cas {
