@@ -190,7 +190,7 @@ impl Exec {
                 };
                 self.op_reclaim(Op::TokenTake, key, budget, || tokens.take(key, owner))
                     .await
-                .map(|t| matches!(t, TokenTake::Taken { .. }))
+                    .map(|t| matches!(t, TokenTake::Taken { .. }))
             }
         };
         // Not ours (another owner holds the key, or the token is gone):

@@ -121,8 +121,16 @@ async fn cluster_store_semantics() {
         let t = tokens.issue("token:rt", Duration::from_secs(60)).await;
         consume(t.unwrap().into_string()).await.unwrap();
     }
-    let mut mons: Vec<Monitor> = cluster.nodes.iter().map(|n| Monitor::attach(n.port)).collect();
-    let idle = |m: &mut Monitor| m.take().into_iter().filter(|c| c != "CLUSTER" && c != "PING");
+    let mut mons: Vec<Monitor> = cluster
+        .nodes
+        .iter()
+        .map(|n| Monitor::attach(n.port))
+        .collect();
+    let idle = |m: &mut Monitor| {
+        m.take()
+            .into_iter()
+            .filter(|c| c != "CLUSTER" && c != "PING")
+    };
     for m in &mut mons {
         let _ = idle(m).count();
     }

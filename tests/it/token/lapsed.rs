@@ -78,7 +78,11 @@ pub async fn no_lease_lapses(store: Arc<dyn Store>) {
             );
         }
     }
-    assert_eq!(runs.get(), 3, "A twice, and the submission after A's failure");
+    assert_eq!(
+        runs.get(),
+        3,
+        "A twice, and the submission after A's failure"
+    );
 }
 
 macro_rules! lapsed_suite {

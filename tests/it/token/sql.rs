@@ -69,7 +69,10 @@ async fn statements_per_consume(d: Dialect) {
     assert_eq!(sent() - before, 1, "{d:?} succeeded body: the take alone");
     let before = sent();
     let again = consume(token, true).await;
-    assert!(matches!(again, Err(Error::TokenInvalid { .. })), "{again:?}");
+    assert!(
+        matches!(again, Err(Error::TokenInvalid { .. })),
+        "{again:?}"
+    );
     assert_eq!(sent() - before, 1, "{d:?} second submission");
 }
 

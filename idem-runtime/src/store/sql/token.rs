@@ -140,7 +140,9 @@ impl TokenStore for SqlStore {
             super::claim::finish_in_turn("take", async move {
                 let _turn = turn;
                 match store.take_once(&key, owner).await? {
-                    Some(f) => Ok(TokenTake::Taken { fence: fence_of(f)? }),
+                    Some(f) => Ok(TokenTake::Taken {
+                        fence: fence_of(f)?,
+                    }),
                     None => Ok(TokenTake::Invalid),
                 }
             })

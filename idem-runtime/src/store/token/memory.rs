@@ -15,7 +15,10 @@ use crate::store::{BoxFuture, Owned, Owner, StoreError, unix_micros};
 enum State {
     Issued,
     /// Taken by `owner`'s take with `fence`: the tombstone of a spent token.
-    Spent { owner: Owner, fence: Fence },
+    Spent {
+        owner: Owner,
+        fence: Fence,
+    },
 }
 
 /// The memory store's tokens: one map under one lock (token traffic is a form
