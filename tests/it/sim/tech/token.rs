@@ -9,7 +9,7 @@
 //! | `token-once` | a token's bodies run one after another, and each starts only after the one before ended with an error (its give-back): a body that succeeded, or whose caller was dropped or whose process crashed while it ran, is the token's last, whatever the faults |
 //! | `fail-closed` | `TokenInvalid`, `InProgress` and `StoreUnavailable` never ran the body |
 //! | `body-result` | a caller that was not dropped gets its own body's result |
-//! | `give-back` | after healing, a token is accepted by the first probe unless a body consumed it, a `FLUSHALL` lost it, a holder was lost with it (a crashed process, or a caller dropped once its body started: the token stays spent), or the store refused operations for longer than a blip (a give-back nobody waits for stops at an open breaker) |
+//! | `give-back` | after healing, a token is accepted by the first probe unless a body consumed it, a `FLUSHALL` lost it, a holder was lost with it (a process that crashed after the call started, taking a pending undo or give-back with it, or a caller dropped once its body started: the token stays spent), or the store refused operations for longer than a blip (a give-back nobody waits for stops at an open breaker) |
 //! | `progress` | after healing, no probe ends `InProgress` or `StoreUnavailable` |
 
 use std::sync::atomic::Ordering;

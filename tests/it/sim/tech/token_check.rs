@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::SeedRun;
 use super::faults::What;
-use super::token::{TokCallInfo, TokOutput, TokResult, TokSchedule, run};
+use super::token::{TokCallInfo, TokEvent, TokOutput, TokResult, TokSchedule, run};
 
 fn token_of(s: &TokSchedule, out: &TokOutput, i: usize) -> usize {
     if i < s.calls.len() {
@@ -42,12 +42,18 @@ pub(crate) fn check(s: &TokSchedule, out: &TokOutput) -> Result<(), String> {
         let consumed = runs
             .iter()
             .any(|r| r.3 && r.2.is_some() && r.0 < s.calls.len());
-        // A take whose holder went away stays spent: a crashed process (its
-        // take may have applied, its undo died with it), or a caller dropped
-        // once its body had started (the body may have done its work).
+        // A take whose holder went away stays spent: a call whose process
+        // crashed after it started (its take may have applied, and its undo
+        // or give-back, pending in the background, died with the process), or
+        // a caller dropped once its body had started (the body may have done
+        // its work).
         let spent_by_a_lost_holder = (0..s.calls.len()).filter(of_token).any(|i| {
-            let c = &out.calls[i];
-            c.crashed || (c.body.is_some() && matches!(c.end, Some((_, TokResult::Cancelled))))
+            let (c, call) = (&out.calls[i], &s.calls[i]);
+            let crashed_since = s
+                .events
+                .iter()
+                .any(|(t, e)| matches!(e, TokEvent::Crash(p) if *p == call.proc && *t >= call.at));
+            crashed_since || (c.body.is_some() && matches!(c.end, Some((_, TokResult::Cancelled))))
         });
         let accepted = probes.iter().any(|p| p.body.is_some());
         let excused = consumed || out.flushed || spent_by_a_lost_holder || s.refusing();
