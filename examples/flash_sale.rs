@@ -38,8 +38,9 @@ enum SaleError {
     Stale,
 }
 
-/// One order per (buyer, form token): the token is consumed when the order
-/// succeeds; every click of the same form shares the idempotency key.
+/// One order per (buyer, form token): the token is spent when the order
+/// starts and given back if it fails; every click of the same form shares the
+/// idempotency key.
 #[idem::idempotent(key = "flash-order:<buyer>", lease = "5s", token = "<form_token>", handle = idem)]
 async fn place_order(
     idem: &Idem,

@@ -1,11 +1,11 @@
 //! One-time tokens on Redis: one issue and one consume per call.
 //!
 //! - A: `idem.tokens().issue(..)` (one `SET PX` of the token's digest key),
-//!   then `consume(..).run(body)` (the take script, the body under the
-//!   watchdog, one `DEL` of the token): 3 round trips;
+//!   then `consume(..).run(body)` (the take script, which spends the token
+//!   before the body runs; nothing after a body that succeeds): 2 round trips;
 //! - B: the native floor: a token of the same size (two UUID v4s) `SET PX`
-//!   by hand, then a Lua get-and-delete: 2 round trips, no lease (a token
-//!   whose consumer fails is lost, not given back), no digest.
+//!   by hand, then a Lua get-and-delete: 2 round trips, no give-back (a token
+//!   whose consumer fails is lost), no digest.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -69,7 +69,7 @@ pub(crate) async fn issue_consume(env: &Env) -> anyhow::Result<Vec<Side>> {
     Ok(sides(
         [a, b],
         [
-            "A idem tokens: issue + consume (SET, take script, DEL)",
+            "A idem tokens: issue + consume (SET, take script)",
             "B native floor: SET PX + Lua get-and-delete by hand",
         ],
     ))

@@ -157,7 +157,6 @@ impl Exec {
                         lease: spec.lease,
                         sent,
                         budget,
-                        kind: spec.kind,
                     };
                     return Acquired::Held(Claimed {
                         held,

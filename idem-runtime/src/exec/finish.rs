@@ -42,12 +42,9 @@ pub(crate) enum Finish {
     },
     /// Give the key up so a retry runs (a guard's failed body, a lock's end).
     Release,
-    /// Delete the token: its body succeeded, it must never come back, whoever
-    /// holds it by now (`TokenStore::revoke`: the lease may have lapsed while
-    /// the body ran, and the token been given back to issued or taken over;
-    /// token simulation, seeds 237719, 221170 and 3059487).
-    TokenConsume,
-    /// Return the token to issued: its body failed, a retry may use it.
+    /// Return a spent token to issued: its body failed (or never started), a
+    /// retry may use it. A body that succeeded needs no finish: its take
+    /// spent the token.
     TokenGiveBack,
 }
 
@@ -64,7 +61,6 @@ impl Finish {
         match self {
             Finish::Complete { .. } => Op::Complete,
             Finish::Release => Op::Release,
-            Finish::TokenConsume => Op::TokenConsume,
             Finish::TokenGiveBack => Op::TokenReturn,
         }
     }
@@ -77,7 +73,8 @@ impl Exec {
     /// while the operation is in flight, the same operation goes on in a detached
     /// task (it is idempotent per owner) until the lease would have lapsed anyway:
     /// a slow but healthy store then still gets the result, so a retry replays it
-    /// (or finds its token consumed) instead of running the body again, while the
+    /// instead of running the body again (or finds a failed body's token given
+    /// back), while the
     /// caller waits no longer than one operation budget. Once the store answered
     /// (applied, or the key is another owner's) there is nothing left to do.
     pub(crate) async fn finish(
@@ -101,9 +98,9 @@ impl Exec {
     /// A finish nobody waits for: worth trying for as long as the claim can still
     /// be ours (one lease), as one patient operation ([`Exec::op_patient`]) that
     /// keeps its place in a slow store's queue. While the breaker says the store
-    /// is down, a finish whose lapse would run the body again (a `complete`, a
-    /// token's consume) waits the breaker out without sending; the others stop
-    /// and leave the claim to lapse with its lease, as retries would only add
+    /// is down, a finish whose lapse would run the body again (a `complete`)
+    /// waits the breaker out without sending; the others stop and leave the
+    /// claim to lapse with its lease (a token stays spent), as retries would only add
     /// load to a store that is struggling (`Op::outlasts_open_breaker`).
     async fn in_background(
         &self,
@@ -151,11 +148,8 @@ impl Exec {
                 None => store.complete(key, owner, payload, *ttl),
             },
             Finish::Release => store.release(key, owner),
-            Finish::TokenConsume | Finish::TokenGiveBack => match store.tokens() {
-                Some(t) => match f {
-                    Finish::TokenConsume => t.revoke(key),
-                    _ => t.give_back(key, owner),
-                },
+            Finish::TokenGiveBack => match store.tokens() {
+                Some(t) => t.give_back(key, owner),
                 None => Box::pin(std::future::ready(Err(StoreError::config(
                     "the store keeps no tokens",
                 )))),
@@ -194,11 +188,9 @@ impl Exec {
                 let Some(tokens) = self.store.tokens() else {
                     return Ok(Owned::NotOwner);
                 };
-                self.op_reclaim(Op::TokenTake, key, budget, || {
-                    tokens.take(key, owner, lease)
-                })
-                .await
-                .map(|t| matches!(t, TokenTake::Taken { .. }))
+                self.op_reclaim(Op::TokenTake, key, budget, || tokens.take(key, owner))
+                    .await
+                    .map(|t| matches!(t, TokenTake::Taken { .. }))
             }
         };
         // Not ours (another owner holds the key, or the token is gone):

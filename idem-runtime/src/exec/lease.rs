@@ -19,7 +19,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Exec;
-use super::finish::Kind;
 use crate::fence::Fence;
 use crate::fingerprint::Fingerprint;
 use crate::observe::Op;
@@ -39,8 +38,6 @@ pub(crate) struct Held<'a> {
     pub(crate) sent: Instant,
     /// The budget of each operation on it (at most a third of the lease).
     pub(crate) budget: Duration,
-    /// A record claim or a token take: renewed, undone and finished in its store.
-    pub(crate) kind: Kind,
 }
 
 impl Held<'_> {
@@ -68,8 +65,7 @@ impl Exec {
     }
 
     /// [`hold`](Self::hold), reporting each renewal to `live` so the body can ask
-    /// whether its lease still holds (the distributed lock's `is_valid()`). A
-    /// claim is renewed in its own store (`held.kind`: records or tokens).
+    /// whether its lease still holds (the distributed lock's `is_valid()`).
     pub(crate) async fn hold_tracked<F: Future>(
         &self,
         held: &Held<'_>,
@@ -119,20 +115,11 @@ impl Exec {
                 tracing::warn!(key = %crate::observe::key_hash(key), "max_hold reached: lease renewal stops and will lapse");
                 return std::future::pending().await;
             }
-            let renewed = match (held.kind, self.store.tokens()) {
-                (Kind::Token, Some(tokens)) => {
-                    self.op_in(Op::TokenRenew, key, budget, || {
-                        tokens.renew(key, owner, lease)
-                    })
-                    .await
-                }
-                _ => {
-                    self.op_in(Op::Renew, key, budget, || {
-                        self.store.renew(key, owner, lease)
-                    })
-                    .await
-                }
-            };
+            let renewed = self
+                .op_in(Op::Renew, key, budget, || {
+                    self.store.renew(key, owner, lease)
+                })
+                .await;
             match renewed {
                 Ok(Owned::Applied) => {
                     if let Some(l) = live {

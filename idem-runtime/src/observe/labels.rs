@@ -220,13 +220,9 @@ pub enum Op {
     Verify,
     /// Store a new one-time token.
     TokenIssue,
-    /// Take a one-time token for a body (issued → consuming).
+    /// Spend a one-time token for a body (issued → spent).
     TokenTake,
-    /// Extend a taken token's lease.
-    TokenRenew,
-    /// Delete a taken token after its body succeeded.
-    TokenConsume,
-    /// Give a taken token back after its body failed (consuming → issued).
+    /// Give a spent token back after its body failed (spent → issued).
     TokenReturn,
     /// Move a key's state from an expected value to a new one.
     StateCas,
@@ -242,7 +238,7 @@ pub enum Op {
 
 impl Op {
     /// Every operation, in declaration order (the index of per-op metric keys).
-    pub const ALL: [Op; 18] = [
+    pub const ALL: [Op; 16] = [
         Op::Claim,
         Op::Renew,
         Op::Complete,
@@ -253,8 +249,6 @@ impl Op {
         Op::Verify,
         Op::TokenIssue,
         Op::TokenTake,
-        Op::TokenRenew,
-        Op::TokenConsume,
         Op::TokenReturn,
         Op::StateCas,
         Op::OutboxClaim,
@@ -276,8 +270,6 @@ impl Op {
             Op::Verify => "verify",
             Op::TokenIssue => "token_issue",
             Op::TokenTake => "token_take",
-            Op::TokenRenew => "token_renew",
-            Op::TokenConsume => "token_consume",
             Op::TokenReturn => "token_return",
             Op::StateCas => "state_cas",
             Op::OutboxClaim => "outbox_claim",
@@ -299,8 +291,6 @@ impl Op {
             Op::Renew
                 | Op::Complete
                 | Op::Release
-                | Op::TokenRenew
-                | Op::TokenConsume
                 | Op::TokenReturn
                 | Op::OutboxSent
                 | Op::OutboxRetry
@@ -309,14 +299,13 @@ impl Op {
 
     /// An operation a detached finish keeps for its whole budget even while the
     /// breaker is open (waiting, without sending, until the store may be tried):
-    /// a finish whose body succeeded and whose lapse would run it again. A
-    /// guard's `complete`, whose lapse lets a duplicate execute the body a second
-    /// time, and a token's consume, whose lapse lets the token be accepted again
-    /// (token simulation, seed 645476). Other detached finishes (a release, a
-    /// give-back) stop at an open breaker and leave the claim to lapse with its
-    /// lease: that costs time, never a second run.
+    /// a finish whose body succeeded and whose lapse would run it again: a
+    /// guard's `complete`, whose lapse lets a duplicate execute the body a
+    /// second time. Other detached finishes (a release, a token's give-back)
+    /// stop at an open breaker: a claim then lapses with its lease, a token
+    /// stays spent; that costs time or a token, never a second run.
     pub(crate) const fn outlasts_open_breaker(self) -> bool {
-        matches!(self, Op::Complete | Op::TokenConsume)
+        matches!(self, Op::Complete)
     }
 
     /// The position in [`Op::ALL`]: an index into per-operation metric keys.

@@ -106,8 +106,6 @@ fn technique_and_op_labels() {
             "verify",
             "token_issue",
             "token_take",
-            "token_renew",
-            "token_consume",
             "token_return",
             "state_cas",
             "outbox_claim",
@@ -126,8 +124,6 @@ fn technique_and_op_labels() {
             Op::Renew,
             Op::Complete,
             Op::Release,
-            Op::TokenRenew,
-            Op::TokenConsume,
             Op::TokenReturn,
             Op::OutboxSent,
             Op::OutboxRetry

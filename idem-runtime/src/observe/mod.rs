@@ -27,8 +27,8 @@
 //!   `token_invalid`, `duplicate_message`, `conflict`, `precondition_failed`;
 //!   `unguarded` for every call of a disabled handle (`IdemBuilder::disabled`).
 //! - `op`: `claim`, `renew`, `complete`, `release`, `inspect`, `forget`, `purge`,
-//!   `verify`; one-time tokens: `token_issue`, `token_take`, `token_renew`,
-//!   `token_consume`, `token_return`; state check-and-set: `state_cas`.
+//!   `verify`; one-time tokens: `token_issue`, `token_take`, `token_return`;
+//!   state check-and-set: `state_cas`.
 //!
 //! - `path`: `guarded` (the store granted a claim, the constraint caught a
 //!   duplicate whose record was lost: these calls are `outcome="backstop"`) or

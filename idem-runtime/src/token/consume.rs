@@ -1,11 +1,10 @@
 //! The token protocol over the execution layer:
 //!
 //! ```text
-//! take ──Taken(fence)──> body under the watchdog (renewing the token's lease)
-//!   │                     ├─ Ok  -> consume (delete)   -> Executed
-//!   │                     └─ Err -> give back (issued) -> Released
-//!   ├─Busy──> wait (local wake-up or backoff), take again, or InProgress
-//!   └─Invalid──> TokenInvalid
+//! take (spends the token) ──Taken(fence)──> body
+//!   │                                         ├─ Ok  -> Executed (nothing more to send)
+//!   │                                         └─ Err -> give back (issued) -> Released
+//!   └─Invalid──> TokenInvalid   (none, expired, or spent by another submission)
 //! ```
 
 use std::future::Future;
@@ -26,9 +25,6 @@ pub(super) struct Consumption<'a> {
     pub(super) scope: &'a str,
     pub(super) key: Option<&'a Key>,
     pub(super) lease: Duration,
-    /// `None`: the one default, 5 s or the lease if shorter.
-    pub(super) wait: Option<Duration>,
-    pub(super) max_hold: Option<Duration>,
 }
 
 struct Consumed<T, E> {
@@ -95,8 +91,8 @@ impl Consumption<'_> {
         }
         let policy = crate::policy::LockPolicy {
             lease: self.lease,
-            wait: self.wait,
-            max_hold: self.max_hold,
+            wait: None,
+            max_hold: None,
         };
         if let Err(e) = policy.validate() {
             return fail(
@@ -113,30 +109,30 @@ impl Consumption<'_> {
             return fail(CallOutcome::Failed, e);
         };
         let k = key.as_str();
-        let (lease, owner) = (self.lease, Owner::random());
+        let owner = Owner::random();
         let spec = ClaimSpec {
             op: Op::TokenTake,
             kind: Kind::Token,
             key: k,
             owner,
             fingerprint: Fingerprint::NONE,
-            lease,
+            lease: self.lease,
+            // No answer is busy: this only bounds the take's queue turn in a burst.
             wait: policy.wait_budget(),
         };
         let read = |take| match take {
             TokenTake::Taken { fence } => Answer::Claimed(fence),
-            TokenTake::Busy { remaining } => Answer::Busy(remaining),
             TokenTake::Invalid => Answer::Stop(()),
         };
-        let send = || tokens.take(k, owner, lease);
+        let send = || tokens.take(k, owner);
         let mut claimed = match exec.acquire(spec, send, read).await {
             Acquired::Held(c) => c,
             Acquired::Stopped { .. } => return fail(CallOutcome::TokenInvalid, self.invalid()),
-            Acquired::Busy { waited, lease_left } => {
+            Acquired::Busy { waited, .. } => {
                 let e = Error::InProgress {
                     key: k.to_owned(),
                     waited,
-                    lease_left: Some(lease_left),
+                    lease_left: None,
                 };
                 return fail(CallOutcome::InProgress, e);
             }
@@ -145,20 +141,22 @@ impl Consumption<'_> {
                 return fail(CallOutcome::Failed, self.idem.store_error(k, error));
             }
         };
-        // The body starts: a drop from here leaves the token to its lease.
+        // The body starts: the token stays spent whatever becomes of this call
+        // (a drop, a crash); only a body that returns an error gives it back.
         claimed.disarm();
         let held = claimed.held;
-        let result = exec.hold(&held, policy.max_hold(), body(held.fence)).await;
-        // The detached finish: once the body succeeded the token must never come
-        // back, so the consume goes on in the background if this call is dropped
-        // or the store does not confirm it in time (issue 24, e).
-        let (finish, outcome) = match result {
-            Ok(_) => (Finish::TokenConsume, CallOutcome::Executed),
-            Err(_) => (Finish::TokenGiveBack, CallOutcome::Released),
+        let result = body(held.fence).await;
+        let outcome = match result {
+            Ok(_) => CallOutcome::Executed,
+            Err(_) => {
+                // The detached finish: the give-back goes on in the background
+                // if this call is dropped or the store does not confirm it in time.
+                if let Err(e) = exec.finish(&held, Finish::TokenGiveBack).await {
+                    tracing::warn!(key = %crate::observe::key_hash(k), error = %e, "token not given back yet; it goes on in the background");
+                }
+                CallOutcome::Released
+            }
         };
-        if let Err(e) = exec.finish(&held, finish).await {
-            tracing::warn!(key = %crate::observe::key_hash(k), error = %e, "token not finished yet; it goes on in the background");
-        }
         (outcome, Some(held.fence), result)
     }
 }

@@ -3,21 +3,23 @@
 //! runs the body once per token.
 //!
 //! ```text
-//! issue ──> issued ──take──> consuming(owner, lease) ──body Ok──> deleted
-//!              ^                     │
-//!              ├──── body Err ───────┤   (given back: a retry can use it)
-//!              └──── lease lapsed ───┘   (a crashed holder: taken over)
+//! issue ──> issued ──take──> spent(owner) ──body Ok──> (stays spent until it expires)
+//!              ^                  │
+//!              └── body Err ──────┘   (given back: a retry can use it)
 //! ```
 //!
-//! Concurrent submissions of one token: one takes it, the others wait for it
-//! (a local wake-up when the holder is in this process) and then find it
-//! consumed (`Error::TokenInvalid`) or given back (they take it), so no
-//! submitter loses a token that is still valid. The store keeps only a digest
-//! of each token (blake3), so keys, spans and metrics never show one.
+//! The take spends the token before the body runs, in one store operation, and
+//! a body that succeeds sends nothing more: a consume costs what an issue and a
+//! get-and-delete by hand cost. Only a body that returns an error gives the
+//! token back; a holder that crashed, or whose caller was dropped while the
+//! body ran, leaves it spent (at most once: its body may have done its work).
+//! A second submission of a token whose body is running, or has run, is
+//! `Error::TokenInvalid` at once. The store keeps only a digest of each token
+//! (blake3), so keys, spans and metrics never show one.
 //!
 //! - [`value`]: [`Token`], generation and format check;
-//! - `consume`: the protocol over the execution layer (take, hold under the
-//!   watchdog renewing through the token store, consume or give back).
+//! - `consume`: the protocol over the execution layer (take, body, give back
+//!   on failure).
 
 use std::future::Future;
 use std::time::Duration;
@@ -33,7 +35,8 @@ pub mod value;
 
 pub use value::Token;
 
-/// Default lease of a token being consumed.
+/// Default lease of a consume: it bounds the take's and the give-back's
+/// store operations ([`Consume::lease`]).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// The one-time tokens of a handle: `idem.tokens()`.
@@ -75,8 +78,8 @@ impl<'h> Tokens<'h> {
         Ok(token)
     }
 
-    /// Starts consuming `token` for `scope`; `.run(body)` runs the body if the
-    /// token is valid, and deletes the token when the body succeeds.
+    /// Starts consuming `token` for `scope`; `.run(body)` spends the token and
+    /// runs the body if it was valid, and gives it back if the body fails.
     pub fn consume(&self, scope: &str, token: &str) -> Consume<'h> {
         let key = Token::check(token).map(|t| self.key(scope, &t));
         Consume {
@@ -84,8 +87,6 @@ impl<'h> Tokens<'h> {
             scope: scope.to_owned(),
             key,
             lease: DEFAULT_LEASE,
-            wait: None,
-            max_hold: None,
         }
     }
 
@@ -114,33 +115,34 @@ pub struct Consume<'h> {
     /// `None`: the text is not a token of idem's format (never issued).
     key: Option<Key>,
     lease: Duration,
-    wait: Option<Duration>,
-    max_hold: Option<Duration>,
 }
 
 impl Consume<'_> {
-    /// How long the token stays taken without renewal (default 30 s): a holder
-    /// that crashed gives it back after this.
+    /// Bounds the consume's store operations (default 30 s): the take and
+    /// the give-back each get at most a third of it (and the handle's
+    /// `op_timeout`), and a give-back the store did not confirm in time goes
+    /// on in the background for up to this long. A spent token holds no lease:
+    /// nothing renews it, and nothing lapses.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self
     }
-    /// How long a concurrent submission waits for the holder (default 5 s, or
-    /// the lease if shorter: the rule of every technique).
-    pub fn wait(mut self, wait: Duration) -> Self {
-        self.wait = Some(wait);
+    /// No effect: no submission waits for a token, since a token whose body
+    /// is running is spent (a second submission is `Error::TokenInvalid` at once).
+    #[deprecated(note = "a token is spent by its take: no submission waits for it")]
+    pub fn wait(self, _wait: Duration) -> Self {
         self
     }
-    /// Upper bound on renewal for a hung body (default 20 × lease).
-    pub fn max_hold(mut self, d: Duration) -> Self {
-        self.max_hold = Some(d);
+    /// No effect: a spent token holds no lease, so nothing is renewed.
+    #[deprecated(note = "a token is spent by its take: it holds no lease to renew")]
+    pub fn max_hold(self, _d: Duration) -> Self {
         self
     }
 
-    /// Runs `body` with the take's fence if the token is valid; `Ok` deletes the
-    /// token, `Err` gives it back. An unknown, consumed, expired or forged token is
-    /// `Error::TokenInvalid`; a submission still waiting for a concurrent holder
-    /// after `wait` is `Error::InProgress`.
+    /// Spends the token and runs `body` with the take's fence if the token is
+    /// valid; `Ok` leaves it spent, `Err` gives it back. An unknown, expired or
+    /// forged token, and one spent by another submission (whose body runs or
+    /// ran, or whose holder crashed), is `Error::TokenInvalid`.
     pub async fn run<T, E, B, Fut>(self, body: B) -> Result<T, E>
     where
         T: Send,
@@ -153,8 +155,6 @@ impl Consume<'_> {
             scope: &self.scope,
             key: self.key.as_ref(),
             lease: self.lease,
-            wait: self.wait,
-            max_hold: self.max_hold,
         }
         .execute(body)
         .await

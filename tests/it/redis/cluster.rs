@@ -107,6 +107,39 @@ async fn cluster_store_semantics() {
         assert_eq!(mon.take(), expect, "{how:?} without a fence on the cluster");
     }
     drop(mon);
+    // A token: the issue's `SET`, then one take script on the master that
+    // owns the token; a body that succeeds sends nothing more. (Thirty
+    // consumes first load the script on every master.)
+    let (idem, tokens) = (&idem, idem.tokens());
+    let consume = |t: String| async move {
+        idem.tokens()
+            .consume("token:rt", &t)
+            .run(|_| async { Ok::<_, Error>(()) })
+            .await
+    };
+    for _ in 0..30 {
+        let t = tokens.issue("token:rt", Duration::from_secs(60)).await;
+        consume(t.unwrap().into_string()).await.unwrap();
+    }
+    let mut mons: Vec<Monitor> = cluster
+        .nodes
+        .iter()
+        .map(|n| Monitor::attach(n.port))
+        .collect();
+    let idle = |m: &mut Monitor| {
+        m.take()
+            .into_iter()
+            .filter(|c| c != "CLUSTER" && c != "PING")
+    };
+    for m in &mut mons {
+        let _ = idle(m).count();
+    }
+    let t = tokens.issue("token:rt", Duration::from_secs(60)).await;
+    consume(t.unwrap().into_string()).await.unwrap();
+    let mut seen: Vec<String> = mons.iter_mut().flat_map(idle).collect();
+    seen.sort();
+    assert_eq!(seen, ["EVALSHA", "SET"], "a token's issue and consume");
+    drop(mons);
 
     // A frozen master: calls on its slots fail within the operation budget, calls
     // on the other masters go on.

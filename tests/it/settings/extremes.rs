@@ -257,11 +257,6 @@ async fn handle_and_call_durations_at_the_extremes_never_panic() {
             let c = |t: &str| idem.tokens().consume("extreme", t);
             let tbody = |_| async { Ok::<_, Error>(1) };
             out.push(c(t.as_str()).lease(d).run(tbody).await.map(drop));
-            let t = idem
-                .tokens()
-                .issue("extreme", Duration::from_secs(60))
-                .await?;
-            out.push(c(t.as_str()).wait(d).max_hold(d).run(tbody).await.map(drop));
             Ok::<_, Error>(out)
         })
         .await

@@ -1,5 +1,6 @@
 //! One-time tokens on every store, and the SQL table's own cases.
 
+pub mod cycle;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod engine;
 pub mod lapsed;

@@ -1,9 +1,9 @@
 //! The SQL stores' one-time token table at the store level (the behaviour
-//! through `idem.tokens()` runs in `token.rs`): the state cycle against the
-//! memory store's reference answers, a retried `take` by the same owner after
-//! a lost reply, purge, verify, the DDL and unstorable keys. Each case runs
-//! per database on fresh tables; the cycle runs on memory too, so the expected
-//! answers are the reference semantics, not the SQL code's.
+//! through `idem.tokens()` runs in `stores.rs`): the state cycle through two
+//! store instances (two processes) over one table, concurrent takes, purge,
+//! verify, the DDL and unstorable keys. Each case runs per database on fresh
+//! tables; the cycle runs on every store, so the expected answers are the
+//! contract's, not the SQL code's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,13 +12,15 @@ use idem::db::Dialect;
 
 use idem::store::sql::{TableNames, ddl};
 use idem::store::token::{TokenStore, TokenTake};
-use idem::store::{Owned, Owner, StoreError};
+use idem::store::{Owner, StoreError};
 use idem::{Error, Store};
 
 use crate::support::sql::Fixture;
+use crate::token::cycle::{cycle, fence};
 
 crate::support::sql::per_database!(
-    cycle_matches_memory,
+    cycle_through_two_instances,
+    statements_per_consume,
     concurrent_takes_one_winner,
     two_instances_one_execution,
     purge_removes_expired_tokens,
@@ -27,106 +29,7 @@ crate::support::sql::per_database!(
     unstorable_token_keys_are_invalid_input,
 );
 
-fn fence(t: TokenTake) -> u64 {
-    match t {
-        TokenTake::Taken { fence } => fence.get(),
-        other => panic!("expected Taken, got {other:?}"),
-    }
-}
-
-/// `Busy`, with time left on a lease of `lease`, plus the project's 1 s of
-/// slack: a database reads its clock when the statement starts, which can be
-/// before the row is read (MariaDB's `UTC_TIMESTAMP(6)` under load: 335 ms
-/// seen), so the time left is an estimate, used only to cap a waiter's sleep.
-fn busy(t: TokenTake, lease: Duration) {
-    match t {
-        TokenTake::Busy { remaining } => {
-            assert!(
-                !remaining.is_zero() && remaining <= lease + Duration::from_secs(1),
-                "{remaining:?}"
-            )
-        }
-        other => panic!("expected Busy, got {other:?}"),
-    }
-}
-
-/// The whole cycle, `a` and `b` on two store instances over the same tokens
-/// (two processes for SQL; the same store for memory).
-async fn cycle(a: &dyn TokenStore, b: &dyn TokenStore) {
-    let (oa, ob) = (Owner::random(), Owner::random());
-    let lease = Duration::from_secs(30);
-    let k = "shop:token:form:0123456789abcdef";
-    assert_eq!(a.take(k, oa, lease).await.unwrap(), TokenTake::Invalid);
-    a.issue(k, Duration::from_secs(60)).await.unwrap();
-    // A retried take by the same owner (its first reply lost) holds it still,
-    // with the same fence, whichever instance it reaches.
-    let f1 = fence(a.take(k, oa, lease).await.unwrap());
-    assert_eq!(fence(a.take(k, oa, lease).await.unwrap()), f1);
-    assert_eq!(fence(b.take(k, oa, lease).await.unwrap()), f1);
-    busy(b.take(k, ob, lease).await.unwrap(), lease);
-    // Issuing an existing token changes nothing: still a's.
-    b.issue(k, Duration::from_secs(60)).await.unwrap();
-    busy(b.take(k, ob, lease).await.unwrap(), lease);
-    // Only the owner renews or gives back.
-    assert_eq!(b.renew(k, ob, lease).await.unwrap(), Owned::NotOwner);
-    assert_eq!(b.give_back(k, ob).await.unwrap(), Owned::NotOwner);
-    assert_eq!(a.renew(k, oa, lease).await.unwrap(), Owned::Applied);
-    assert_eq!(a.give_back(k, oa).await.unwrap(), Owned::Applied);
-    // Given back: issued, nobody's; a's repeated give-back is not its own any more.
-    assert_eq!(a.give_back(k, oa).await.unwrap(), Owned::NotOwner);
-    assert_eq!(a.renew(k, oa, lease).await.unwrap(), Owned::NotOwner);
-    let f2 = fence(b.take(k, ob, lease).await.unwrap());
-    assert!(f2 > f1, "{f2} > {f1}");
-    assert_eq!(a.give_back(k, oa).await.unwrap(), Owned::NotOwner);
-    // b's body succeeded: the token goes. A retried revoke (lost reply) is
-    // applied; every take is invalid.
-    assert_eq!(b.revoke(k).await.unwrap(), Owned::Applied);
-    assert_eq!(b.revoke(k).await.unwrap(), Owned::Applied);
-    assert_eq!(b.give_back(k, ob).await.unwrap(), Owned::Applied);
-    assert_eq!(b.renew(k, ob, lease).await.unwrap(), Owned::NotOwner);
-    assert_eq!(a.take(k, oa, lease).await.unwrap(), TokenTake::Invalid);
-    assert_eq!(b.take(k, ob, lease).await.unwrap(), TokenTake::Invalid);
-
-    // A crashed holder: its 1 s lease lapses, another owner takes over with a
-    // larger fence; the old holder then owns nothing.
-    let k2 = "shop:token:form:fedcba9876543210";
-    let short = Duration::from_secs(1);
-    a.issue(k2, Duration::from_secs(60)).await.unwrap();
-    let g1 = fence(a.take(k2, oa, short).await.unwrap());
-    busy(b.take(k2, ob, lease).await.unwrap(), short);
-    tokio::time::sleep(short + Duration::from_millis(300)).await;
-    let g2 = fence(b.take(k2, ob, lease).await.unwrap());
-    assert!(g2 > g1, "{g2} > {g1}");
-    busy(a.take(k2, oa, short).await.unwrap(), lease);
-    assert_eq!(a.renew(k2, oa, lease).await.unwrap(), Owned::NotOwner);
-    assert_eq!(a.give_back(k2, oa).await.unwrap(), Owned::NotOwner);
-    // A body that succeeded after its lease lapsed spends the token whoever
-    // holds it now: a's revoke ends b's hold, and nothing takes it again.
-    assert_eq!(a.revoke(k2).await.unwrap(), Owned::Applied);
-    assert_eq!(b.take(k2, ob, lease).await.unwrap(), TokenTake::Invalid);
-    assert_eq!(b.give_back(k2, ob).await.unwrap(), Owned::Applied);
-
-    // An expired token is invalid, even for the owner it was taken by.
-    let k3 = "shop:token:form:00000000ffffffff";
-    a.issue(k3, Duration::from_secs(1)).await.unwrap();
-    fence(a.take(k3, oa, lease).await.unwrap());
-    tokio::time::sleep(Duration::from_millis(1300)).await;
-    assert_eq!(a.take(k3, oa, lease).await.unwrap(), TokenTake::Invalid);
-    assert_eq!(a.renew(k3, oa, lease).await.unwrap(), Owned::NotOwner);
-    assert_eq!(a.revoke(k3).await.unwrap(), Owned::Applied);
-    // An expired key is issued anew.
-    a.issue(k3, Duration::from_secs(60)).await.unwrap();
-    fence(b.take(k3, ob, lease).await.unwrap());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cycle_on_memory() {
-    let m = idem::MemoryStore::new();
-    let t = m.tokens().expect("memory keeps tokens");
-    cycle(t, t).await;
-}
-
-async fn cycle_matches_memory(d: Dialect) {
+async fn cycle_through_two_instances(d: Dialect) {
     let fx = Fixture::new(d).await;
     let other = fx.another_instance().await;
     let a = fx.store.tokens().expect("SQL keeps tokens");
@@ -134,13 +37,51 @@ async fn cycle_matches_memory(d: Dialect) {
     cycle(a, b).await;
 }
 
+/// Statements per consume, pinned (`SqlStore::__statements_sent`): the issue
+/// is one, a consume whose body succeeds is one (the take), a failed body
+/// adds its give-back, and a second submission is one read-and-refuse.
+async fn statements_per_consume(d: Dialect) {
+    let fx = Fixture::new(d).await;
+    let idem = crate::sql::store::handle(fx.dyn_store());
+    let sent = || fx.store.__statements_sent();
+    let (idem, tokens) = (&idem, idem.tokens());
+    let consume = |t: String, ok: bool| async move {
+        idem.tokens()
+            .consume("token:rt", &t)
+            .run(move |_| async move {
+                if ok {
+                    Ok(())
+                } else {
+                    Err(Error::Config("the body fails".into()))
+                }
+            })
+            .await
+    };
+    let before = sent();
+    let token = tokens.issue("token:rt", Duration::from_secs(60)).await;
+    let token = token.unwrap().into_string();
+    assert_eq!(sent() - before, 1, "{d:?} issue");
+    let before = sent();
+    assert!(consume(token.clone(), false).await.is_err());
+    assert_eq!(sent() - before, 2, "{d:?} failed body: take + give-back");
+    let before = sent();
+    consume(token.clone(), true).await.unwrap();
+    assert_eq!(sent() - before, 1, "{d:?} succeeded body: the take alone");
+    let before = sent();
+    let again = consume(token, true).await;
+    assert!(
+        matches!(again, Err(Error::TokenInvalid { .. })),
+        "{again:?}"
+    );
+    assert_eq!(sent() - before, 1, "{d:?} second submission");
+}
+
 /// 40 takes of one token with distinct owners, half through another store
 /// instance (another process's pool), behind a barrier: exactly one is
-/// `Taken`, all others `Busy`; five tokens in a row.
+/// `Taken`, all others find it spent (`Invalid`); five tokens in a row.
 async fn concurrent_takes_one_winner(d: Dialect) {
     let fx = Fixture::new(d).await;
     let other = Arc::new(fx.another_instance().await);
-    let lease = Duration::from_secs(30);
     for round in 0..5 {
         let k = format!("shop:token:race:{round}");
         fx.store.issue(&k, Duration::from_secs(60)).await.unwrap();
@@ -156,30 +97,24 @@ async fn concurrent_takes_one_winner(d: Dialect) {
             tasks.push(tokio::spawn(async move {
                 barrier.wait().await;
                 let t = store.tokens().unwrap();
-                t.take(&k, Owner::random(), lease).await.unwrap()
+                t.take(&k, Owner::random()).await.unwrap()
             }));
         }
-        let (mut taken, mut busy_n) = (0, 0);
+        let (mut taken, mut spent) = (0, 0);
         for t in tasks {
             match t.await.unwrap() {
                 TokenTake::Taken { .. } => taken += 1,
-                b @ TokenTake::Busy { .. } => {
-                    busy(b, lease);
-                    busy_n += 1;
-                }
-                TokenTake::Invalid => panic!("a live token was reported invalid"),
+                TokenTake::Invalid => spent += 1,
             }
         }
-        assert_eq!((taken, busy_n), (1, 39), "round {round}");
+        assert_eq!((taken, spent), (1, 39), "round {round}");
     }
 }
 
-/// 50 submissions of one token through two handles on two store instances (no
-/// shared local wake-up: the other instance's waiters poll the table): the
-/// body runs once, every other submission finds the token consumed. Each
-/// instance has a pool of 4 (25 pollers queueing on one connection of a loaded
-/// 2-core machine passed the 666 ms op budget of a 2 s lease in CI: the lease
-/// is 15 s, so each take has 5 s, and the wait 30 s; nothing here is timed).
+/// 50 submissions of one token through two handles on two store instances:
+/// the body runs once, every other submission finds the token spent. Each
+/// instance has a pool of 4, and the lease is 15 s, so each take has 5 s on
+/// a loaded machine; nothing here is timed.
 async fn two_instances_one_execution(d: Dialect) {
     let fx = Fixture::new(d).await;
     let other: Arc<dyn Store> = Arc::new(fx.another_instance_with(4).await);
@@ -204,7 +139,6 @@ async fn two_instances_one_execution(d: Dialect) {
             idem.tokens()
                 .consume("token:two", &token)
                 .lease(Duration::from_secs(15))
-                .wait(Duration::from_secs(30))
                 .run(|_| async move {
                     runs.hit();
                     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -227,25 +161,22 @@ async fn two_instances_one_execution(d: Dialect) {
 async fn purge_removes_expired_tokens(d: Dialect) {
     let fx = Fixture::new(d).await;
     let t = fx.store.tokens().unwrap();
-    let (o, lease) = (Owner::random(), Duration::from_secs(30));
+    let o = Owner::random();
     for i in 0..3 {
         t.issue(&format!("short{i}"), Duration::from_secs(1))
             .await
             .unwrap();
     }
-    // One of the short ones is being consumed: its expiry still ends it.
-    fence(t.take("short0", o, lease).await.unwrap());
+    // One of the short ones is spent: its expiry still ends it.
+    fence(t.take("short0", o).await.unwrap());
     t.issue("long", Duration::from_secs(3600)).await.unwrap();
     assert_eq!(fx.store.purge_expired().await.unwrap(), 0);
     tokio::time::sleep(Duration::from_millis(1300)).await;
     assert_eq!(fx.store.purge_expired().await.unwrap(), 3);
     assert_eq!(fx.store.purge_expired().await.unwrap(), 0);
     // Purged rows are gone (issuing again makes a fresh token), the live one stays.
-    fence(t.take("long", o, lease).await.unwrap());
-    assert_eq!(
-        t.take("short1", o, lease).await.unwrap(),
-        TokenTake::Invalid
-    );
+    fence(t.take("long", o).await.unwrap());
+    assert_eq!(t.take("short1", o).await.unwrap(), TokenTake::Invalid);
     // 2,500 more expired tokens: removed in batches of 1,000 by one call.
     let k = fx.tokens();
     let bulk = match d {
@@ -265,7 +196,8 @@ async fn purge_removes_expired_tokens(d: Dialect) {
     };
     fx.exec(&bulk).await;
     assert_eq!(fx.store.purge_expired().await.unwrap(), 2_500);
-    assert_eq!(t.revoke("long").await.unwrap(), Owned::Applied);
+    // The live spent one stays, the take that spent it still its own.
+    fence(t.take("long", o).await.unwrap());
 }
 
 async fn verify_names_missing_token_table(d: Dialect) {
@@ -366,9 +298,7 @@ async fn unstorable_token_keys_are_invalid_input(d: Dialect) {
         let input =
             |r: Result<(), StoreError>| assert!(matches!(r, Err(StoreError::Input(_))), "{r:?}");
         input(t.issue(k, lease).await);
-        input(t.take(k, o, lease).await.map(drop));
-        input(t.renew(k, o, lease).await.map(drop));
-        input(t.revoke(k).await.map(drop));
+        input(t.take(k, o).await.map(drop));
         input(t.give_back(k, o).await.map(drop));
     }
 }

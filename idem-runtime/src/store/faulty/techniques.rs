@@ -39,25 +39,10 @@ impl<S: Store> TokenStore for FaultyStore<S> {
         &'a self,
         key: &'a str,
         owner: Owner,
-        lease: Duration,
     ) -> BoxFuture<'a, Result<TokenTake, StoreError>> {
         Box::pin(
             self.run(Op::Mutate, Some(key), move || match self.inner_tokens() {
-                Ok(t) => t.take(key, owner, lease),
-                Err(e) => Box::pin(std::future::ready(Err(e))),
-            }),
-        )
-    }
-
-    fn renew<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(
-            self.run(Op::Mutate, Some(key), move || match self.inner_tokens() {
-                Ok(t) => t.renew(key, owner, lease),
+                Ok(t) => t.take(key, owner),
                 Err(e) => Box::pin(std::future::ready(Err(e))),
             }),
         )
@@ -71,15 +56,6 @@ impl<S: Store> TokenStore for FaultyStore<S> {
         Box::pin(
             self.run(Op::Mutate, Some(key), move || match self.inner_tokens() {
                 Ok(t) => t.give_back(key, owner),
-                Err(e) => Box::pin(std::future::ready(Err(e))),
-            }),
-        )
-    }
-
-    fn revoke<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(
-            self.run(Op::Mutate, Some(key), move || match self.inner_tokens() {
-                Ok(t) => t.revoke(key),
                 Err(e) => Box::pin(std::future::ready(Err(e))),
             }),
         )

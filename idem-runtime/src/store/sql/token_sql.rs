@@ -11,11 +11,16 @@
 //! | `expires_at`  | `TIMESTAMPTZ` | `DATETIME(6)` (UTC)   | `INTEGER` (µs since the epoch, ms resolution) |
 //!
 //! The key is the token's scope and digest (the store never sees a token). A row
-//! is *issued* when `owner` is `NULL`, else *consuming* until `lease_until`; its
-//! `expires_at` is set by `issue` and kept through the whole cycle. Every time is
-//! the database clock's, as for records. A take's fence is `nextval` of the
-//! records' fence sequence (PostgreSQL) or `max(fence + 1, now µs)` of the row
-//! (MySQL, SQLite): larger than every earlier take's of this token either way.
+//! is *issued* when `owner` is `NULL`, else *spent* by that owner's take (the
+//! tombstone a retried take of the same owner recognises); its `expires_at` is
+//! set by `issue` and kept through the whole cycle. A spent row's
+//! `lease_until` is its `expires_at`: the column held a consuming lease in
+//! earlier versions of idem, which read such a row as held by another owner
+//! until it expires (so a process not yet upgraded refuses a token this one
+//! spent, as busy). Every time is the database clock's, as for records. A
+//! take's fence is `nextval` of the records' fence sequence (PostgreSQL) or
+//! `max(fence + 1, now µs)` of the row (MySQL, SQLite): larger than every
+//! earlier take's of this token either way.
 
 use super::stmt::Stmt;
 use super::{Dialect, PURGE_BATCH, TableNames};
@@ -60,27 +65,18 @@ pub(crate) fn statements(d: Dialect, n: &TableNames) -> Vec<String> {
 }
 
 /// The token statements of a store, prepared once per store. Binds are named
-/// per statement; every dialect takes them in the same order except `take`.
+/// per statement.
 #[derive(Debug, Clone)]
 pub(crate) struct TokenStatements {
     /// Inserts an issued row, or replaces an expired one (binds: key, ttl µs).
     pub(crate) issue: Stmt,
-    /// issued (or consuming with a lapsed lease, not by the caller) → consuming.
-    /// PostgreSQL (binds: key, owner, lease µs): one statement answering
-    /// `taken, owner, fence, remaining_us` from the update, else from the live
-    /// row as the statement's snapshot saw it. MySQL (binds: owner, lease µs,
-    /// key, owner): an `UPDATE` whose `LAST_INSERT_ID` is the new fence. SQLite
-    /// (binds: key, owner, lease µs): `UPDATE … RETURNING fence`.
+    /// issued → spent by the caller, or the caller's own spent row again (a
+    /// retried take): one statement that touches a row exactly when the
+    /// take is (or was already) the caller's. PostgreSQL and SQLite (binds:
+    /// key, owner): `UPDATE … RETURNING fence`. MySQL (binds: owner, key,
+    /// owner): an `UPDATE` whose `LAST_INSERT_ID` is the fence.
     pub(crate) take: Stmt,
-    /// The live row of a key: `owner, fence, remaining_us` of its lease (binds: key).
-    /// MySQL and SQLite only: PostgreSQL's `take` answers it.
-    #[cfg_attr(not(any(feature = "mysql", feature = "sqlite")), allow(dead_code))]
-    pub(crate) read: Stmt,
-    /// Owner-checked lease extension of a live token (binds: lease µs, key, owner).
-    pub(crate) renew: Stmt,
-    /// Binds: key. Deletes the token whoever holds it (`TokenStore::revoke`).
-    pub(crate) revoke: Stmt,
-    /// Owner-checked consuming → issued of a live token (binds: key, owner).
+    /// Owner-checked spent → issued of a live token (binds: key, owner).
     pub(crate) give_back: Stmt,
     /// Is there a live row for the key? (binds: key).
     pub(crate) live: Stmt,
@@ -107,10 +103,6 @@ impl TokenStatements {
             |p: &str| format!("statement_timestamp() + ({p}::INT8 * INTERVAL '1 microsecond')");
         // The clock is the statement's (`statement_timestamp()`), never the
         // transaction's start (`now()`), as in the records' statements (ddl.rs).
-        // Lease left by the clock at evaluation, not at our statement's start:
-        // a take that started after ours and committed before our snapshot
-        // would otherwise show more than its whole lease left.
-        let remaining = "(EXTRACT(EPOCH FROM (lease_until - clock_timestamp())) * 1000000)::INT8";
         let s = |t: String| Stmt::from(t);
         TokenStatements {
             issue: s(format!(
@@ -121,35 +113,18 @@ impl TokenStatements {
                  WHERE r.expires_at <= statement_timestamp()",
                 exp = plus("$2"),
             )),
-            // `cur` and the update read one snapshot. When a concurrent take
-            // commits first, the update re-checks the row, finds it taken and
-            // changes nothing, while `cur` may still show it issued: the store
-            // then asks again (see `token.rs`).
+            // The right-hand sides read the row as it was: a fresh take draws
+            // a fence (`CASE` evaluates `nextval` only on that branch), a
+            // retried one keeps its own. A concurrent take that committed
+            // first is re-checked by the row lock and leaves no row here.
             take: s(format!(
-                "WITH cur AS (\
-                   SELECT owner, fence, {remaining} AS remaining_us FROM {k} \
-                   WHERE token_key = $1 AND expires_at > statement_timestamp()), \
-                 upd AS (\
-                   UPDATE {k} SET owner = $2, fence = nextval('{seq}'), lease_until = {lease} \
-                   WHERE token_key = $1 AND expires_at > statement_timestamp() \
-                     AND (owner IS NULL OR (lease_until <= statement_timestamp() AND owner <> $2)) \
-                   RETURNING fence) \
-                 SELECT TRUE AS taken, $2::BYTEA AS owner, fence, 0::INT8 AS remaining_us FROM upd \
-                 UNION ALL \
-                 SELECT FALSE, owner, fence, remaining_us FROM cur \
-                 WHERE NOT EXISTS (SELECT 1 FROM upd)",
-                lease = plus("$3"),
+                "UPDATE {k} SET \
+                   fence = CASE WHEN owner IS NULL THEN nextval('{seq}') ELSE fence END, \
+                   owner = $2, lease_until = expires_at \
+                 WHERE token_key = $1 AND expires_at > statement_timestamp() \
+                   AND (owner IS NULL OR owner = $2) \
+                 RETURNING fence"
             )),
-            read: s(format!(
-                "SELECT owner, fence, {remaining} AS remaining_us FROM {k} \
-                 WHERE token_key = $1 AND expires_at > statement_timestamp()"
-            )),
-            renew: s(format!(
-                "UPDATE {k} SET lease_until = {lease} \
-                 WHERE token_key = $2 AND owner = $3 AND expires_at > statement_timestamp()",
-                lease = plus("$1"),
-            )),
-            revoke: s(format!("DELETE FROM {k} WHERE token_key = $1")),
             give_back: s(format!(
                 "UPDATE {k} SET owner = NULL, lease_until = NULL \
                  WHERE token_key = $1 AND owner = $2 AND expires_at > statement_timestamp()"
@@ -185,25 +160,18 @@ impl TokenStatements {
                    lease_until = IF({expired}, NULL, lease_until), \
                    expires_at = IF({expired}, VALUES(expires_at), expires_at)"
             )),
-            // Rows matched (the driver sets CLIENT_FOUND_ROWS) is 1 exactly when
-            // the row was takeable; `LAST_INSERT_ID(x)` puts the new fence in the
-            // OK packet, so the take needs no second statement.
+            // MySQL assigns left to right, so `fence` reads the owner before
+            // the take writes it. Rows matched (the driver sets
+            // CLIENT_FOUND_ROWS, so a retried take that changes nothing
+            // counts) is 1 exactly when the take is the caller's;
+            // `LAST_INSERT_ID(x)` puts the fence in the OK packet, so the take
+            // needs no `RETURNING` and no second statement.
             take: s(format!(
-                "UPDATE {k} SET owner = ?, \
-                   fence = LAST_INSERT_ID(GREATEST(fence + 1, {now_us})), \
-                   lease_until = {now} + INTERVAL ? MICROSECOND \
-                 WHERE token_key = ? AND expires_at > {now} \
-                   AND (owner IS NULL OR (lease_until <= {now} AND owner <> ?))"
+                "UPDATE {k} SET \
+                   fence = LAST_INSERT_ID(IF(owner IS NULL, GREATEST(fence + 1, {now_us}), fence)), \
+                   owner = ?, lease_until = expires_at \
+                 WHERE token_key = ? AND expires_at > {now} AND (owner IS NULL OR owner = ?)"
             )),
-            read: s(format!(
-                "SELECT owner, fence, TIMESTAMPDIFF(MICROSECOND, {now}, lease_until) AS remaining_us \
-                 FROM {k} WHERE token_key = ? AND expires_at > {now}"
-            )),
-            renew: s(format!(
-                "UPDATE {k} SET lease_until = {now} + INTERVAL ? MICROSECOND \
-                 WHERE token_key = ? AND owner = ? AND expires_at > {now}"
-            )),
-            revoke: s(format!("DELETE FROM {k} WHERE token_key = ?")),
             give_back: s(format!(
                 "UPDATE {k} SET owner = NULL, lease_until = NULL \
                  WHERE token_key = ? AND owner = ? AND expires_at > {now}"
@@ -233,22 +201,15 @@ impl TokenStatements {
                    expires_at = excluded.expires_at \
                  WHERE expires_at <= {now}"
             )),
-            // One statement that takes SQLite's write lock before it reads the row.
+            // The right-hand sides read the row as it was (a fresh take draws
+            // a fence, a retried one keeps its own); run in the store's writer turn.
             take: s(format!(
-                "UPDATE {k} SET owner = ?2, fence = max(fence + 1, {now}), lease_until = {now} + ?3 \
-                 WHERE token_key = ?1 AND expires_at > {now} \
-                   AND (owner IS NULL OR (lease_until <= {now} AND owner <> ?2)) \
+                "UPDATE {k} SET \
+                   fence = CASE WHEN owner IS NULL THEN max(fence + 1, {now}) ELSE fence END, \
+                   owner = ?2, lease_until = expires_at \
+                 WHERE token_key = ?1 AND expires_at > {now} AND (owner IS NULL OR owner = ?2) \
                  RETURNING fence"
             )),
-            read: s(format!(
-                "SELECT owner, fence, lease_until - {now} AS remaining_us \
-                 FROM {k} WHERE token_key = ?1 AND expires_at > {now}"
-            )),
-            renew: s(format!(
-                "UPDATE {k} SET lease_until = {now} + ?1 \
-                 WHERE token_key = ?2 AND owner = ?3 AND expires_at > {now}"
-            )),
-            revoke: s(format!("DELETE FROM {k} WHERE token_key = ?1")),
             give_back: s(format!(
                 "UPDATE {k} SET owner = NULL, lease_until = NULL \
                  WHERE token_key = ?1 AND owner = ?2 AND expires_at > {now}"

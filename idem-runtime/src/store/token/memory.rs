@@ -14,15 +14,15 @@ use crate::store::{BoxFuture, Owned, Owner, StoreError, unix_micros};
 #[derive(Debug, Clone, Copy)]
 enum State {
     Issued,
-    Consuming {
+    /// Taken by `owner`'s take with `fence`: the tombstone of a spent token.
+    Spent {
         owner: Owner,
         fence: Fence,
-        until: Instant,
     },
 }
 
 /// The memory store's tokens: one map under one lock (token traffic is a form
-/// submission, not a hot path).
+/// submission, not a hot path). Each entry keeps its issue-time expiry.
 #[derive(Debug, Default)]
 pub struct MemoryTokens {
     map: Mutex<HashMap<String, (State, Instant)>>,
@@ -46,60 +46,14 @@ impl MemoryTokens {
         Fence::new(now.max(prev + 1))
     }
 
-    fn take_now(&self, key: &str, owner: Owner, lease: Duration) -> TokenTake {
+    /// The live state of `key` (an expired entry is dropped on the way).
+    fn live<R>(&self, key: &str, f: impl FnOnce(Option<&mut State>) -> R) -> R {
         let now = Instant::now();
         let mut map = self.map();
-        let Some((state, _)) = map.get_mut(key).filter(|(_, e)| *e > now) else {
+        if map.get(key).is_some_and(|(_, e)| *e <= now) {
             map.remove(key);
-            return TokenTake::Invalid;
-        };
-        match *state {
-            State::Consuming {
-                owner: o, fence, ..
-            } if o == owner => TokenTake::Taken { fence },
-            State::Consuming { until, .. } if until > now => TokenTake::Busy {
-                remaining: until - now,
-            },
-            _ => {
-                let fence = self.next_fence();
-                let until = now + lease.min(crate::policy::MAX_DURATION);
-                *state = State::Consuming {
-                    owner,
-                    fence,
-                    until,
-                };
-                TokenTake::Taken { fence }
-            }
         }
-    }
-
-    /// Applies `f` to `owner`'s consuming token; `absent` when the token is gone.
-    fn owned(
-        &self,
-        key: &str,
-        owner: Owner,
-        absent: Owned,
-        f: impl FnOnce(&mut Option<State>),
-    ) -> Owned {
-        let now = Instant::now();
-        let mut map = self.map();
-        match map.get(key) {
-            Some((_, e)) if *e <= now => {
-                map.remove(key);
-                absent
-            }
-            None => absent,
-            Some((State::Consuming { owner: o, .. }, _)) if *o == owner => {
-                let (state, expires) = map.remove(key).expect("present");
-                let mut slot = Some(state);
-                f(&mut slot);
-                if let Some(s) = slot {
-                    map.insert(key.to_owned(), (s, expires));
-                }
-                Owned::Applied
-            }
-            Some(_) => Owned::NotOwner,
-        }
+        f(map.get_mut(key).map(|(s, _)| s))
     }
 }
 
@@ -118,24 +72,20 @@ impl TokenStore for MemoryTokens {
         &'a self,
         key: &'a str,
         owner: Owner,
-        lease: Duration,
     ) -> BoxFuture<'a, Result<TokenTake, StoreError>> {
-        Box::pin(std::future::ready(Ok(self.take_now(key, owner, lease))))
-    }
-
-    fn renew<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        let until = Instant::now() + lease.min(crate::policy::MAX_DURATION);
-        let r = self.owned(key, owner, Owned::NotOwner, |s| {
-            if let Some(State::Consuming { until: u, .. }) = s {
-                *u = until;
+        let take = self.live(key, |state| match state {
+            None => TokenTake::Invalid,
+            Some(State::Spent { owner: o, fence }) if *o == owner => {
+                TokenTake::Taken { fence: *fence }
+            }
+            Some(State::Spent { .. }) => TokenTake::Invalid,
+            Some(s @ State::Issued) => {
+                let fence = self.next_fence();
+                *s = State::Spent { owner, fence };
+                TokenTake::Taken { fence }
             }
         });
-        Box::pin(std::future::ready(Ok(r)))
+        Box::pin(std::future::ready(Ok(take)))
     }
 
     fn give_back<'a>(
@@ -143,12 +93,14 @@ impl TokenStore for MemoryTokens {
         key: &'a str,
         owner: Owner,
     ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        let r = self.owned(key, owner, Owned::Applied, |s| *s = Some(State::Issued));
+        let r = self.live(key, |state| match state {
+            None => Owned::Applied,
+            Some(s) if matches!(*s, State::Spent { owner: o, .. } if o == owner) => {
+                *s = State::Issued;
+                Owned::Applied
+            }
+            Some(_) => Owned::NotOwner,
+        });
         Box::pin(std::future::ready(Ok(r)))
-    }
-
-    fn revoke<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        self.map().remove(key);
-        Box::pin(std::future::ready(Ok(Owned::Applied)))
     }
 }

@@ -4,17 +4,21 @@
 //! is created by its claim; a token exists before anyone consumes it):
 //!
 //! ```text
-//! issue ──> issued ──take(owner, lease)──> consuming(owner, lease) ──revoke──> deleted
-//!              ^                                │                 (body succeeded)
-//!              └──── give_back (body failed) ───┤
-//!              └──── lease lapsed (crash) ──────┘   (a later take takes it over)
+//! issue ──> issued ──take(owner)──> spent(owner) ──(expires with the token)
+//!              ^                         │
+//!              └── give_back(owner) ─────┘   (its body failed)
 //! ```
 //!
-//! Every call is atomic per token, owner-checked but `revoke` (a succeeded
-//! body's token goes whoever holds it by then), and idempotent for its owner
-//! (a retried `take` after a lost reply is `Taken` again with the same
-//! fence). A token keeps its issue-time expiry through the whole cycle. Stores
-//! that keep tokens return themselves from [`Store::tokens`](super::Store::tokens).
+//! A take spends the token at once: the tombstone it leaves names its owner
+//! and keeps the token's remaining life from `issue`, so a retried take by the
+//! same owner (after a lost reply) is recognised as the same take (`Taken`
+//! with the same fence) and every other owner's take is `Invalid`. Nothing
+//! follows a body that succeeded: the take was the one acceptance. Only the
+//! owner can return its token, when its body failed (`give_back`); a holder
+//! that crashed, or whose caller was dropped while the body ran, leaves it
+//! spent. Every call is atomic per token, owner-checked and idempotent for its
+//! owner. Stores that keep tokens return themselves from
+//! [`Store::tokens`](super::Store::tokens).
 
 use std::time::Duration;
 
@@ -26,17 +30,12 @@ pub mod memory;
 /// The answer to a [`TokenStore::take`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenTake {
-    /// The caller now holds the token (or already did: a retried take).
+    /// The caller spent the token (or already had: a retried take).
     Taken {
         /// A fence larger than every earlier take's of this token.
         fence: Fence,
     },
-    /// Another owner is consuming it; its lease lapses in `remaining`.
-    Busy {
-        /// Time left on the holder's lease.
-        remaining: Duration,
-    },
-    /// No such token: never issued, consumed, or expired.
+    /// No token to take: never issued, expired, or spent by another owner.
     Invalid,
 }
 
@@ -47,39 +46,24 @@ pub trait TokenStore: Send + Sync {
     /// exists changes nothing.
     fn issue<'a>(&'a self, key: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// issued → consuming(owner, lease); a consuming token whose lease lapsed
-    /// is taken over.
+    /// issued → spent(owner), keeping the token's expiry; a token this owner
+    /// spent already answers `Taken` with the fence of that take. One store
+    /// operation: the whole success path of a consume.
     fn take<'a>(
         &'a self,
         key: &'a str,
         owner: Owner,
-        lease: Duration,
     ) -> BoxFuture<'a, Result<TokenTake, StoreError>>;
 
-    /// Extends `owner`'s consuming lease to `lease` from now.
-    fn renew<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>>;
-
-    /// consuming(owner) → issued, so another submission can use it.
+    /// spent(owner) → issued, keeping the token's expiry, so another
+    /// submission can use it: sent when the body the token admitted failed, or
+    /// never started. A token already gone is `Applied` (a retry after a lost
+    /// reply, or a token that expired meanwhile); one spent by another owner,
+    /// or issued (as a retried give-back may find its own), is `NotOwner`:
+    /// either way there is nothing left for this owner to do.
     fn give_back<'a>(
         &'a self,
         key: &'a str,
         owner: Owner,
     ) -> BoxFuture<'a, Result<Owned, StoreError>>;
-
-    /// Deletes the token in whatever state it is, for whoever holds it: sent
-    /// when a body the token admitted succeeded. That success is the one
-    /// acceptance, so none may follow it, even if the body outlived its lease
-    /// and the token moved on (given back, or taken over by another
-    /// submission): waiting for the other holder to let go lost the race to
-    /// the next submission (token simulation, seed 3059487). One ownerless
-    /// delete, where an owner-checked one then this took two operations for
-    /// the same end (one native `DEL` on Redis instead of a script). A token
-    /// already gone is `Applied` (a retry after a lost reply, or a token that
-    /// expired while its body ran).
-    fn revoke<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Owned, StoreError>>;
 }

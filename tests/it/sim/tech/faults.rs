@@ -54,26 +54,9 @@ impl Mix {
 /// One application, as the store saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum What {
-    Take {
-        owner: Owner,
-        res: TokenTake,
-    },
-    Renew {
-        owner: Owner,
-        res: Owned,
-    },
-    GiveBack {
-        owner: Owner,
-        res: Owned,
-    },
-    /// A succeeded body's token, deleted whoever held it.
-    Revoke {
-        res: Owned,
-    },
-    Cas {
-        to: String,
-        res: StateCas,
-    },
+    Take { owner: Owner, res: TokenTake },
+    GiveBack { owner: Owner, res: Owned },
+    Cas { to: String, res: StateCas },
 }
 
 #[derive(Debug, Clone)]

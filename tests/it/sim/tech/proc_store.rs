@@ -23,31 +23,14 @@ impl TokenStore for ProcTech {
         &'a self,
         key: &'a str,
         owner: Owner,
-        lease: Duration,
     ) -> BoxFuture<'a, Result<TokenTake, StoreError>> {
         Box::pin(self.run(
             key,
             move |s| {
                 let t = Arc::clone(&lock(&s.tokens));
-                async move { t.take(key, owner, lease).await }
+                async move { t.take(key, owner).await }
             },
             move |r| What::Take { owner, res: *r },
-        ))
-    }
-
-    fn renew<'a>(
-        &'a self,
-        key: &'a str,
-        owner: Owner,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(self.run(
-            key,
-            move |s| {
-                let t = Arc::clone(&lock(&s.tokens));
-                async move { TokenStore::renew(&*t, key, owner, lease).await }
-            },
-            move |r| What::Renew { owner, res: *r },
         ))
     }
 
@@ -63,17 +46,6 @@ impl TokenStore for ProcTech {
                 async move { t.give_back(key, owner).await }
             },
             move |r| What::GiveBack { owner, res: *r },
-        ))
-    }
-
-    fn revoke<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Owned, StoreError>> {
-        Box::pin(self.run(
-            key,
-            move |s| {
-                let t = Arc::clone(&lock(&s.tokens));
-                async move { t.revoke(key).await }
-            },
-            move |r| What::Revoke { res: *r },
         ))
     }
 }

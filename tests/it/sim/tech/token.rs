@@ -1,15 +1,15 @@
 //! One-time tokens (`idem.tokens().consume(scope, token).run(body)`) under the
 //! guard's faults: lost and late replies, refusals, slow operations, outages,
-//! `FLUSHALL`, callers dropped at any time (in the body, in the consume),
+//! `FLUSHALL`, callers dropped at any time (in the body, in the give-back),
 //! process crashes; bodies that succeed, fail (the token is given back) or
-//! hang past the lease. After healing, every process submits every token again.
+//! run long. After healing, every process submits every token again.
 //!
 //! | invariant | statement |
 //! |---|---|
-//! | `token-once` | a token whose body succeeded is never accepted again, unless that run's process crashed, its body outlived its renewals (`max_hold` less a lease) and the next one took over, the store refused operations for longer than a blip, or its caller returned while the store was slow (the consume may then fail for good); a caller dropped after its body succeeded is no excuse, nor are blips, lost or late replies (issue 24 e) |
+//! | `token-once` | a token's bodies run one after another, and each starts only after the one before ended with an error (its give-back): a body that succeeded, or whose caller was dropped or whose process crashed while it ran, is the token's last, whatever the faults |
 //! | `fail-closed` | `TokenInvalid`, `InProgress` and `StoreUnavailable` never ran the body |
 //! | `body-result` | a caller that was not dropped gets its own body's result |
-//! | `give-back` | after healing, a token no body consumed (and no `FLUSHALL` lost) is accepted by the first probe |
+//! | `give-back` | after healing, a token is accepted by the first probe unless a body consumed it, a `FLUSHALL` lost it, a holder was lost with it (a process that crashed after the call started, taking a pending undo or give-back with it, or a caller dropped once its body started: the token stays spent), or the store refused operations for longer than a blip (a give-back nobody waits for stops at an open breaker) |
 //! | `progress` | after healing, no probe ends `InProgress` or `StoreUnavailable` |
 
 use std::sync::atomic::Ordering;
@@ -26,7 +26,7 @@ use crate::sim::rng::Rng;
 pub(crate) enum TBody {
     Ok,
     Fail,
-    /// Runs past the lease (renewed by the watchdog up to `max_hold`).
+    /// Runs past the lease (which a spent token no longer holds).
     Hang,
 }
 
@@ -54,8 +54,6 @@ pub(crate) struct TokSchedule {
     pub(crate) procs: usize,
     pub(crate) tokens: usize,
     pub(crate) lease: Duration,
-    pub(crate) wait: Duration,
-    pub(crate) max_hold: Option<Duration>,
     pub(crate) op_timeout: Duration,
     pub(crate) mix: Option<Mix>,
     pub(crate) events: Vec<(Duration, TokEvent)>,
@@ -70,8 +68,10 @@ impl TokSchedule {
         let lease = r.ms(1000, 3000);
         let lease_ms = lease.as_millis() as u64;
         let op_timeout = r.ms(100, 800);
-        let wait = r.ms(0, 4000);
-        let max_hold = r.chance(30).then(|| lease + r.ms(1, 2 * lease_ms));
+        // A wait and a `max_hold`, drawn and unused: a spent token is neither
+        // waited for nor renewed, and every seed keeps the schedule it had.
+        let _wait = r.ms(0, 4000);
+        let _max_hold = r.chance(30).then(|| lease + r.ms(1, 2 * lease_ms));
         let mix = r.chance(50).then(|| Mix::draw(&mut r));
         let mut at = Duration::ZERO;
         let calls = (0..r.range(2, 7) as usize)
@@ -121,8 +121,6 @@ impl TokSchedule {
             procs,
             tokens,
             lease,
-            wait,
-            max_hold,
             op_timeout,
             mix,
             events,
@@ -130,12 +128,7 @@ impl TokSchedule {
         }
     }
 
-    /// The store may refuse or stall a consume for its whole budget.
-    pub(crate) fn unreliable(&self) -> bool {
-        self.refusing() || self.mix.is_some_and(|m| m.slow > 0)
-    }
-
-    /// The store refuses operations for longer than a blip: a finish that
+    /// The store refuses operations for longer than a blip: a give-back that
     /// nobody waits for may give up (it stops when the breaker opens).
     pub(crate) fn refusing(&self) -> bool {
         self.mix.is_some_and(|m| m.unavailable > 0)
@@ -214,14 +207,7 @@ async fn submit(
     epoch: tokio::time::Instant,
 ) {
     let i2 = Arc::clone(&info);
-    let mut c = idem
-        .tokens()
-        .consume("token:sim", &token)
-        .lease(s.lease)
-        .wait(s.wait);
-    if let Some(m) = s.max_hold {
-        c = c.max_hold(m);
-    }
+    let c = idem.tokens().consume("token:sim", &token).lease(s.lease);
     let fut = c.run(move |_fence| async move {
         {
             let mut inf = i2.lock().unwrap();

@@ -17,63 +17,49 @@ fn token_of(s: &TokSchedule, out: &TokOutput, i: usize) -> usize {
 /// The invariants of the module docs.
 pub(crate) fn check(s: &TokSchedule, out: &TokOutput) -> Result<(), String> {
     let mut v = Vec::new();
-    let max_hold = s.max_hold.unwrap_or(s.lease * 20);
     for t in 0..s.tokens {
-        let mut runs: Vec<(usize, Duration, Option<Duration>, bool)> = out
-            .calls
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| token_of(s, out, *i) == t)
-            .filter_map(|(i, c)| c.body.map(|b| (i, b.0, b.1, b.2)))
+        let of_token = |i: &usize| token_of(s, out, *i) == t;
+        let mut runs: Vec<(usize, Duration, Option<Duration>, bool)> = (0..out.calls.len())
+            .filter(of_token)
+            .filter_map(|i| out.calls[i].body.map(|b| (i, b.0, b.1, b.2)))
             .collect();
         runs.sort_by_key(|r| out.calls[r.0].started);
-        for (k, a) in runs.iter().enumerate() {
-            let (ai, a_start, Some(a_end), true) = *a else {
-                continue;
-            };
-            let ac = &out.calls[ai];
-            let returned = !matches!(ac.end, None | Some((_, TokResult::Cancelled)));
-            // A crash of the caller's process after its body succeeded but
-            // before the detached consume reached the store cuts that finish
-            // (nothing durable knows the body succeeded): the lease returns
-            // the token, as a crash during the call would.
-            let finish_cut = s.calls.get(ai).is_some_and(|c| {
-                s.events.iter().any(|(tc, e)| {
-                    matches!(e, TokEvent::Crash(p) if *p == c.proc)
-                        && *tc >= a_end
-                        && !out.log.iter().any(|l| {
-                            l.call == Some(ai)
-                                && matches!(l.what, What::Revoke { .. })
-                                && l.t <= *tc
-                        })
-                })
-            });
-            let excused = ac.crashed || finish_cut || s.refusing() || (returned && s.unreliable());
-            if excused {
-                continue;
-            }
-            // Renewal stops short of `max_hold` (the last renewal that fits
-            // leaves at most a lease): a hung body may lose the token from
-            // `max_hold - lease` after it started.
-            let hold_ends = a_start + max_hold.saturating_sub(s.lease);
-            if let Some(b) = runs.get(k + 1).filter(|b| b.1 < hold_ends || a_end < b.1) {
+        // The take spends the token: only a body that ended with an error
+        // gives it back, and only then may the next body start.
+        for pair in runs.windows(2) {
+            let ((ai, a_start, a_end, a_ok), (bi, b_start, ..)) = (pair[0], pair[1]);
+            let given_back = matches!(a_end, Some(e) if !a_ok && e <= b_start);
+            if !given_back {
                 v.push(format!(
-                    "[token-once] token {t}: call {ai}'s body succeeded at {a_end:?} (call ended {:?}), yet call {} was accepted at {:?}",
-                    ac.end, b.0, b.1
+                    "[token-once] token {t}: call {ai}'s body (started {a_start:?}, ended {a_end:?}, ok={a_ok}) did not give the token back, yet call {bi} was accepted at {b_start:?}"
                 ));
             }
         }
         let probes: Vec<&TokCallInfo> = (s.calls.len()..out.calls.len())
-            .filter(|i| token_of(s, out, *i) == t)
+            .filter(of_token)
             .map(|i| &out.calls[i])
             .collect();
         let consumed = runs
             .iter()
             .any(|r| r.3 && r.2.is_some() && r.0 < s.calls.len());
+        // A take whose holder went away stays spent: a call whose process
+        // crashed after it started (its take may have applied, and its undo
+        // or give-back, pending in the background, died with the process), or
+        // a caller dropped once its body had started (the body may have done
+        // its work).
+        let spent_by_a_lost_holder = (0..s.calls.len()).filter(of_token).any(|i| {
+            let (c, call) = (&out.calls[i], &s.calls[i]);
+            let crashed_since = s
+                .events
+                .iter()
+                .any(|(t, e)| matches!(e, TokEvent::Crash(p) if *p == call.proc && *t >= call.at));
+            crashed_since || (c.body.is_some() && matches!(c.end, Some((_, TokResult::Cancelled))))
+        });
         let accepted = probes.iter().any(|p| p.body.is_some());
-        if !consumed && !out.flushed && !accepted {
+        let excused = consumed || out.flushed || spent_by_a_lost_holder || s.refusing();
+        if !excused && !accepted {
             v.push(format!(
-                "[give-back] token {t}: no body consumed it, yet no probe was accepted: {:?}",
+                "[give-back] token {t}: no body consumed it and no holder was lost, yet no probe was accepted: {:?}",
                 probes.iter().map(|p| &p.end).collect::<Vec<_>>()
             ));
         }
@@ -175,7 +161,6 @@ fn sim_token_seeded_schedules() {
             "Executed",
             "Failed",
             "Invalid",
-            "InProgress",
             "Unavailable",
             "Cancelled",
             "give-back",
