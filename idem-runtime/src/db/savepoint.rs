@@ -25,8 +25,8 @@ use crate::observe::CallOutcome;
 static SAVEPOINTS: AtomicU64 = AtomicU64::new(0);
 
 /// A savepoint taken in the caller's transaction; end it with
-/// [`release`](Self::release), [`rollback`](Self::rollback) or
-/// [`finish`](Self::finish).
+/// [`release`](Self::release), [`keep`](Self::keep) or
+/// [`rollback`](Self::rollback) (or hold it in a [`Scope`]).
 #[derive(Debug)]
 pub(crate) struct Savepoint {
     name: String,
@@ -90,33 +90,6 @@ impl Savepoint {
         conn.any().simple(sql).await?;
         release(conn, &self.name).await
     }
-
-    /// The body of a technique that holds the savepoint around it (a state
-    /// transition, a consume) ended with `out`: kept (`kept`, the body's
-    /// value) or rolled back (`Released`, the body's error as is). A failed
-    /// release is mapped by [`tx_error`] on `key`.
-    pub(crate) async fn finish<C, T, E>(
-        self,
-        conn: &mut C,
-        key: String,
-        out: Result<T, E>,
-        kept: CallOutcome,
-    ) -> (CallOutcome, Result<T, E>)
-    where
-        C: SqlConn + ?Sized,
-        E: From<Error>,
-    {
-        match out {
-            Ok(v) => match self.keep(conn).await {
-                Ok(()) => (kept, Ok(v)),
-                Err(e) => (CallOutcome::Failed, Err(E::from(tx_error(&key, e)))),
-            },
-            Err(e) => {
-                self.rollback(conn).await;
-                (CallOutcome::Released, Err(e))
-            }
-        }
-    }
 }
 
 /// `RELEASE SAVEPOINT name`.
@@ -154,6 +127,35 @@ impl Scope {
         match self {
             Scope::Held(sp) => sp.keep(conn).await,
             Scope::Bare => Ok(()),
+        }
+    }
+
+    /// The body of a technique that holds the scope around it (a state
+    /// transition, a consume) ended with `out`: kept (`kept`, the body's
+    /// value) or undone (`Released`, the body's error as is). A failed
+    /// release is mapped by [`tx_error`] on `key`. The flag is true when the
+    /// technique must now run its compensating statement (no savepoint, and
+    /// the body failed).
+    pub(crate) async fn finish<C, T, E>(
+        self,
+        conn: &mut C,
+        key: &str,
+        out: Result<T, E>,
+        kept: CallOutcome,
+    ) -> (CallOutcome, Result<T, E>, bool)
+    where
+        C: SqlConn + ?Sized,
+        E: From<Error>,
+    {
+        match out {
+            Ok(v) => match self.keep(conn).await {
+                Ok(()) => (kept, Ok(v), false),
+                Err(e) => (CallOutcome::Failed, Err(E::from(tx_error(key, e))), false),
+            },
+            Err(e) => {
+                let compensate = self.undo(conn).await;
+                (CallOutcome::Released, Err(e), compensate)
+            }
         }
     }
 

@@ -178,23 +178,18 @@ impl Savepoint {
         K: for<'q> Encode<'q, C::Db> + Type<C::Db> + Sync,
         E: From<Error>,
     {
-        match out {
-            Ok(v) => match self.held.keep(conn).await {
-                Ok(()) => (CallOutcome::Applied, Ok(Transition::Applied(v))),
-                Err(e) => (CallOutcome::Failed, Err(E::from(tx_error(&self.key, e)))),
-            },
-            Err(e) => {
-                if self.held.undo(conn).await {
-                    let (sql, from, to) = self.undo;
-                    let q = sqlx::query::<C::Db>(sqlx::AssertSqlSafe(sql));
-                    let q = C::Db::bind(q, &[Arg::Text(from)]).bind(key);
-                    let q = C::Db::bind(q, &[Arg::Text(to)]);
-                    let undone = C::Db::exec(conn.connection(), q).await.map(drop);
-                    compensated(&self.key, undone);
-                }
-                (CallOutcome::Released, Err(e))
-            }
+        let (label, r, compensate) = (self.held)
+            .finish(conn, &self.key, out, CallOutcome::Applied)
+            .await;
+        if compensate {
+            let (sql, from, to) = self.undo;
+            let q = sqlx::query::<C::Db>(sqlx::AssertSqlSafe(sql));
+            let q = C::Db::bind(q, &[Arg::Text(from)]).bind(key);
+            let q = C::Db::bind(q, &[Arg::Text(to)]);
+            let undone = C::Db::exec(conn.connection(), q).await.map(drop);
+            compensated(&self.key, undone);
         }
+        (label, r.map(Transition::Applied))
     }
 }
 
