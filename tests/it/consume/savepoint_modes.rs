@@ -18,20 +18,11 @@ use idem::{Consumed, DuplicateOf};
 
 use crate::support::AppError;
 use crate::support::sql_log::SqlLog;
-use crate::tx::support::{TestDb, V};
+use crate::tx::support::{Fail, TestDb, V, savepoint_cases};
 
 const TABLES: [&str; 1] =
     ["CREATE TABLE t_sp (id VARCHAR(64) NOT NULL PRIMARY KEY, n BIGINT NOT NULL)"];
 const INSERT: &str = "INSERT INTO t_sp (id, n) VALUES (?, ?)";
-
-/// How the body fails.
-#[derive(Clone, Copy, Debug)]
-enum Fail {
-    No,
-    Rust,
-    /// A duplicate primary key: the database refuses the statement.
-    Sql,
-}
 
 /// Consumes message `id` about `order` in `tx`.
 async fn consume<D: TestDb>(
@@ -146,12 +137,8 @@ async fn case<D: TestDb>(savepoint: bool, fail: Fail, commit: bool) {
 }
 
 async fn every_case<D: TestDb>() {
-    for savepoint in [true, false] {
-        for fail in [Fail::Rust, Fail::Sql] {
-            for commit in [true, false] {
-                case::<D>(savepoint, fail, commit).await;
-            }
-        }
+    for (savepoint, fail, commit) in savepoint_cases() {
+        case::<D>(savepoint, fail, commit).await;
     }
 }
 

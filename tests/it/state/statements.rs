@@ -18,11 +18,7 @@ macro_rules! counted {
         async fn $name() {
             type Db = $db;
             fn q(sql: &str) -> sqlx::AssertSqlSafe<String> {
-                sqlx::AssertSqlSafe(if $pg {
-                    crate::tx::support::pg_sql(sql)
-                } else {
-                    sql.to_owned()
-                })
+                crate::tx::support::sql_for($pg, sql)
             }
             let (pool, _place) = $fixture().await;
             sqlx::query(q("INSERT INTO t_order (order_no, status) VALUES (?, ?)"))

@@ -163,13 +163,23 @@ async fn macro_tx_without_savepoint_postgres() {
     tx.rollback().await.unwrap();
     let mut tx = TestDb::begin(&db).await;
     let _ = log.take();
-    assert_eq!(bare_pg(&idem, &runs, &mut tx, "b-1", false).await.unwrap(), 1);
+    assert_eq!(
+        bare_pg(&idem, &runs, &mut tx, "b-1", false).await.unwrap(),
+        1
+    );
     assert_eq!(log.take(), ["WITH", "INSERT", "UPDATE"]);
     tx.commit().await.unwrap();
     let mut tx = TestDb::begin(&db).await;
-    assert_eq!(bare_pg(&idem, &runs, &mut tx, "b-1", true).await.unwrap(), 1);
+    assert_eq!(
+        bare_pg(&idem, &runs, &mut tx, "b-1", true).await.unwrap(),
+        1
+    );
     tx.commit().await.unwrap();
-    assert_eq!(runs.get(), 2, "the failed call and its retry; the repeat replays");
+    assert_eq!(
+        runs.get(),
+        2,
+        "the failed call and its retry; the repeat replays"
+    );
     let rows = db.int("SELECT COUNT(*) FROM t_buy", &[]).await;
     let records = db.int("SELECT COUNT(*) FROM idem_records", &[]).await;
     assert_eq!((rows, records), (1, 1));

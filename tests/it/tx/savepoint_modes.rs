@@ -14,19 +14,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use idem::{How, Idem};
 
 use crate::support::{AppError, unique_ns};
-use crate::tx::support::{TestDb, V};
+use crate::tx::support::{Fail, TestDb, V, savepoint_cases};
 
 const TABLES: [&str; 1] =
     ["CREATE TABLE t_sp (id VARCHAR(64) NOT NULL PRIMARY KEY, n BIGINT NOT NULL)"];
-
-/// How the body fails.
-#[derive(Clone, Copy, Debug)]
-enum Fail {
-    No,
-    Rust,
-    /// A duplicate primary key: the database refuses the statement.
-    Sql,
-}
 
 async fn call<D: TestDb>(
     idem: &Idem,
@@ -139,12 +130,8 @@ async fn case<D: TestDb>(savepoint: bool, fail: Fail, commit: bool) {
 }
 
 async fn every_case<D: TestDb>() {
-    for savepoint in [true, false] {
-        for fail in [Fail::Rust, Fail::Sql] {
-            for commit in [true, false] {
-                case::<D>(savepoint, fail, commit).await;
-            }
-        }
+    for (savepoint, fail, commit) in savepoint_cases() {
+        case::<D>(savepoint, fail, commit).await;
     }
 }
 
