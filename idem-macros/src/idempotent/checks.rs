@@ -25,11 +25,11 @@ pub(super) fn terminal(krate: &TokenStream) -> TokenStream {
     }
 }
 
-/// `idem::__private::run!([typed, _, _], __idem_call, body)`: the one runtime
-/// call, whose local function carries the bounds (see `run!` in the runtime).
-/// The call and its turbofish get the span of the user's return type: rustc
-/// reports an unmet bound on `R` there (on stable, a type's span is its first
-/// token's).
+/// `idem::__private::run!(__idem_run, __idem_run::<typed, _, _>(__idem_call, body))`:
+/// the one runtime call, which defines the local function `__idem_run` with
+/// the bounds (see `run!` in the runtime) and evaluates the call. The call is
+/// written here, with the span of the user's return type: rustc reports an
+/// unmet bound on `R` there (on stable, a type's span is its first token's).
 pub(super) fn run_call(
     krate: &TokenStream,
     ret: &syn::Type,
@@ -38,7 +38,8 @@ pub(super) fn run_call(
 ) -> TokenStream {
     use quote::quote_spanned;
     use syn::spanned::Spanned;
-    quote_spanned!(ret.span()=> #krate::__private::run!([#typed, _, _], __idem_call, #body))
+    let call = quote_spanned!(ret.span()=> __idem_run::<#typed, _, _>(__idem_call, #body));
+    quote!(#krate::__private::run!(__idem_run, #call))
 }
 
 /// `fn __idem_fp_add(fp, value)`: a value named in `fingerprint = [..]` is

@@ -223,7 +223,7 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
     quote! {
         #checks
         #cell
-        // `Guarded::<ReturnType>` and `run!([ReturnType, ..], ..)` name the
+        // `Guarded::<ReturnType>` and `__idem_run::<ReturnType, ..>` name the
         // user's type, so a result that cannot be stored is one error there.
         let __idem_call = #krate::__private::Guarded::<#ret>::new(&__IDEM_SPEC, __idem_key) #hooks;
         #run.await

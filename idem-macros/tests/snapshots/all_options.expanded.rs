@@ -32,11 +32,11 @@ async fn refund(tenant: &str, refund_id: Uuid) -> Result<Refund, RefundError> {
         })
         .terminal(__idem_terminal(RefundError::is_final));
     ::my_idem::__private::run!(
-        [Result < Refund, RefundError >, _, _], __idem_call, async { if let
-        ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None:: <
-        Result < Refund, RefundError > > { return __idem_ret; } { use std::result::Result
-        as Spec; let mut r : Spec < Refund, RefundError > = gateway::refund(refund_id).
-        await; r } }
+        __idem_run, __idem_run:: < Result < Refund, RefundError >, _, _ > (__idem_call,
+        async { if let ::core::option::Option::Some(__idem_ret) =
+        ::core::option::Option::None:: < Result < Refund, RefundError > > { return
+        __idem_ret; } { use std::result::Result as Spec; let mut r : Spec < Refund,
+        RefundError > = gateway::refund(refund_id). await; r } })
     )
         .await
 }

@@ -50,13 +50,13 @@ async fn create_order(
         &__idem_unkept,
         ::idem::__private::reported(
                 ::idem::__private::run!(
-                    [::idem::__private::Http < Result < (StatusCode, Json < Order >),
-                    AppError > >, _, _], __idem_call, async {
-                    ::idem::__private::Http::keep(& __idem_unkept, async { if let
+                    __idem_run, __idem_run:: < ::idem::__private::Http < Result <
+                    (StatusCode, Json < Order >), AppError > >, _, _ > (__idem_call,
+                    async { ::idem::__private::Http::keep(& __idem_unkept, async { if let
                     ::core::option::Option::Some(__idem_ret) =
                     ::core::option::Option::None:: < Result < (StatusCode, Json < Order
                     >), AppError > > { return __idem_ret; } { Ok((StatusCode::CREATED,
-                    Json(insert(& app, & user, & req). await ?))) } } . await) }
+                    Json(insert(& app, & user, & req). await ?))) } } . await) })
                 ),
             )
             .await,

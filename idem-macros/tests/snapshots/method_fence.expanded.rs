@@ -37,11 +37,11 @@ impl Payments {
             })
             .fence(&__idem_fence);
         ::idem::__private::run!(
-            [Result < Receipt, PayError >, _, _], __idem_call, async { if let
-            ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None:: <
-            Result < Receipt, PayError > > { return __idem_ret; } let fence =
-            __idem_fence.take(fence); { self.ledger.apply(& cmd.order_no, cmd.amount,
-            fence). await } }
+            __idem_run, __idem_run:: < Result < Receipt, PayError >, _, _ > (__idem_call,
+            async { if let ::core::option::Option::Some(__idem_ret) =
+            ::core::option::Option::None:: < Result < Receipt, PayError > > { return
+            __idem_ret; } let fence = __idem_fence.take(fence); { self.ledger.apply(& cmd
+            .order_no, cmd.amount, fence). await } })
         )
             .await
     }

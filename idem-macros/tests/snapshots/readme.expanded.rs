@@ -31,10 +31,11 @@ pub async fn create_order(
             find_order(__idem_p0, __idem_p1, __idem_p2, __idem_p3)
         });
     ::idem::__private::run!(
-        [Result < Order, AppError >, _, _], __idem_call, async { if let
-        ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None:: <
-        Result < Order, AppError > > { return __idem_ret; } { let order =
-        insert_order(db, user_id, req_id, & req). await ?; Ok(order) } }
+        __idem_run, __idem_run:: < Result < Order, AppError >, _, _ > (__idem_call, async
+        { if let ::core::option::Option::Some(__idem_ret) =
+        ::core::option::Option::None:: < Result < Order, AppError > > { return
+        __idem_ret; } { let order = insert_order(db, user_id, req_id, & req). await ?;
+        Ok(order) } })
     )
         .await
 }

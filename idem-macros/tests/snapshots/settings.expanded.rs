@@ -28,10 +28,10 @@ pub async fn create_order(
             __idem_d
         });
     ::idem::__private::run!(
-        [Result < Order, AppError >, _, _], __idem_call, async { if let
-        ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None:: <
-        Result < Order, AppError > > { return __idem_ret; } { insert_order(user_id,
-        req_id). await } }
+        __idem_run, __idem_run:: < Result < Order, AppError >, _, _ > (__idem_call, async
+        { if let ::core::option::Option::Some(__idem_ret) =
+        ::core::option::Option::None:: < Result < Order, AppError > > { return
+        __idem_ret; } { insert_order(user_id, req_id). await } })
     )
         .await
 }

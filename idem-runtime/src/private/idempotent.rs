@@ -228,14 +228,14 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
 }
 
 /// Runs a guarded call: the one runtime call of an `#[idempotent]` expansion,
-/// `idem::__private::run!([R, _, _], call, body)`, where `R` is the
-/// function's declared return type (or `Http<R>` for an axum reply), `call`
-/// the [`Guarded`] descriptor and `body` the function's body as a future.
-/// It evaluates to `impl Future<Output = R> + Send` (no box, no copy of the
-/// engine's future: it is [`Guarded::run`]'s).
+/// `idem::__private::run!(__idem_run, __idem_run::<R, _, _>(call, body))`, where
+/// `R` is the function's declared return type (or `Http<R>` for an axum
+/// reply), `call` the [`Guarded`] descriptor and `body` the function's body as
+/// a future. It defines the local function named first and evaluates the
+/// call written second, which the expansion spans at the user's return type.
 ///
-/// The bounds, each by its public `idem::bounds` trait so that a message names
-/// it by that path:
+/// The function's bounds, each by its public `idem::bounds` trait so that a
+/// message names it by that path:
 ///
 /// - `R: IsResult<Ok: Storable, Err: IdemErrorInto>`: a result that cannot be
 ///   stored, or an error that cannot carry an `idem::Error`, is reported by
@@ -246,19 +246,23 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
 ///
 /// A macro, not a function: rustc ends an unmet bound's message with
 /// "required by a bound in `<function>`" and shows that function's source. The
-/// function this expands to is local to the call, so the message names
-/// `__idem_run` and shows the user's own code, never idem's sources; the
-/// turbofish carries the span of the user's return type, so each unmet bound
-/// is one error there.
+/// function this defines is local to the call, so the message names
+/// `__idem_run` and shows the user's own code, never idem's sources.
+///
+/// The future is boxed (one allocation per call): returned as an opaque
+/// `impl Future`, its bounds are checked again where it is awaited, and each
+/// unmet bound is reported four times instead of once.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __idem_run {
-    ([$($generics:tt)*], $call:expr, $body:expr $(,)?) => {{
+    ($name:ident, $call:expr $(,)?) => {{
         #[allow(clippy::type_complexity)]
-        fn __idem_run<'a, R, C, Fut>(
+        fn $name<'a, R, C, Fut>(
             call: $crate::__private::Guarded<'a, R, C>,
             body: Fut,
-        ) -> impl ::core::future::Future<Output = R> + ::core::marker::Send + 'a
+        ) -> ::core::pin::Pin<
+            ::std::boxed::Box<dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a>,
+        >
         where
             R: $crate::bounds::IsResult<
                     Ok: $crate::bounds::Storable,
@@ -267,9 +271,9 @@ macro_rules! __idem_run {
             C: $crate::__private::OnConflict<R::Ok, R::Err> + 'a,
             Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
         {
-            call.run(body)
+            ::std::boxed::Box::pin(call.run(body))
         }
-        __idem_run::<$($generics)*>($call, $body)
+        $call
     }};
 }
 pub use crate::__idem_run as run;
