@@ -39,7 +39,9 @@ pub(super) fn run_call(
     use quote::quote_spanned;
     use syn::spanned::Spanned;
     let call = quote_spanned!(ret.span()=> __idem_run::<#typed, _, _>(__idem_call, #body));
-    quote!(#krate::__private::run!(__idem_run, #call))
+    // By the crate-root name: rustc's "this error originates in the macro …"
+    // names the path as written, and a user's message names no private module.
+    quote!(#krate::__idem_run!(__idem_run, #call))
 }
 
 /// `fn __idem_fp_add(fp, value)`: a value named in `fingerprint = [..]` is

@@ -31,7 +31,7 @@ async fn refund(tenant: &str, refund_id: Uuid) -> Result<Refund, RefundError> {
             __idem_h
         })
         .terminal(__idem_terminal(RefundError::is_final));
-    ::my_idem::__private::run!(
+    ::my_idem::__idem_run!(
         __idem_run, __idem_run:: < Result < Refund, RefundError >, _, _ > (__idem_call,
         async { if let ::core::option::Option::Some(__idem_ret) =
         ::core::option::Option::None:: < Result < Refund, RefundError > > { return

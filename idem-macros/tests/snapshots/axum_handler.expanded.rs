@@ -49,7 +49,7 @@ async fn create_order(
     >(
         &__idem_unkept,
         ::idem::__private::reported(
-                ::idem::__private::run!(
+                ::idem::__idem_run!(
                     __idem_run, __idem_run:: < ::idem::__private::Http < Result <
                     (StatusCode, Json < Order >), AppError > >, _, _ > (__idem_call,
                     async { ::idem::__private::Http::keep(& __idem_unkept, async { if let

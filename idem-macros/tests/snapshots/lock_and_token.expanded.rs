@@ -86,7 +86,7 @@ async fn submit(req_id: u64, form: &Form) -> Result<u64, AppError> {
         Result<u64, AppError>,
     >::new(&__IDEM_SPEC, __idem_key)
         .token(::core::convert::AsRef::<str>::as_ref(&form.token));
-    ::idem::__private::run!(
+    ::idem::__idem_run!(
         __idem_run, __idem_run:: < Result < u64, AppError >, _, _ > (__idem_call, async {
         if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::
         < Result < u64, AppError > > { return __idem_ret; } { Ok(req_id) } })

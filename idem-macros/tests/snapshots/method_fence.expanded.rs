@@ -36,7 +36,7 @@ impl Payments {
                 __idem_fp_add(__idem_fp, &cmd);
             })
             .fence(&__idem_fence);
-        ::idem::__private::run!(
+        ::idem::__idem_run!(
             __idem_run, __idem_run:: < Result < Receipt, PayError >, _, _ > (__idem_call,
             async { if let ::core::option::Option::Some(__idem_ret) =
             ::core::option::Option::None:: < Result < Receipt, PayError > > { return

@@ -30,7 +30,7 @@ pub async fn create_order(
             let __idem_p3 = &req;
             find_order(__idem_p0, __idem_p1, __idem_p2, __idem_p3)
         });
-    ::idem::__private::run!(
+    ::idem::__idem_run!(
         __idem_run, __idem_run:: < Result < Order, AppError >, _, _ > (__idem_call, async
         { if let ::core::option::Option::Some(__idem_ret) =
         ::core::option::Option::None:: < Result < Order, AppError > > { return

@@ -27,7 +27,7 @@ pub async fn create_order(
             let __idem_d: ::core::time::Duration = cfg.duplicate_wait();
             __idem_d
         });
-    ::idem::__private::run!(
+    ::idem::__idem_run!(
         __idem_run, __idem_run:: < Result < Order, AppError >, _, _ > (__idem_call, async
         { if let ::core::option::Option::Some(__idem_ret) =
         ::core::option::Option::None:: < Result < Order, AppError > > { return

@@ -228,7 +228,9 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
 }
 
 /// Runs a guarded call: the one runtime call of an `#[idempotent]` expansion,
-/// `idem::__private::run!(__idem_run, __idem_run::<R, _, _>(call, body))`, where
+/// `idem::__idem_run!(__idem_run, __idem_run::<R, _, _>(call, body))` (the
+/// facade's root name of this macro, which rustc's "this error originates in
+/// the macro …" repeats: no private module in a user's message), where
 /// `R` is the function's declared return type (or `Http<R>` for an axum
 /// reply), `call` the [`Guarded`] descriptor and `body` the function's body as
 /// a future. It defines the local function named first and evaluates the

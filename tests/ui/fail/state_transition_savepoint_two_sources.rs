@@ -2,7 +2,7 @@
 use idem::Transition;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, idem::StateMachine)]
-#[state_machine(edges(WaitPay -> Cancelled, Refunding -> Cancelled))]
+#[state_machine(edges(WaitPay -> Refunding, WaitPay -> Cancelled, Refunding -> Cancelled))]
 enum OrderStatus {
     WaitPay,
     Refunding,
