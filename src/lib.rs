@@ -212,6 +212,11 @@ pub use idem_runtime::redis;
 #[doc(no_inline)]
 pub use idem_runtime::sqlx;
 
+/// `__private::run!` under a name without `__private`, which rustc repeats in
+/// messages about an `#[idempotent]` function ("this error originates in the
+/// macro …").
+#[doc(hidden)]
+pub use idem_runtime::__idem_run;
 #[doc(hidden)]
 pub use idem_runtime::__private;
 

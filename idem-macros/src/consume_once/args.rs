@@ -17,6 +17,7 @@ pub(crate) const TABLE: Table = Table {
         "msg_type",
         "log",
         "retention",
+        "savepoint",
         "handle",
         "crate",
     ],
@@ -32,6 +33,7 @@ pub(crate) struct Args {
     pub(crate) msg_type: Option<Opt<LitStr>>,
     pub(crate) log: Option<Opt<LitStr>>,
     pub(crate) retention: Option<Opt<DurationLit>>,
+    pub(crate) savepoint: Option<Opt<syn::LitBool>>,
     pub(crate) handle: Option<Opt<Expr>>,
     pub(crate) krate: Option<Opt<LitStr>>,
 }
@@ -47,6 +49,7 @@ pub(crate) fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Ar
         "msg_type" => arg.set(&mut a.msg_type, read::string),
         "log" => arg.set(&mut a.log, read::string),
         "retention" => arg.set(&mut a.retention, read::duration_lit),
+        "savepoint" => arg.set(&mut a.savepoint, read::boolean),
         "handle" => arg.set(&mut a.handle, read::expr),
         "crate" => arg.set(&mut a.krate, read::string),
         _ => arg.unknown(),

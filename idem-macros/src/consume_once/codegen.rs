@@ -49,12 +49,16 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let without = match plan.savepoint {
+        true => TokenStream::new(),
+        false => quote!(.without_savepoint()),
+    };
     let pin = pin(*brace_span, &p, &ret);
     let block = quote_spanned! {*brace_span=>
         {
             #(#inner_attrs)*
             static __IDEM_CONSUME: #p::ConsumeSpec =
-                #p::ConsumeSpec::new(#consumer, #msg_type, #log, #retention);
+                #p::ConsumeSpec::new(#consumer, #msg_type, #log, #retention) #without;
             // `run::<ReturnType, ..>` names the user's type: a wrong one is one
             // error there. The body gets `tx` back from the runtime, with the
             // type written, between the insert and the savepoint's end.

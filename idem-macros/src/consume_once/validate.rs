@@ -29,6 +29,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) msg_type: String,
     pub(crate) log: Option<LitStr>,
     pub(crate) retention: Option<Duration>,
+    /// `savepoint = false`: no savepoint around the insert and the body.
+    pub(crate) savepoint: bool,
     pub(crate) handle: Option<Expr>,
 }
 
@@ -89,6 +91,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         msg_type,
         log: args.log.map(|o| o.value),
         retention,
+        savepoint: args.savepoint.as_ref().is_none_or(|o| o.value.value),
         handle: args.handle.map(|o| o.value),
     })
 }

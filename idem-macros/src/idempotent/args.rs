@@ -25,6 +25,7 @@ pub(crate) const TABLE: Table = Table {
         "terminal",
         "token",
         "tx",
+        "savepoint",
         "handle",
         "crate",
     ],
@@ -47,6 +48,7 @@ pub(crate) struct Args {
     pub(crate) terminal: Option<Opt<Path>>,
     pub(crate) token: Option<Opt<LitStr>>,
     pub(crate) tx: Option<Opt<Ident>>,
+    pub(crate) savepoint: Option<Opt<syn::LitBool>>,
     pub(crate) handle: Option<Opt<Expr>>,
     pub(crate) krate: Option<Opt<LitStr>>,
 }
@@ -69,6 +71,7 @@ pub(crate) fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Ar
         "terminal" => arg.set(&mut a.terminal, read::path),
         "token" => arg.set(&mut a.token, read::string),
         "tx" => arg.set(&mut a.tx, read::param),
+        "savepoint" => arg.set(&mut a.savepoint, read::boolean),
         "handle" => arg.set(&mut a.handle, read::expr),
         "crate" => arg.set(&mut a.krate, read::string),
         _ => arg.unknown(),

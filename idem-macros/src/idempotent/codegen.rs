@@ -73,6 +73,9 @@ fn spec(plan: &Plan<'_>, krate: &TokenStream) -> TokenStream {
     if plan.degrade_local {
         fields.extend(quote!(degrade_local: true,));
     }
+    if !plan.savepoint {
+        fields.extend(quote!(savepoint: false,));
+    }
     let declared = plan
         .backstop
         .as_ref()
@@ -187,7 +190,7 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
         };
         hooks.extend(quote!(.on_conflict(|| #lookup)));
     }
-    let mut checks = super::checks::run(krate);
+    let mut checks = TokenStream::new();
     if let Some(path) = &plan.terminal {
         checks.extend(super::checks::terminal(krate));
         hooks.extend(quote_spanned!(path.span()=> .terminal(__idem_terminal(#path))));
@@ -216,7 +219,7 @@ fn call(plan: &Plan<'_>, krate: &TokenStream, body: &TokenStream) -> TokenStream
         return reply_call(plan, krate, cell, hooks, body, checks);
     }
     // The call spans the return type: an unmet bound is reported there.
-    let run = super::checks::run_call(ret, &quote!(#ret), body);
+    let run = super::checks::run_call(krate, ret, &quote!(#ret), body);
     quote! {
         #checks
         #cell
@@ -244,6 +247,7 @@ fn reply_call(
     let ret = plan.ret;
     let typed = quote!(#krate::__private::Http<#ret>);
     let run = super::checks::run_call(
+        krate,
         ret,
         &typed,
         quote!(async { #krate::__private::Http::keep(&__idem_unkept, #body.await) }),

@@ -48,6 +48,21 @@ pub(crate) fn resolve(
     }
 }
 
+/// `savepoint = false`: the call takes no savepoint in the transaction (see
+/// `TxGuard::savepoint`). Only with `tx`; `true` (the default) otherwise.
+pub(crate) fn savepoint(args: &Args, errors: &mut Errors) -> bool {
+    let Some(opt) = &args.savepoint else {
+        return true;
+    };
+    if args.tx.is_none() {
+        errors.at(
+            opt.name.span(),
+            "`savepoint` applies only with `tx = <param>`: it says whether the call runs in a savepoint of the caller's transaction",
+        );
+    }
+    opt.value.value
+}
+
 /// Options whose meaning is a record in the store, not in the transaction.
 fn refuse_other_options(args: &Args, errors: &mut Errors) {
     let why = |opt: &str, reason: &str| format!("`{opt}` cannot be combined with `tx`: {reason}");

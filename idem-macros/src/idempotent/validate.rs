@@ -50,6 +50,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) token: Option<KeyPiece>,
     /// `tx = <param>`: the caller's transaction (the transactional guard).
     pub(crate) tx: Option<Ident>,
+    /// `savepoint = false` (with `tx`): no savepoint in the transaction.
+    pub(crate) savepoint: bool,
 }
 
 /// Checks `args` against `item`; `None` when anything is wrong (see `errors`).
@@ -152,6 +154,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         .as_ref()
         .and_then(|o| super::token::resolve(&o.value, &params, errors));
     let tx = super::tx::resolve(&args, item, &params, errors);
+    let savepoint = super::tx::savepoint(&args, errors);
     let krate = crate_path(args.krate.as_ref(), errors);
     let on_conflict = args.on_conflict.map(|o| o.value);
 
@@ -179,6 +182,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         fence: params.fence,
         token,
         tx,
+        savepoint,
     })
 }
 

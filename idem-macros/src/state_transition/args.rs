@@ -21,6 +21,7 @@ pub(crate) const TABLE: Table = Table {
         "tx",
         "state_column",
         "version_column",
+        "savepoint",
         "handle",
         "crate",
     ],
@@ -38,6 +39,7 @@ pub(crate) const SHARED: Table = Table {
         "tx",
         "state_column",
         "version_column",
+        "savepoint",
         "handle",
         "crate",
     ],
@@ -62,6 +64,7 @@ pub(crate) struct Args {
     pub(crate) tx: Option<Opt<Ident>>,
     pub(crate) state_column: Option<Opt<LitStr>>,
     pub(crate) version_column: Option<Opt<LitStr>>,
+    pub(crate) savepoint: Option<Opt<syn::LitBool>>,
     pub(crate) handle: Option<Opt<Expr>>,
     pub(crate) krate: Option<Opt<LitStr>>,
 }
@@ -84,6 +87,7 @@ pub(crate) fn parse(table: &Table, tokens: proc_macro2::TokenStream, errors: &mu
             "tx" => arg.set(&mut a.tx, read::param),
             "state_column" => arg.set(&mut a.state_column, read::string),
             "version_column" => arg.set(&mut a.version_column, read::string),
+            "savepoint" => arg.set(&mut a.savepoint, read::boolean),
             "handle" => arg.set(&mut a.handle, read::expr),
             "crate" => arg.set(&mut a.krate, read::string),
             _ => arg.unknown(),
@@ -159,6 +163,7 @@ impl Args {
         fill(&mut self.tx, &shared.tx);
         fill(&mut self.state_column, &shared.state_column);
         fill(&mut self.version_column, &shared.version_column);
+        fill(&mut self.savepoint, &shared.savepoint);
         fill(&mut self.handle, &shared.handle);
         fill(&mut self.krate, &shared.krate);
     }

@@ -44,6 +44,10 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
         |h| quote_spanned!(h.span()=> ::core::option::Option::Some(#h)),
     );
     let sources = plan.from.len();
+    let without = match plan.savepoint {
+        true => TokenStream::new(),
+        false => quote!(.without_savepoint()),
+    };
     let from: Vec<_> = plan.from.iter().map(|s| state(machine, s)).collect();
     let to = state(machine, &plan.to);
     // One `const` per source, spanned at it: an undeclared edge is a const
@@ -59,7 +63,7 @@ pub(crate) fn expand(plan: &Plan<'_>) -> TokenStream {
         {
             #(#inner_attrs)*
             static __IDEM_STATE: #p::StateSpec =
-                #p::StateSpec::new(#table, #key_column, #state_column, #version, #sources);
+                #p::StateSpec::new(#table, #key_column, #state_column, #version, #sources) #without;
             const __IDEM_FROM: &[#machine] = &[#(#from),*];
             const __IDEM_TO: #machine = #to;
             #(#checks)*

@@ -27,6 +27,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) tx: Ident,
     pub(crate) state_column: Option<LitStr>,
     pub(crate) version_column: Option<LitStr>,
+    /// `savepoint = false`: no savepoint (an edge with one source state).
+    pub(crate) savepoint: bool,
     pub(crate) handle: Option<Expr>,
 }
 
@@ -69,6 +71,7 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
     {
         ident_literal(lit, errors);
     }
+    let savepoint = savepoint(args.savepoint.as_ref(), from.as_deref(), errors);
     let tx = params::transaction(&TABLE, args.tx, &params, at, errors);
     if let Some(key) = &args.key {
         key_root(&key.value, &params, errors);
@@ -90,8 +93,28 @@ pub(crate) fn validate<'a>(args: Args, item: &'a ItemFn, errors: &mut Errors) ->
         tx: tx?,
         state_column: args.state_column.map(|o| o.value),
         version_column: args.version_column.map(|o| o.value),
+        savepoint,
         handle: args.handle.map(|o| o.value),
     })
+}
+
+/// `savepoint = false`: a failing body then sets the row back to its source
+/// state by a compensating update, so the edge must have exactly one.
+fn savepoint(
+    opt: Option<&Opt<syn::LitBool>>,
+    from: Option<&[StateRef]>,
+    errors: &mut Errors,
+) -> bool {
+    let Some(opt) = opt else {
+        return true;
+    };
+    if !opt.value.value && from.is_some_and(|f| f.len() > 1) {
+        errors.at(
+            opt.name.span(),
+            "`savepoint = false` needs exactly one source state: a failing body sets the row back to it by a compensating update; keep the savepoint or split the edge",
+        );
+    }
+    opt.value.value
 }
 
 /// `key = order_no` or `key = cmd.order_no`: the root must be a parameter.

@@ -18,25 +18,6 @@ async fn refund(tenant: &str, refund_id: Uuid) -> Result<Refund, RefundError> {
         .arg(&refund_id)
         .lit(":v2")
         .finish();
-    #[allow(clippy::type_complexity)]
-    fn __idem_run<'a, R, C, Fut>(
-        call: ::my_idem::__private::Guarded<'a, R, C>,
-        body: Fut,
-    ) -> ::core::pin::Pin<
-        ::std::boxed::Box<
-            dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-        >,
-    >
-    where
-        R: ::my_idem::bounds::IsResult<
-                Ok: ::my_idem::bounds::Storable,
-                Err: ::my_idem::bounds::IdemErrorInto,
-            > + 'a,
-        C: ::my_idem::__private::OnConflict<R::Ok, R::Err> + 'a,
-        Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-    {
-        ::my_idem::__private::run(call, body)
-    }
     fn __idem_terminal<E: ::my_idem::bounds::TerminalError>(
         is_terminal: fn(&E) -> bool,
     ) -> ::my_idem::__private::Terminal<E> {
@@ -50,25 +31,12 @@ async fn refund(tenant: &str, refund_id: Uuid) -> Result<Refund, RefundError> {
             __idem_h
         })
         .terminal(__idem_terminal(RefundError::is_final));
-    __idem_run::<
-        Result<Refund, RefundError>,
-        _,
-        _,
-    >(
-            __idem_call,
-            async {
-                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
-                    Result<Refund, RefundError>,
-                > {
-                    return __idem_ret;
-                }
-                {
-                    use std::result::Result as Spec;
-                    let mut r: Spec<Refund, RefundError> = gateway::refund(refund_id)
-                        .await;
-                    r
-                }
-            },
-        )
+    ::my_idem::__idem_run!(
+        __idem_run, __idem_run:: < Result < Refund, RefundError >, _, _ > (__idem_call,
+        async { if let ::core::option::Option::Some(__idem_ret) =
+        ::core::option::Option::None:: < Result < Refund, RefundError > > { return
+        __idem_ret; } { use std::result::Result as Spec; let mut r : Spec < Refund,
+        RefundError > = gateway::refund(refund_id). await; r } })
+    )
         .await
 }

@@ -17,25 +17,6 @@ async fn create_order(
         .lit(":")
         .arg(&req.order_no)
         .finish();
-    #[allow(clippy::type_complexity)]
-    fn __idem_run<'a, R, C, Fut>(
-        call: ::idem::__private::Guarded<'a, R, C>,
-        body: Fut,
-    ) -> ::core::pin::Pin<
-        ::std::boxed::Box<
-            dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-        >,
-    >
-    where
-        R: ::idem::bounds::IsResult<
-                Ok: ::idem::bounds::Storable,
-                Err: ::idem::bounds::IdemErrorInto,
-            > + 'a,
-        C: ::idem::__private::OnConflict<R::Ok, R::Err> + 'a,
-        Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-    {
-        ::idem::__private::run(call, body)
-    }
     let __idem_unkept = ::idem::__private::Unkept::<
         Result<(StatusCode, Json<Order>), AppError>,
     >::new();
@@ -68,31 +49,14 @@ async fn create_order(
     >(
         &__idem_unkept,
         ::idem::__private::reported(
-                __idem_run::<
-                    ::idem::__private::Http<Result<(StatusCode, Json<Order>), AppError>>,
-                    _,
-                    _,
-                >(
-                    __idem_call,
-                    async {
-                        ::idem::__private::Http::keep(
-                            &__idem_unkept,
-                            async {
-                                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
-                                    Result<(StatusCode, Json<Order>), AppError>,
-                                > {
-                                    return __idem_ret;
-                                }
-                                {
-                                    Ok((
-                                        StatusCode::CREATED,
-                                        Json(insert(&app, &user, &req).await?),
-                                    ))
-                                }
-                            }
-                                .await,
-                        )
-                    },
+                ::idem::__idem_run!(
+                    __idem_run, __idem_run:: < ::idem::__private::Http < Result <
+                    (StatusCode, Json < Order >), AppError > >, _, _ > (__idem_call,
+                    async { ::idem::__private::Http::keep(& __idem_unkept, async { if let
+                    ::core::option::Option::Some(__idem_ret) =
+                    ::core::option::Option::None:: < Result < (StatusCode, Json < Order
+                    >), AppError > > { return __idem_ret; } { Ok((StatusCode::CREATED,
+                    Json(insert(& app, & user, & req). await ?))) } } . await) })
                 ),
             )
             .await,

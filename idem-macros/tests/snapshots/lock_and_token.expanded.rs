@@ -82,43 +82,14 @@ async fn submit(req_id: u64, form: &Form) -> Result<u64, AppError> {
         .lit("order-create:")
         .arg(&req_id)
         .finish();
-    #[allow(clippy::type_complexity)]
-    fn __idem_run<'a, R, C, Fut>(
-        call: ::idem::__private::Guarded<'a, R, C>,
-        body: Fut,
-    ) -> ::core::pin::Pin<
-        ::std::boxed::Box<
-            dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-        >,
-    >
-    where
-        R: ::idem::bounds::IsResult<
-                Ok: ::idem::bounds::Storable,
-                Err: ::idem::bounds::IdemErrorInto,
-            > + 'a,
-        C: ::idem::__private::OnConflict<R::Ok, R::Err> + 'a,
-        Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-    {
-        ::idem::__private::run(call, body)
-    }
     let __idem_call = ::idem::__private::Guarded::<
         Result<u64, AppError>,
     >::new(&__IDEM_SPEC, __idem_key)
         .token(::core::convert::AsRef::<str>::as_ref(&form.token));
-    __idem_run::<
-        Result<u64, AppError>,
-        _,
-        _,
-    >(
-            __idem_call,
-            async {
-                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
-                    Result<u64, AppError>,
-                > {
-                    return __idem_ret;
-                }
-                { Ok(req_id) }
-            },
-        )
+    ::idem::__idem_run!(
+        __idem_run, __idem_run:: < Result < u64, AppError >, _, _ > (__idem_call, async {
+        if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::
+        < Result < u64, AppError > > { return __idem_ret; } { Ok(req_id) } })
+    )
         .await
 }

@@ -19,25 +19,6 @@ impl Payments {
             .lit(":")
             .arg(&cmd.order_no)
             .finish();
-        #[allow(clippy::type_complexity)]
-        fn __idem_run<'a, R, C, Fut>(
-            call: ::idem::__private::Guarded<'a, R, C>,
-            body: Fut,
-        ) -> ::core::pin::Pin<
-            ::std::boxed::Box<
-                dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-            >,
-        >
-        where
-            R: ::idem::bounds::IsResult<
-                    Ok: ::idem::bounds::Storable,
-                    Err: ::idem::bounds::IdemErrorInto,
-                > + 'a,
-            C: ::idem::__private::OnConflict<R::Ok, R::Err> + 'a,
-            Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-        {
-            ::idem::__private::run(call, body)
-        }
         let __idem_fence = ::idem::__private::FenceCell::new();
         let __idem_call = ::idem::__private::Guarded::<
             Result<Receipt, PayError>,
@@ -55,22 +36,13 @@ impl Payments {
                 __idem_fp_add(__idem_fp, &cmd);
             })
             .fence(&__idem_fence);
-        __idem_run::<
-            Result<Receipt, PayError>,
-            _,
-            _,
-        >(
-                __idem_call,
-                async {
-                    if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
-                        Result<Receipt, PayError>,
-                    > {
-                        return __idem_ret;
-                    }
-                    let fence = __idem_fence.take(fence);
-                    { self.ledger.apply(&cmd.order_no, cmd.amount, fence).await }
-                },
-            )
+        ::idem::__idem_run!(
+            __idem_run, __idem_run:: < Result < Receipt, PayError >, _, _ > (__idem_call,
+            async { if let ::core::option::Option::Some(__idem_ret) =
+            ::core::option::Option::None:: < Result < Receipt, PayError > > { return
+            __idem_ret; } let fence = __idem_fence.take(fence); { self.ledger.apply(& cmd
+            .order_no, cmd.amount, fence). await } })
+        )
             .await
     }
 }

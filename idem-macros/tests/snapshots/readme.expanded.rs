@@ -19,25 +19,6 @@ pub async fn create_order(
         .lit(":")
         .arg(&req_id)
         .finish();
-    #[allow(clippy::type_complexity)]
-    fn __idem_run<'a, R, C, Fut>(
-        call: ::idem::__private::Guarded<'a, R, C>,
-        body: Fut,
-    ) -> ::core::pin::Pin<
-        ::std::boxed::Box<
-            dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-        >,
-    >
-    where
-        R: ::idem::bounds::IsResult<
-                Ok: ::idem::bounds::Storable,
-                Err: ::idem::bounds::IdemErrorInto,
-            > + 'a,
-        C: ::idem::__private::OnConflict<R::Ok, R::Err> + 'a,
-        Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-    {
-        ::idem::__private::run(call, body)
-    }
     let __idem_call = ::idem::__private::Guarded::<
         Result<Order, AppError>,
     >::new(&__IDEM_SPEC, __idem_key)
@@ -49,23 +30,12 @@ pub async fn create_order(
             let __idem_p3 = &req;
             find_order(__idem_p0, __idem_p1, __idem_p2, __idem_p3)
         });
-    __idem_run::<
-        Result<Order, AppError>,
-        _,
-        _,
-    >(
-            __idem_call,
-            async {
-                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
-                    Result<Order, AppError>,
-                > {
-                    return __idem_ret;
-                }
-                {
-                    let order = insert_order(db, user_id, req_id, &req).await?;
-                    Ok(order)
-                }
-            },
-        )
+    ::idem::__idem_run!(
+        __idem_run, __idem_run:: < Result < Order, AppError >, _, _ > (__idem_call, async
+        { if let ::core::option::Option::Some(__idem_ret) =
+        ::core::option::Option::None:: < Result < Order, AppError > > { return
+        __idem_ret; } { let order = insert_order(db, user_id, req_id, & req). await ?;
+        Ok(order) } })
+    )
         .await
 }

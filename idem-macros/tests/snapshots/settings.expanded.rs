@@ -16,25 +16,6 @@ pub async fn create_order(
         .lit(":")
         .arg(&req_id)
         .finish();
-    #[allow(clippy::type_complexity)]
-    fn __idem_run<'a, R, C, Fut>(
-        call: ::idem::__private::Guarded<'a, R, C>,
-        body: Fut,
-    ) -> ::core::pin::Pin<
-        ::std::boxed::Box<
-            dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-        >,
-    >
-    where
-        R: ::idem::bounds::IsResult<
-                Ok: ::idem::bounds::Storable,
-                Err: ::idem::bounds::IdemErrorInto,
-            > + 'a,
-        C: ::idem::__private::OnConflict<R::Ok, R::Err> + 'a,
-        Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
-    {
-        ::idem::__private::run(call, body)
-    }
     let __idem_call = ::idem::__private::Guarded::<
         Result<Order, AppError>,
     >::new(&__IDEM_SPEC, __idem_key)
@@ -46,21 +27,12 @@ pub async fn create_order(
             let __idem_d: ::core::time::Duration = cfg.duplicate_wait();
             __idem_d
         });
-    __idem_run::<
-        Result<Order, AppError>,
-        _,
-        _,
-    >(
-            __idem_call,
-            async {
-                if let ::core::option::Option::Some(__idem_ret) = ::core::option::Option::None::<
-                    Result<Order, AppError>,
-                > {
-                    return __idem_ret;
-                }
-                { insert_order(user_id, req_id).await }
-            },
-        )
+    ::idem::__idem_run!(
+        __idem_run, __idem_run:: < Result < Order, AppError >, _, _ > (__idem_call, async
+        { if let ::core::option::Option::Some(__idem_ret) =
+        ::core::option::Option::None:: < Result < Order, AppError > > { return
+        __idem_ret; } { insert_order(user_id, req_id). await } })
+    )
         .await
 }
 async fn deduct(sku: &str) -> Result<(), AppError> {

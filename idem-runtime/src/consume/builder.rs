@@ -32,6 +32,7 @@ where
         message,
         log: LogTable::default(),
         handle: None,
+        savepoint: true,
     }
 }
 
@@ -42,6 +43,7 @@ pub struct ConsumeCall<'a, C: ?Sized> {
     message: Message<'a>,
     log: LogTable<'a>,
     handle: Option<&'a Idem>,
+    savepoint: bool,
 }
 
 impl<C: ?Sized> std::fmt::Debug for ConsumeCall<'_, C> {
@@ -70,9 +72,22 @@ where
         self
     }
 
+    /// Whether the log row and the body run in a savepoint of the transaction
+    /// (the default: `true`). With one, a failing body rolls back to it: the
+    /// log row and the body's rows go, and the transaction stays usable.
+    /// `savepoint(false)` saves that statement: a failing body deletes the
+    /// log row by a compensating statement and returns the body's error, and
+    /// **the caller must roll the transaction back** to drop the body's rows
+    /// (on PostgreSQL a failed statement leaves it aborted anyway). A
+    /// duplicate is still answered without disturbing the transaction.
+    pub fn savepoint(mut self, savepoint: bool) -> Self {
+        self.savepoint = savepoint;
+        self
+    }
+
     /// Writes the log row and runs `body` in the same transaction (see
-    /// [`Consumed`]). A body error rolls both back to a savepoint and is
-    /// returned as is.
+    /// [`Consumed`]). A body error rolls both back to a savepoint (or
+    /// compensates, see [`savepoint`](Self::savepoint)) and is returned as is.
     pub async fn run<T, E, F>(self, body: F) -> Result<Consumed<T>, E>
     where
         E: From<Error>,
@@ -81,7 +96,7 @@ where
         let keys = keys(self.handle, &self.message);
         let (conn, log) = (self.conn, self.log);
         observed(self.handle, &keys.msg, async {
-            match begin(&log, &mut *conn, &keys).await {
+            match begin(&log, &mut *conn, &keys, self.savepoint).await {
                 Step::Go(entry) => {
                     let out = body(&mut *conn).await;
                     entry.finish(conn, out).await

@@ -8,6 +8,13 @@
 //! it is a duplicate; rolled back, it inserts and runs. A body error rolls back
 //! to the savepoint, so neither the log row nor the body's rows stay, and the
 //! redelivery runs again.
+//!
+//! Without a savepoint (`savepoint = false`) the insert is the only statement
+//! before the body. On PostgreSQL it is `ON CONFLICT DO NOTHING` (a unique
+//! violation would abort the caller's transaction), and an insert of no row is
+//! the duplicate; on MySQL and SQLite a unique violation fails only its own
+//! statement. A failing body deletes the log row (the compensating statement)
+//! and the caller must roll back to drop the body's rows.
 
 use std::future::Future;
 
@@ -15,8 +22,8 @@ use super::message::{LogTable, Message};
 use super::outcome::{Consumed, DuplicateOf};
 use crate::backstop::{UniqueViolation, find_unique_violation};
 use crate::db::caller_tx::tx_error;
-use crate::db::savepoint::Savepoint;
-use crate::db::{Arg, Failure, SqlConn, SqlDialect as _, classify};
+use crate::db::savepoint::{Scope, compensated};
+use crate::db::{Arg, Dialect, Failure, SqlConn, SqlDialect as _, classify};
 use crate::error::Error;
 use crate::handle::{Idem, recorder_for};
 use crate::key::Key;
@@ -80,26 +87,39 @@ pub enum Step<T, E> {
     Done(Ended<T, E>),
 }
 
-/// The fresh log row and the savepoint it holds until the body ends.
+/// The fresh log row and the savepoint it holds until the body ends (or,
+/// without one, the log table, to delete the row from if the body fails).
 #[derive(Debug)]
 pub struct LogEntry {
-    savepoint: Savepoint,
+    scope: Scope,
     key: String,
+    table: String,
 }
 
-/// Takes the savepoint and inserts the log row into `conn`.
-pub(crate) async fn begin<C, T, E>(log: &LogTable<'_>, conn: &mut C, keys: &Keys) -> Step<T, E>
+/// Takes the savepoint (unless `savepoint` is false) and inserts the log row
+/// into `conn`.
+pub(crate) async fn begin<C, T, E>(
+    log: &LogTable<'_>,
+    conn: &mut C,
+    keys: &Keys,
+    savepoint: bool,
+) -> Step<T, E>
 where
     C: SqlConn + ?Sized,
     E: From<Error>,
 {
     let name = keys.msg.as_str();
     let failed = |e: Error| Step::Done((CallOutcome::Failed, Err(E::from(e))));
-    let insert = match log.insert(C::Db::DIALECT) {
+    let mut insert = match log.insert(C::Db::DIALECT) {
         Ok(sql) => sql,
         Err(e) => return failed(e),
     };
-    let sp = match Savepoint::take(conn, "consume").await {
+    // Without a savepoint, PostgreSQL must not meet the unique violation.
+    let quiet = !savepoint && C::Db::DIALECT == Dialect::Postgres;
+    if quiet {
+        insert.push_str(" ON CONFLICT DO NOTHING");
+    }
+    let sp = match Scope::take(conn, "consume", savepoint).await {
         Ok(sp) => sp,
         Err(e) => return failed(db_error(name, log.table, e)),
     };
@@ -108,44 +128,60 @@ where
         Arg::OptText(keys.biz.as_ref().map(Key::as_str)),
         Arg::Int(log.retention_us()),
     ];
-    match conn.any().execute(&insert, &args).await {
-        Ok(_) => Step::Go(LogEntry {
-            savepoint: sp,
-            key: name.to_owned(),
-        }),
+    let by = match conn.any().execute(&insert, &args).await {
+        Ok(0) if quiet => match keys.biz {
+            // Skipped: the message id is logged, or else the business id.
+            Some(_) => DuplicateOf::BusinessId,
+            None => DuplicateOf::MessageId,
+        },
+        Ok(_) => {
+            return Step::Go(LogEntry {
+                scope: sp,
+                key: name.to_owned(),
+                table: log.table.to_owned(),
+            });
+        }
         Err(e) => {
-            sp.rollback(conn).await;
+            // A failed insert wrote nothing: no compensation.
+            let _ = sp.undo(conn).await;
             let Some(v) = find_unique_violation(&e) else {
                 return failed(db_error(name, log.table, e));
             };
-            let mut by = duplicate_of(&v, log.table);
-            // Both keys may be taken (the same message delivered again), and
-            // the database names only one of them: a logged message id wins.
-            if by == DuplicateOf::BusinessId {
-                let seen = crate::consume::sql::seen(C::Db::DIALECT, log.table);
-                if let Ok(Some(_)) = conn.any().ints(&seen, &[Arg::Text(name)]).await {
-                    by = DuplicateOf::MessageId;
-                }
-            }
-            Step::Done((
-                CallOutcome::DuplicateMessage,
-                Ok(Consumed::Duplicate { by }),
-            ))
+            duplicate_of(&v, log.table)
+        }
+    };
+    // Both keys may be taken (the same message delivered again), and the
+    // database names only one of them: a logged message id wins.
+    let mut by = by;
+    if by == DuplicateOf::BusinessId {
+        let seen = crate::consume::sql::seen(C::Db::DIALECT, log.table);
+        if let Ok(Some(_)) = conn.any().ints(&seen, &[Arg::Text(name)]).await {
+            by = DuplicateOf::MessageId;
         }
     }
+    Step::Done((
+        CallOutcome::DuplicateMessage,
+        Ok(Consumed::Duplicate { by }),
+    ))
 }
 
 impl LogEntry {
     /// The body ended: keep the row and the body's writes (`Processed`), or
-    /// roll both back to the savepoint and return the body's error.
+    /// roll both back to the savepoint (without one, delete the row) and
+    /// return the body's error.
     pub(crate) async fn finish<C, T, E>(self, conn: &mut C, out: Result<T, E>) -> Ended<T, E>
     where
         C: SqlConn + ?Sized,
         E: From<Error>,
     {
-        let (label, r) = (self.savepoint)
-            .finish(conn, self.key, out, CallOutcome::Executed)
+        let (label, r, compensate) = (self.scope)
+            .finish(conn, &self.key, out, CallOutcome::Executed)
             .await;
+        if compensate {
+            let forget = crate::consume::sql::forget(C::Db::DIALECT, &self.table);
+            let undone = conn.any().execute(&forget, &[Arg::Text(&self.key)]).await;
+            compensated(&self.key, undone.map(drop));
+        }
         (label, r.map(Consumed::Processed))
     }
 }

@@ -22,6 +22,8 @@ pub struct ConsumeSpec {
     msg_type: &'static str,
     table: &'static str,
     retention: Duration,
+    /// `savepoint = false`: no savepoint around the insert and the body.
+    savepoint: bool,
 }
 
 impl ConsumeSpec {
@@ -37,7 +39,15 @@ impl ConsumeSpec {
             msg_type,
             table,
             retention,
+            savepoint: true,
         }
+    }
+
+    /// `savepoint = false`: the consume takes no savepoint; a failing body
+    /// deletes the log row by a compensating statement.
+    pub const fn without_savepoint(mut self) -> ConsumeSpec {
+        self.savepoint = false;
+        self
     }
 
     fn log(&self) -> LogTable<'static> {
@@ -103,7 +113,7 @@ where
     Box::pin(async move {
         let r = run::observed(handle, &keys.msg, async {
             let mut conn = conn;
-            match run::begin(&spec.log(), &mut *conn, &keys).await {
+            match run::begin(&spec.log(), &mut *conn, &keys, spec.savepoint).await {
                 Step::Go(entry) => {
                     let out = body(Lent::new(&mut conn)).await;
                     entry.finish(&mut *conn, out).await

@@ -1,8 +1,7 @@
-//! `Guarded` and `run`: the one call an `#[idempotent]` expansion makes. It
+//! `Guarded` and `run!`: the one call an `#[idempotent]` expansion makes. It
 //! hands the body to the same engine as the non-macro builder.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use super::bounds::{IsResult, Returns};
@@ -228,20 +227,55 @@ impl<'h, R: IsResult, C> Guarded<'h, R, C> {
     }
 }
 
-/// Runs a guarded call. The expansion calls it through its own local
-/// `__idem_run`, which repeats these bounds by the public `idem::bounds` traits
-/// and names the declared return type in its turbofish: rustc reports an unmet
-/// bound once, on the user's return type, as "required by a bound in
-/// `__idem_run`" (not here). The future is boxed because an `async fn`'s opaque type would repeat the
-/// bound check (and the error) at the call site; one allocation per call.
-pub fn run<'a, R, C, Fut>(
-    guarded: Guarded<'a, R, C>,
-    body: Fut,
-) -> Pin<Box<dyn Future<Output = R> + Send + 'a>>
-where
-    R: Returns + 'a,
-    C: OnConflict<R::Ok, R::Err> + 'a,
-    Fut: Future<Output = R> + Send + 'a,
-{
-    Box::pin(guarded.run(body))
+/// Runs a guarded call: the one runtime call of an `#[idempotent]` expansion,
+/// `idem::__idem_run!(__idem_run, __idem_run::<R, _, _>(call, body))` (the
+/// facade's root name of this macro, which rustc's "this error originates in
+/// the macro …" repeats: no private module in a user's message), where
+/// `R` is the function's declared return type (or `Http<R>` for an axum
+/// reply), `call` the [`Guarded`] descriptor and `body` the function's body as
+/// a future. It defines the local function named first and evaluates the
+/// call written second, which the expansion spans at the user's return type.
+///
+/// The function's bounds, each by its public `idem::bounds` trait so that a
+/// message names it by that path:
+///
+/// - `R: IsResult<Ok: Storable, Err: IdemErrorInto>`: a result that cannot be
+///   stored, or an error that cannot carry an `idem::Error`, is reported by
+///   its failing part ([`Storable`](crate::bounds::Storable),
+///   [`IdemErrorInto`](crate::bounds::IdemErrorInto));
+/// - `C: OnConflict<R::Ok, R::Err>`: the backstop's lookup returns the result;
+/// - the body's future is `Send`.
+///
+/// A macro, not a function: rustc ends an unmet bound's message with
+/// "required by a bound in `<function>`" and shows that function's source. The
+/// function this defines is local to the call, so the message names
+/// `__idem_run` and shows the user's own code, never idem's sources.
+///
+/// The future is boxed (one allocation per call): returned as an opaque
+/// `impl Future`, its bounds are checked again where it is awaited, and each
+/// unmet bound is reported four times instead of once.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __idem_run {
+    ($name:ident, $call:expr $(,)?) => {{
+        #[allow(clippy::type_complexity)]
+        fn $name<'a, R, C, Fut>(
+            call: $crate::__private::Guarded<'a, R, C>,
+            body: Fut,
+        ) -> ::core::pin::Pin<
+            ::std::boxed::Box<dyn ::core::future::Future<Output = R> + ::core::marker::Send + 'a>,
+        >
+        where
+            R: $crate::bounds::IsResult<
+                    Ok: $crate::bounds::Storable,
+                    Err: $crate::bounds::IdemErrorInto,
+                > + 'a,
+            C: $crate::__private::OnConflict<R::Ok, R::Err> + 'a,
+            Fut: ::core::future::Future<Output = R> + ::core::marker::Send + 'a,
+        {
+            ::std::boxed::Box::pin(call.run(body))
+        }
+        $call
+    }};
 }
+pub use crate::__idem_run as run;

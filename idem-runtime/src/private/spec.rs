@@ -43,6 +43,9 @@ pub struct Spec {
     pub degrade: bool,
     /// `degrade = "local"`: an in-process claim per key while degraded.
     pub degrade_local: bool,
+    /// `tx = ..`: the call runs in a savepoint of the transaction (`false`
+    /// with `savepoint = false`).
+    pub savepoint: bool,
 }
 
 impl Spec {
@@ -62,6 +65,7 @@ impl Spec {
         backstop: None,
         degrade: false,
         degrade_local: false,
+        savepoint: true,
     };
 
     /// The literal durations, as settings.

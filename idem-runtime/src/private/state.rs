@@ -31,6 +31,8 @@ pub struct StateSpec {
     version_column: Option<&'static str>,
     /// How many source states the edge has (statements are built for it).
     sources: usize,
+    /// `savepoint = false`: no savepoint around the update and the body.
+    savepoint: bool,
     statements: OnceLock<(Dialect, Result<Statements, String>)>,
 }
 
@@ -49,8 +51,16 @@ impl StateSpec {
             state_column,
             version_column,
             sources,
+            savepoint: true,
             statements: OnceLock::new(),
         }
+    }
+
+    /// `savepoint = false`: the transition takes no savepoint; a failing body
+    /// sets the row back by a compensating update (one source state).
+    pub const fn without_savepoint(mut self) -> StateSpec {
+        self.savepoint = false;
+        self
     }
 
     fn columns(&self) -> Columns<'static> {
@@ -137,10 +147,15 @@ where
             };
             let name = error_key(spec.table, key);
             let mut conn = conn;
-            match state::begin(&stmts, Edge { from, to }, &mut *conn, key, name).await {
+            let edge = Edge {
+                from,
+                to,
+                savepoint: spec.savepoint,
+            };
+            match state::begin(&stmts, edge, &mut *conn, key, name).await {
                 Step::Go(sp) => {
                     let out = body(Lent::new(&mut conn)).await;
-                    sp.finish(&mut *conn, out).await
+                    sp.finish(&mut *conn, key, out).await
                 }
                 Step::Done(ended) => ended,
             }

@@ -40,6 +40,7 @@ where
         };
         let r = guard
             .in_tx(tx)
+            .savepoint(spec.savepoint)
             .run_registered(body)
             .await
             .map(crate::outcome::Outcome::into_inner);

@@ -50,6 +50,7 @@ where
         from: Vec::new(),
         to: None,
         handle: None,
+        savepoint: true,
     }
 }
 
@@ -62,6 +63,7 @@ pub struct TransitionCall<'a, M, C: ?Sized, K> {
     from: Vec<M>,
     to: Option<M>,
     handle: Option<&'a Idem>,
+    savepoint: bool,
 }
 
 impl<M: std::fmt::Debug, C: ?Sized, K> std::fmt::Debug for TransitionCall<'_, M, C, K> {
@@ -110,9 +112,22 @@ where
         self
     }
 
+    /// Whether the update and the body run in a savepoint of the transaction
+    /// (the default: `true`). With one, a failing body rolls back to it: the
+    /// row keeps its state, the body's rows go, and the transaction stays
+    /// usable. `savepoint(false)` saves that statement: a failing body sets the
+    /// row back to its source state by a compensating update (so the edge
+    /// must have exactly one source state) and returns the body's error, and
+    /// **the caller must roll the transaction back** to drop the body's rows
+    /// (on PostgreSQL a failed statement leaves it aborted anyway).
+    pub fn savepoint(mut self, savepoint: bool) -> Self {
+        self.savepoint = savepoint;
+        self
+    }
+
     /// Moves the row and runs `body` in the same transaction (see
-    /// [`Transition`]). A body error rolls the update back to a savepoint and is
-    /// returned as is.
+    /// [`Transition`]). A body error rolls the update back to a savepoint (or
+    /// compensates, see [`savepoint`](Self::savepoint)) and is returned as is.
     pub async fn run<T, E, F>(self, body: F) -> Result<Transition<T>, E>
     where
         E: From<Error>,
@@ -143,6 +158,7 @@ where
         let edge = Edge {
             from: &self.from,
             to,
+            savepoint: self.savepoint,
         };
         let (table, conn, key) = (self.columns.table, self.conn, self.key);
         let name = error_key(table, key);
@@ -150,7 +166,7 @@ where
             match begin(&stmts, edge, &mut *conn, key, name).await {
                 Step::Go(sp) => {
                     let out = body(&mut *conn).await;
-                    sp.finish(conn, out).await
+                    sp.finish(conn, key, out).await
                 }
                 Step::Done(ended) => ended,
             }

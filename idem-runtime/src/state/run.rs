@@ -8,6 +8,10 @@
 //! a failed statement in the body). Rolling back the whole transaction instead
 //! would take the caller's own earlier writes with it, which only the caller may
 //! decide.
+//!
+//! Without a savepoint (`savepoint = false`, an edge with one source state)
+//! a failing body sets the row back to its source state by a compensating
+//! `UPDATE`, and the caller must roll back to drop the body's rows.
 
 use std::future::Future;
 
@@ -17,7 +21,7 @@ use super::machine::StateMachine;
 use super::outcome::Transition;
 use super::statements::Statements;
 use crate::db::caller_tx::tx_error;
-use crate::db::savepoint::Savepoint as Held;
+use crate::db::savepoint::{Scope, compensated};
 use crate::db::{Arg, SqlConn as StateConn, SqlDb as _};
 use crate::error::Error;
 use crate::handle::{Idem, recorder_for};
@@ -31,11 +35,16 @@ impl<T, E> Fenced for Result<Transition<T>, E> {
     }
 }
 
-/// What one transition does: source states and target.
+/// What one transition does: source states and target, and whether it runs
+/// in a savepoint (without one, the edge has exactly one source state).
 pub(crate) struct Edge<'a, M> {
     pub(crate) from: &'a [M],
     pub(crate) to: M,
+    pub(crate) savepoint: bool,
 }
+
+/// The message of `savepoint = false` on an edge with several sources.
+pub(crate) const ONE_SOURCE: &str = "a state transition without a savepoint needs exactly one source state: a failing body sets the row back to it";
 
 /// What a transition returns, with its outcome label.
 pub(crate) type Ended<T, E> = (CallOutcome, Result<Transition<T>, E>);
@@ -72,11 +81,14 @@ pub(crate) enum Step<T, E> {
     Done(Ended<T, E>),
 }
 
-/// The savepoint an applied update holds until the body ends.
+/// The savepoint an applied update holds until the body ends (or, without
+/// one, how to set the row back).
 #[derive(Debug)]
 pub struct Savepoint {
-    held: Held,
+    held: Scope,
     key: String,
+    /// The compensating `UPDATE` and its source and target states.
+    undo: (std::sync::Arc<str>, &'static str, &'static str),
 }
 
 /// Takes the savepoint and runs the update; on one matched row the caller
@@ -107,7 +119,10 @@ where
             edge.from.len()
         )));
     };
-    let sp = match Held::take(conn, "state").await {
+    if !edge.savepoint && edge.from.len() != 1 {
+        return failed(Error::Config(format!("`{name}`: {ONE_SOURCE}")));
+    }
+    let sp = match Scope::take(conn, "state", edge.savepoint).await {
         Ok(sp) => sp,
         Err(e) => return failed(db(e)),
     };
@@ -120,6 +135,7 @@ where
         Ok(1) => Step::Go(Savepoint {
             held: sp,
             key: name,
+            undo: (stmts.undo.clone(), edge.from[0].stored(), edge.to.stored()),
         }),
         Ok(0) => {
             if let Err(e) = sp.keep(conn).await {
@@ -132,29 +148,47 @@ where
             }
         }
         Ok(n) => {
-            sp.rollback(conn).await;
+            // Without a savepoint the rows stay moved: the caller must roll
+            // back (the error says the key column is not unique).
+            let _ = sp.undo(conn).await;
             failed(Error::Config(format!(
                 "`{name}`: the key column matched {n} rows; a state transition needs a unique key column"
             )))
         }
         Err(e) => {
-            sp.rollback(conn).await;
+            // A failed update moved nothing: no compensation.
+            let _ = sp.undo(conn).await;
             failed(db(e))
         }
     }
 }
 
 impl Savepoint {
-    /// The body ended: release the savepoint (`Applied`), or roll back to it
-    /// and return the body's error (`released`).
-    pub(crate) async fn finish<C, T, E>(self, conn: &mut C, out: Result<T, E>) -> Ended<T, E>
+    /// The body ended: keep the savepoint (`Applied`), or roll back to it (or,
+    /// without one, set the row `key` back to its source state) and return
+    /// the body's error (`released`).
+    pub(crate) async fn finish<C, K, T, E>(
+        self,
+        conn: &mut C,
+        key: &K,
+        out: Result<T, E>,
+    ) -> Ended<T, E>
     where
         C: StateConn + ?Sized,
+        K: for<'q> Encode<'q, C::Db> + Type<C::Db> + Sync,
         E: From<Error>,
     {
-        let (label, r) = (self.held)
-            .finish(conn, self.key, out, CallOutcome::Applied)
+        let (label, r, compensate) = (self.held)
+            .finish(conn, &self.key, out, CallOutcome::Applied)
             .await;
+        if compensate {
+            let (sql, from, to) = self.undo;
+            let q = sqlx::query::<C::Db>(sqlx::AssertSqlSafe(sql));
+            let q = C::Db::bind(q, &[Arg::Text(from)]).bind(key);
+            let q = C::Db::bind(q, &[Arg::Text(to)]);
+            let undone = C::Db::exec(conn.connection(), q).await.map(drop);
+            compensated(&self.key, undone);
+        }
         (label, r.map(Transition::Applied))
     }
 }

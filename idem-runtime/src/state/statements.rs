@@ -1,6 +1,7 @@
 //! The statements of one transition, built once per table and dialect from
 //! checked identifiers (`db::Ident`): the conditional `UPDATE`, the read of the
-//! current state when it matched nothing, and the savepoint around the body.
+//! current state when it matched nothing, and the compensating update of a
+//! transition made without a savepoint.
 
 use std::sync::Arc;
 
@@ -39,6 +40,10 @@ pub(crate) struct Statements {
     update: Vec<Arc<str>>,
     /// Binds: key.
     pub(crate) current: Arc<str>,
+    /// The compensating statement of a transition made without a savepoint
+    /// whose body failed: the row back to its source state (and version).
+    /// Binds: source state, key, target state.
+    pub(crate) undo: Arc<str>,
 }
 
 impl Statements {
@@ -86,7 +91,21 @@ impl Statements {
             "SELECT {state} FROM {table} WHERE {key} = {}{lock}",
             p(1)
         ));
-        Ok(Statements { update, current })
+        let unset_version = version
+            .as_ref()
+            .map(|v| format!(", {v} = {v} - 1"))
+            .unwrap_or_default();
+        let undo = Arc::from(format!(
+            "UPDATE {table} SET {state} = {}{unset_version} WHERE {key} = {} AND {state} = {}",
+            p(1),
+            p(2),
+            p(3)
+        ));
+        Ok(Statements {
+            update,
+            current,
+            undo,
+        })
     }
 
     /// The `UPDATE` for `n` source states.
@@ -107,6 +126,10 @@ mod tests {
         assert_eq!(
             &*pg.update(2).unwrap(),
             "UPDATE \"t_order\" SET \"status\" = $1, \"ver\" = \"ver\" + 1 WHERE \"order_no\" = $2 AND \"status\" IN ($3, $4)"
+        );
+        assert_eq!(
+            &*pg.undo,
+            "UPDATE \"t_order\" SET \"status\" = $1, \"ver\" = \"ver\" - 1 WHERE \"order_no\" = $2 AND \"status\" = $3"
         );
         assert_eq!(
             &*pg.current,

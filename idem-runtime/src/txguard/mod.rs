@@ -16,6 +16,8 @@
 //! On PostgreSQL and MySQL the savepoint of a call that did not fail is left
 //! to the transaction's end rather than released (one round trip less: a
 //! first call is `SAVEPOINT`, the claim, the complete); SQLite releases it.
+//! [`TxGuard::savepoint`]`(false)` takes none: a failing body then deletes the
+//! claim by a compensating statement, and the caller must roll back.
 //!
 //! A concurrent duplicate's claim blocks on the record's primary key until the
 //! first transaction ends, then replays (commit) or runs (rollback). What each
@@ -77,6 +79,29 @@ use crate::guard::Guard;
 pub struct TxGuard<'h, 'g, 't, DB: TxDb> {
     guard: Guard<'h>,
     tx: &'g mut sqlx::Transaction<'t, DB>,
+    savepoint: bool,
+}
+
+impl<DB: TxDb> TxGuard<'_, '_, '_, DB> {
+    /// Whether the call runs inside a savepoint of `tx` (the default: `true`).
+    ///
+    /// With one, a failing body (its error, or a failed statement in it)
+    /// rolls back to the savepoint: the claim and the body's rows go, what
+    /// the caller wrote before stays, and the transaction is usable, so the
+    /// caller may go on and commit. It costs one statement per call (and a
+    /// `ROLLBACK TO` and a `RELEASE` on a failing one).
+    ///
+    /// `savepoint(false)` sends no savepoint: a first call is the claim and the
+    /// complete. After a failing body the guard deletes its own claim (one
+    /// statement, if the transaction still accepts it) and returns the body's
+    /// error, and **the caller must roll the transaction back**: the body's
+    /// rows are still in it. On PostgreSQL a failed statement aborts the
+    /// transaction, which can then only roll back. Either way no claim without
+    /// a result is committed, and a retry runs the body.
+    pub fn savepoint(mut self, savepoint: bool) -> Self {
+        self.savepoint = savepoint;
+        self
+    }
 }
 
 impl<'h> Guard<'h> {
@@ -91,6 +116,10 @@ impl<'h> Guard<'h> {
         self,
         tx: &'g mut sqlx::Transaction<'t, DB>,
     ) -> TxGuard<'h, 'g, 't, DB> {
-        TxGuard { guard: self, tx }
+        TxGuard {
+            guard: self,
+            tx,
+            savepoint: true,
+        }
     }
 }

@@ -1,13 +1,13 @@
 //! The transactional guard's protocol (see the module docs of
-//! [`crate::txguard`]): savepoint, claim in the caller's transaction, body,
-//! complete or roll back; replays of committed records.
+//! [`crate::txguard`]): savepoint (unless told not to), claim in the
+//! caller's transaction, body, complete or undo; replays of committed records.
 
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::statements::{TxClaim, TxFail, TxStatements};
 use super::{TxDb, TxGuard, front};
 use crate::db::caller_tx::tx_error;
-use crate::db::savepoint::Savepoint;
+use crate::db::savepoint::{Scope, compensated};
 use crate::db::{InTx, SqlConn as _, TxBody};
 use crate::error::Error;
 use crate::fence::Fence;
@@ -47,13 +47,17 @@ impl<'g, 't, DB: TxDb> TxGuard<'_, 'g, 't, DB> {
         E: From<Error> + Send,
         B: for<'a> FnOnce(&'a mut InTx<'g, 't, DB>, Fence) -> TxBody<'a, T, E> + Send,
     {
-        let TxGuard { guard, tx } = self;
+        let TxGuard {
+            guard,
+            tx,
+            savepoint,
+        } = self;
         let idem = guard.idem;
         let recorder = &idem.inner.recorder;
         let key = &guard.key;
         let mut cx = InTx::new(tx);
         instrument(recorder, Technique::TxGuard, key, || {
-            protocol(&guard, &mut cx, body)
+            protocol(&guard, &mut cx, savepoint, body)
         })
         .await
     }
@@ -63,6 +67,7 @@ impl<'g, 't, DB: TxDb> TxGuard<'_, 'g, 't, DB> {
 async fn protocol<'g, 't, DB, T, E, B>(
     g: &crate::guard::Guard<'_>,
     cx: &mut InTx<'g, 't, DB>,
+    savepoint: bool,
     body: B,
 ) -> Step<T, E>
 where
@@ -92,7 +97,7 @@ where
     }
     let st = super::tables::of(g.idem).statements(DB::DIALECT);
     let owner = Owner::random();
-    let sp = match Savepoint::take(cx, "tx").await {
+    let sp = match Scope::take(cx, "tx", savepoint).await {
         Ok(sp) => sp,
         Err(e) => return failed(tx_error(key, e)),
     };
@@ -113,14 +118,14 @@ where
     } = match st.claim(&mut cx.any(), req).await {
         Ok(c) => c,
         Err(f) => {
-            sp.rollback(cx).await;
+            undo(st, cx, sp, key, owner).await;
             return failed(fail(g, key, f));
         }
     };
     let fence = match claim {
         Claim::Claimed { fence } => {
             if let Err(e) = front::note_claim(g.idem, DB::DIALECT, &mut cx.any(), key).await {
-                sp.rollback(cx).await;
+                undo(st, cx, sp, key, owner).await;
                 return failed(tx_error(key, e));
             }
             fence
@@ -136,7 +141,8 @@ where
                 Err(e) => {
                     // Not known committed: the front store is not taught.
                     tracing::debug!(key, error = %e, "idem: claim note unreadable; front store not taught");
-                    sp.rollback(cx).await;
+                    // Nothing of this call's was written: no compensation.
+                    let _ = sp.undo(cx).await;
                     false
                 }
             };
@@ -174,7 +180,7 @@ where
             let stored = match encode_ok(key, g.policy.version, &v) {
                 Ok(payload) => complete(g, st, cx, req, &payload).await,
                 Err(e) => {
-                    sp.rollback(cx).await;
+                    undo(st, cx, sp, key, owner).await;
                     return failed(e);
                 }
             };
@@ -187,22 +193,38 @@ where
                     Err(e) => failed(tx_error(key, e)),
                 },
                 Ok(false) => {
-                    sp.rollback(cx).await;
+                    undo(st, cx, sp, key, owner).await;
                     failed(Error::Database {
                         key: key.to_owned(),
                         detail: "the claim row vanished from the transaction before its result was stored".into(),
                     })
                 }
                 Err(f) => {
-                    sp.rollback(cx).await;
+                    undo(st, cx, sp, key, owner).await;
                     failed(fail(g, key, f))
                 }
             }
         }
         Err(e) => {
-            sp.rollback(cx).await;
+            undo(st, cx, sp, key, owner).await;
             (CallOutcome::Released, Err(e))
         }
+    }
+}
+
+/// Undoes this call's claim after a failure: rolls back to the savepoint, or,
+/// without one, deletes the claim row (the compensating statement; on
+/// PostgreSQL it fails after a failed statement, and the aborted transaction
+/// can only roll back).
+async fn undo<DB: TxDb>(
+    st: &crate::txguard::statements::TxStatements,
+    cx: &mut InTx<'_, '_, DB>,
+    sp: Scope,
+    key: &str,
+    owner: Owner,
+) {
+    if sp.undo(cx).await {
+        compensated(key, st.release(&mut cx.any(), key, owner).await);
     }
 }
 

@@ -213,4 +213,23 @@ impl TxStatements {
         let n = conn.execute(&self.sql.complete.text(), &args).await?;
         Ok(n > 0)
     }
+
+    /// Removes `owner`'s unfinished claim of `key` in the caller's transaction:
+    /// the compensating statement of a call made without a savepoint.
+    pub(crate) async fn release(
+        &self,
+        conn: &mut AnyConn<'_>,
+        key: &str,
+        owner: Owner,
+    ) -> Result<(), sqlx::Error> {
+        let o = owner.to_bytes();
+        let args = [
+            crate::sql_kernel::Arg::Text(key),
+            crate::sql_kernel::Arg::Bytes(&o),
+        ];
+        self.sent.one();
+        conn.execute(&self.sql.release.text(), &args)
+            .await
+            .map(drop)
+    }
 }

@@ -47,4 +47,6 @@ pub mod nats;
 #[cfg(all(feature = "postgres", feature = "nats"))]
 pub mod nats_support;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod savepoint_modes;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod support;

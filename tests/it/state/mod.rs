@@ -10,6 +10,8 @@ pub mod machine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod order;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod savepoint_modes;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod statements;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod support;

@@ -123,3 +123,64 @@ macro_rules! macro_test {
 macro_test!(macro_tx_postgres, sqlx::PgPool, buy_pg);
 macro_test!(macro_tx_mariadb, sqlx::MySqlPool, buy_my);
 macro_test!(macro_tx_sqlite, sqlx::SqlitePool, buy_lite);
+
+/// `savepoint = false`: the call sends no savepoint; a failing body deletes
+/// the claim, the caller rolls back, and the retry runs once.
+#[idem::idempotent(key = "macro-bare:<req>", tx = tx, handle = idem, savepoint = false)]
+async fn bare_pg(
+    idem: &Idem,
+    runs: &Counter,
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    req: &str,
+    fail: bool,
+) -> Result<u64, AppError> {
+    runs.hit();
+    sqlx::query("INSERT INTO t_buy (req_id, amount) VALUES ($1, 1)")
+        .bind(req)
+        .execute(&mut **tx)
+        .await?;
+    match fail {
+        true => Err(AppError::Business("the body fails".into())),
+        false => Ok(1),
+    }
+}
+
+#[tokio::test]
+async fn macro_tx_without_savepoint_postgres() {
+    let (db, _place) = <sqlx::PgPool as TestDb>::fixture(&TABLES, 2).await;
+    let idem = Idem::builder()
+        .store(db.store())
+        .namespace(crate::support::unique_ns("txb"))
+        .build()
+        .unwrap();
+    let runs = Counter::default();
+    let (log, _guard) = crate::support::sql_log::SqlLog::start();
+    let mut tx = TestDb::begin(&db).await;
+    let _ = log.take();
+    let r = bare_pg(&idem, &runs, &mut tx, "b-1", true).await;
+    assert!(matches!(r, Err(AppError::Business(_))), "{r:?}");
+    assert_eq!(log.take(), ["WITH", "INSERT", "DELETE"]);
+    tx.rollback().await.unwrap();
+    let mut tx = TestDb::begin(&db).await;
+    let _ = log.take();
+    assert_eq!(
+        bare_pg(&idem, &runs, &mut tx, "b-1", false).await.unwrap(),
+        1
+    );
+    assert_eq!(log.take(), ["WITH", "INSERT", "UPDATE"]);
+    tx.commit().await.unwrap();
+    let mut tx = TestDb::begin(&db).await;
+    assert_eq!(
+        bare_pg(&idem, &runs, &mut tx, "b-1", true).await.unwrap(),
+        1
+    );
+    tx.commit().await.unwrap();
+    assert_eq!(
+        runs.get(),
+        2,
+        "the failed call and its retry; the repeat replays"
+    );
+    let rows = db.int("SELECT COUNT(*) FROM t_buy", &[]).await;
+    let records = db.int("SELECT COUNT(*) FROM idem_records", &[]).await;
+    assert_eq!((rows, records), (1, 1));
+}

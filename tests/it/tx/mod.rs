@@ -20,6 +20,8 @@ pub mod macro_fn;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod recipes;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+pub mod savepoint_modes;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod statements;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
 pub mod support;

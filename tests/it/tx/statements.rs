@@ -6,6 +6,11 @@
 //! and neither the claim nor the body's rows are left. The claim is one
 //! statement on PostgreSQL (a CTE) and two on MariaDB (the fence slot's
 //! `SELECT … FOR UPDATE`, then the upsert).
+//!
+//! Without the savepoint (`savepoint(false)`) a first call is the claim and
+//! the complete (with the caller's `BEGIN` and `COMMIT`, four statements on
+//! PostgreSQL); a failing body is followed by the claim's `DELETE`, and the
+//! caller rolls back.
 
 use idem::{How, Idem};
 
@@ -31,10 +36,12 @@ async fn call<D: TestDb>(
     tx: &mut sqlx::Transaction<'static, D::DB>,
     id: &str,
     fail: bool,
+    savepoint: bool,
 ) -> Result<How, AppError> {
     let out = idem
         .guard("stmt", &[&id])
         .in_tx(tx)
+        .savepoint(savepoint)
         .run(|tx, _fence| {
             let id = id.to_owned();
             Box::pin(async move {
@@ -55,7 +62,7 @@ async fn call<D: TestDb>(
     Ok(out.how())
 }
 
-async fn statements_per_path<D: TestDb>(claim: &[&str], found: &[&str]) {
+async fn statements_per_path<D: TestDb>(claim: &[&str], found: &[&str], savepoint: bool) {
     let (db, _place) = D::fixture(&TABLES, 2).await;
     let idem = handle(db.store());
     let (log, _guard) = SqlLog::start();
@@ -71,24 +78,29 @@ async fn statements_per_path<D: TestDb>(claim: &[&str], found: &[&str]) {
     .await
     .unwrap();
     let _ = log.take();
-    let r = call::<D>(&idem, &mut tx, "a", true).await;
+    let r = call::<D>(&idem, &mut tx, "a", true, savepoint).await;
     assert!(
         matches!(r, Err(AppError::Business(_))),
         "{}: {r:?}",
         D::NAME
     );
     let failed = log.take();
-    D::exec(
-        &mut tx,
-        "INSERT INTO t_stmt (id, n) VALUES (?, ?)",
-        &[V::S("after".into()), V::I(1)],
-    )
-    .await
-    .expect("the caller's transaction is usable after a failing body");
-    tx.commit().await.unwrap();
+    if savepoint {
+        D::exec(
+            &mut tx,
+            "INSERT INTO t_stmt (id, n) VALUES (?, ?)",
+            &[V::S("after".into()), V::I(1)],
+        )
+        .await
+        .expect("the caller's transaction is usable after a failing body");
+        tx.commit().await.unwrap();
+    } else {
+        // Without the savepoint the body's row is still in the transaction.
+        tx.rollback().await.unwrap();
+    }
     assert_eq!(
         db.int("SELECT COUNT(*) FROM t_stmt", &[]).await,
-        2,
+        if savepoint { 2 } else { 0 },
         "{}: caller's rows only",
         D::NAME
     );
@@ -103,7 +115,9 @@ async fn statements_per_path<D: TestDb>(claim: &[&str], found: &[&str]) {
     let mut tx = db.begin().await;
     let _ = log.take();
     assert_eq!(
-        call::<D>(&idem, &mut tx, "a", false).await.unwrap(),
+        call::<D>(&idem, &mut tx, "a", false, savepoint)
+            .await
+            .unwrap(),
         How::Executed
     );
     let first = log.take();
@@ -111,7 +125,9 @@ async fn statements_per_path<D: TestDb>(claim: &[&str], found: &[&str]) {
     let mut tx = db.begin().await;
     let _ = log.take();
     assert_eq!(
-        call::<D>(&idem, &mut tx, "a", false).await.unwrap(),
+        call::<D>(&idem, &mut tx, "a", false, savepoint)
+            .await
+            .unwrap(),
         How::Replayed
     );
     let dup = log.take();
@@ -119,11 +135,14 @@ async fn statements_per_path<D: TestDb>(claim: &[&str], found: &[&str]) {
     assert_eq!(db.int("SELECT COUNT(*) FROM idem_records", &[]).await, 1);
 
     println!(
-        "tx_guard {}: first {first:?}, duplicate {dup:?}, failed body {failed:?}",
+        "tx_guard {} savepoint={savepoint}: first {first:?}, duplicate {dup:?}, failed body {failed:?}",
         D::NAME
     );
     let with = |claim: &[&str], tail: &[&str]| {
-        let mut v: Vec<String> = vec!["SAVEPOINT".into()];
+        let mut v: Vec<String> = match savepoint {
+            true => vec!["SAVEPOINT".into()],
+            false => vec![],
+        };
         v.extend(claim.iter().chain(tail).map(|s| (*s).to_owned()));
         v
     };
@@ -135,20 +154,30 @@ async fn statements_per_path<D: TestDb>(claim: &[&str], found: &[&str]) {
         D::NAME
     );
     assert_eq!(dup, with(found, &[]), "{}: duplicate", D::NAME);
-    assert_eq!(
-        failed,
-        with(claim, &["INSERT", "ROLLBACK", "RELEASE"]),
-        "{}: failed body",
-        D::NAME
-    );
+    let undo: &[&str] = match savepoint {
+        true => &["INSERT", "ROLLBACK", "RELEASE"],
+        // The body's row, then the claim's compensating `DELETE`.
+        false => &["INSERT", "DELETE"],
+    };
+    assert_eq!(failed, with(claim, undo), "{}: failed body", D::NAME);
 }
 
 #[tokio::test]
 async fn tx_guard_statements_postgres() {
-    statements_per_path::<sqlx::PgPool>(&["WITH"], &["WITH"]).await;
+    statements_per_path::<sqlx::PgPool>(&["WITH"], &["WITH"], true).await;
+}
+
+#[tokio::test]
+async fn tx_guard_statements_without_savepoint_postgres() {
+    statements_per_path::<sqlx::PgPool>(&["WITH"], &["WITH"], false).await;
 }
 
 #[tokio::test]
 async fn tx_guard_statements_mariadb() {
-    statements_per_path::<sqlx::MySqlPool>(&["SELECT", "INSERT"], &["SELECT"]).await;
+    statements_per_path::<sqlx::MySqlPool>(&["SELECT", "INSERT"], &["SELECT"], true).await;
+}
+
+#[tokio::test]
+async fn tx_guard_statements_without_savepoint_mariadb() {
+    statements_per_path::<sqlx::MySqlPool>(&["SELECT", "INSERT"], &["SELECT"], false).await;
 }

@@ -17,6 +17,34 @@ pub(crate) enum V {
     S(String),
 }
 
+/// How a body fails in the savepoint tests of the SQL techniques.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Fail {
+    No,
+    /// The body returns its own error.
+    Rust,
+    /// A duplicate primary key: the database refuses the statement.
+    Sql,
+}
+
+/// Every savepoint case: with and without the savepoint, a body failing
+/// with its own error or a refused statement, then the caller committing
+/// (`true`) or rolling back.
+pub(crate) fn savepoint_cases() -> impl Iterator<Item = (bool, Fail, bool)> {
+    [true, false].into_iter().flat_map(|savepoint| {
+        [Fail::Rust, Fail::Sql].into_iter().flat_map(move |fail| {
+            [true, false]
+                .into_iter()
+                .map(move |commit| (savepoint, fail, commit))
+        })
+    })
+}
+
+/// `sql` as written (`?` placeholders), or for PostgreSQL (`$n`).
+pub(crate) fn sql_for(pg: bool, sql: &str) -> sqlx::AssertSqlSafe<String> {
+    sqlx::AssertSqlSafe(if pg { pg_sql(sql) } else { sql.to_owned() })
+}
+
 /// `?` placeholders as PostgreSQL's `$1, $2, …`.
 pub(crate) fn pg_sql(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 8);

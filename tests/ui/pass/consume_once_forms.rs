@@ -39,6 +39,12 @@ async fn on_paid(conn: &mut sqlx::SqliteConnection, idem: &idem::Idem, id: u64) 
     Ok(id)
 }
 
+/// Without a savepoint: a failing body deletes the log row, the caller rolls back.
+#[idem::consume_once(msg_id = "<id>", tx = tx, savepoint = false)]
+async fn on_shipped(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, id: u64) -> Result<Consumed<u64>> {
+    Ok(id)
+}
+
 fn assert_send<T: Send>(_: T) {}
 
 /// Never called: the point is that it compiles.

@@ -32,6 +32,13 @@ async fn paid(conn: &mut sqlx::SqliteConnection, cmd: &Cmd) -> Result<Transition
     Ok(1)
 }
 
+/// Without a savepoint (one source state: a failing body sets it back).
+#[idem::state_transition(machine = OrderStatus, from = WaitPay, to = PaySuccess,
+    table = "t_order", key = order_no, key_column = "order_no", tx = tx, savepoint = false)]
+async fn paid_bare(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, order_no: &str) -> Result<Transition<u8>> {
+    Ok(1)
+}
+
 struct Orders;
 
 #[idem::transitions(machine = OrderStatus, table = "t_order", key = order_no, key_column = "order_no")]

@@ -64,6 +64,20 @@ pub(crate) fn duration(value: &Expr, name: &str) -> syn::Result<DurationArg> {
     }
 }
 
+/// `name = false`
+pub(crate) fn boolean(value: &Expr, name: &str) -> syn::Result<syn::LitBool> {
+    match value {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Bool(b),
+            ..
+        }) => Ok(b.clone()),
+        other => Err(syn::Error::new(
+            other.span(),
+            format!("expected `true` or `false`: `{name} = false`"),
+        )),
+    }
+}
+
 /// `name = 2`
 pub(crate) fn int(value: &Expr, name: &str) -> syn::Result<LitInt> {
     match value {
