@@ -224,8 +224,8 @@ impl TxStatements {
     ) -> Result<(), sqlx::Error> {
         let o = owner.to_bytes();
         let args = [
-            crate::sql_kernel::Arg::Text(key),
-            crate::sql_kernel::Arg::Bytes(&o),
+            Arg::Text(key),
+            Arg::Bytes(&o),
         ];
         self.sent.one();
         conn.execute(&self.sql.release.text(), &args)
