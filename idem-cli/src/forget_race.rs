@@ -88,10 +88,10 @@ impl Store for Racy {
 
 #[tokio::test]
 async fn forget_leaves_a_claim_taken_after_its_read() {
-    let (key, first) = ("shop:pay:1", Owner::random());
+    let (key, first) = ("shop:pay:1", Owner::fresh());
     let store = Racy {
         inner: MemoryStore::new(),
-        newcomer: Owner::random(),
+        newcomer: Owner::fresh(),
     };
     let claim = store.inner.claim(req(key, first)).await.unwrap();
     assert!(matches!(claim, Claim::Claimed { .. }));

@@ -72,7 +72,7 @@ pub(crate) fn framed(value: &str) -> anyhow::Result<Vec<u8>> {
 }
 
 pub(crate) fn owner() -> [u8; 16] {
-    idem::store::Owner::random().to_bytes()
+    idem::store::Owner::fresh().to_bytes()
 }
 
 /// Reads a record row the way the stores do (every column) and decodes a

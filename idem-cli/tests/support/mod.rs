@@ -168,7 +168,7 @@ pub(crate) async fn forget_if_story(store: &dyn idem::Store, key: &str) {
         fingerprint: idem::fingerprint::Fingerprint([3; 16]),
         lease: Duration::from_secs(60),
     };
-    let (a, b) = (Owner::random(), Owner::random());
+    let (a, b) = (Owner::fresh(), Owner::fresh());
     assert!(matches!(
         store.claim(req(a)).await.unwrap(),
         Claim::Claimed { .. }

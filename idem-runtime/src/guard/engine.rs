@@ -96,7 +96,7 @@ impl Call<'_> {
             // Boxed: a cold path kept out of every call's future.
             return Box::pin(unguarded(body)).await;
         }
-        let owner = Owner::random();
+        let owner = Owner::fresh();
         let spec = ClaimSpec {
             op: Op::Claim,
             kind: Kind::Record,

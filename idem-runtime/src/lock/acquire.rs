@@ -76,7 +76,7 @@ impl Acquire<'_> {
             return (CallOutcome::Failed, None, Err(Error::Config(e).into()));
         }
         let lease = self.policy.lease;
-        let owner = Owner::random();
+        let owner = Owner::fresh();
         let spec = ClaimSpec {
             op: Op::Claim,
             kind: Kind::Record,

@@ -98,7 +98,7 @@ impl StateKey<'_> {
         let k = self.key.as_str();
         // One owner per call: the engine's same-owner retry after a lost reply
         // is then told `Applied` for its own attempt.
-        let owner = crate::store::Owner::random();
+        let owner = crate::store::Owner::fresh();
         exec.op(Op::StateCas, k, || {
             states.state_cas(k, owner, from, to, ttl)
         })

@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn ids_name_this_process_and_old_ids_name_none() {
-        let me = Owner::random().holder().expect("this process fits");
+        let me = Owner::fresh().holder().expect("this process fits");
         assert_eq!(me.pid, std::process::id());
         assert_eq!(me.host, Holder::host_hash(&Holder::this_host_name()));
         assert_eq!(me.running_here(), Some(true));

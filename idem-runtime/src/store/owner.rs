@@ -10,7 +10,7 @@ use super::holder::{self, Holder};
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Owner(pub u128);
 
-/// Owner counter values a thread takes at once (see [`Owner::random`]).
+/// Owner counter values a thread takes at once (see [`Owner::fresh`]).
 const OWNER_BLOCK: u64 = 1024;
 
 impl Owner {
@@ -35,7 +35,7 @@ impl Owner {
     /// Each thread takes counter values in blocks of 1,024: one
     /// shared counter bumped on every call moved its cache line between the
     /// cores on every guarded call.
-    pub fn random() -> Self {
+    pub fn fresh() -> Self {
         static BASE: OnceLock<(u128, u64)> = OnceLock::new();
         static NEXT: AtomicU64 = AtomicU64::new(0);
         thread_local! {
@@ -53,6 +53,15 @@ impl Owner {
             next
         });
         Owner(base ^ u128::from(n & mask))
+    }
+
+    /// The former name of [`fresh`](Self::fresh): the id is not random (a
+    /// per-process base and a counter), so the name said the wrong thing.
+    #[deprecated(
+        note = "renamed to `Owner::fresh`: the id is a per-process base and a counter, not random"
+    )]
+    pub fn random() -> Self {
+        Self::fresh()
     }
 
     /// The process this id names: its host, process id and start. `None`
@@ -87,13 +96,13 @@ mod tests {
     fn owners_are_distinct_and_never_zero() {
         let mut seen = std::collections::HashSet::new();
         for _ in 0..10_000 {
-            let o = Owner::random();
+            let o = Owner::fresh();
             assert_ne!(o.0, 0, "0 is the degraded path's marker");
             assert!(seen.insert(o), "{o:?} handed out twice");
         }
         let from_threads: Vec<Owner> = std::thread::scope(|s| {
             let hs: Vec<_> = (0..4)
-                .map(|_| s.spawn(|| (0..1_000).map(|_| Owner::random()).collect::<Vec<_>>()))
+                .map(|_| s.spawn(|| (0..1_000).map(|_| Owner::fresh()).collect::<Vec<_>>()))
                 .collect();
             hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
         });

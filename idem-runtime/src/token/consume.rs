@@ -109,7 +109,7 @@ impl Consumption<'_> {
             return fail(CallOutcome::Failed, e);
         };
         let k = key.as_str();
-        let owner = Owner::random();
+        let owner = Owner::fresh();
         let spec = ClaimSpec {
             op: Op::TokenTake,
             kind: Kind::Token,

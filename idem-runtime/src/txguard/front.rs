@@ -74,7 +74,7 @@ pub(super) async fn publish(idem: &Idem, key: &str, rec: &DoneRecord, ttl: std::
         return;
     }
     let exec = &idem.inner.exec;
-    let owner = Owner::random();
+    let owner = Owner::fresh();
     let req = ClaimRequest {
         key,
         owner,

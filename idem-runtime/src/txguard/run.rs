@@ -96,7 +96,7 @@ where
         return replayed(g, key, fp, &rec, How::Replayed);
     }
     let st = super::tables::of(g.idem).statements(DB::DIALECT);
-    let owner = Owner::random();
+    let owner = Owner::fresh();
     let sp = match Scope::take(cx, "tx", savepoint).await {
         Ok(sp) => sp,
         Err(e) => return failed(tx_error(key, e)),

@@ -223,10 +223,7 @@ impl TxStatements {
         owner: Owner,
     ) -> Result<(), sqlx::Error> {
         let o = owner.to_bytes();
-        let args = [
-            Arg::Text(key),
-            Arg::Bytes(&o),
-        ];
+        let args = [Arg::Text(key), Arg::Bytes(&o)];
         self.sent.one();
         conn.execute(&self.sql.release.text(), &args)
             .await

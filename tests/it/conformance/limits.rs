@@ -15,7 +15,7 @@ use crate::support::unique_ns;
 /// idem supports, 3,650 days.
 pub async fn huge_durations_are_capped(store: Arc<dyn Store>) {
     let key = format!("{}:huge:1", unique_ns("lim"));
-    let owner = Owner::random();
+    let owner = Owner::fresh();
     let req = ClaimRequest {
         key: &key,
         owner,
@@ -67,7 +67,7 @@ pub async fn census_counts_by_scene_and_state(store: Arc<dyn Store>) {
     let lease = Duration::from_secs(30);
     for (scene, i, finish) in [("pay", 1, true), ("pay", 2, true), ("ship", 1, false)] {
         let key = idem::Key::from_parts(&ns, scene, &[&i as &(dyn idem::KeyPart + Sync)]);
-        let o = Owner::random();
+        let o = Owner::fresh();
         let claim = store.claim(claim_req(key.as_str(), o, lease)).await;
         assert!(matches!(claim, Ok(Claim::Claimed { .. })), "{claim:?}");
         if finish {
@@ -76,7 +76,7 @@ pub async fn census_counts_by_scene_and_state(store: Arc<dyn Store>) {
         }
     }
     let other = format!("{ns}x:pay:1");
-    let claim = store.claim(claim_req(&other, Owner::random(), lease)).await;
+    let claim = store.claim(claim_req(&other, Owner::fresh(), lease)).await;
     assert!(matches!(claim, Ok(Claim::Claimed { .. })));
     let census = store.census(&ns).await.expect("census");
     let got: Vec<(&str, u64, u64)> = census
@@ -142,7 +142,7 @@ pub async fn purge_report_counts_then_deletes(store: Arc<dyn Store>) {
     let ns = unique_ns("purge");
     let key = format!("{ns}:old:1");
     let claim = store
-        .claim(claim_req(&key, Owner::random(), Duration::from_secs(1)))
+        .claim(claim_req(&key, Owner::fresh(), Duration::from_secs(1)))
         .await;
     assert!(matches!(claim, Ok(Claim::Claimed { .. })));
     tokio::time::sleep(Duration::from_millis(1_600)).await;

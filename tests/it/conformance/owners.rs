@@ -15,7 +15,7 @@ pub async fn lease_takeover_after_crash(store: Arc<dyn Store>) {
     let idem = short(store.clone(), "lt");
     let key = idem.key("crash", &[&"k"]);
     // A process claims and dies: the claim is left behind with a 1 s lease.
-    let dead = Owner::random();
+    let dead = Owner::fresh();
     let first = store
         .claim(ClaimRequest {
             key: key.as_str(),
@@ -86,7 +86,7 @@ pub async fn lease_takeover_after_crash(store: Arc<dyn Store>) {
 pub async fn stale_owner_has_no_effect(store: Arc<dyn Store>) {
     let idem = short(store.clone(), "so");
     let key = idem.key("stale", &[&"k"]);
-    let (a, b) = (Owner::random(), Owner::random());
+    let (a, b) = (Owner::fresh(), Owner::fresh());
     let req = |owner| ClaimRequest {
         key: key.as_str(),
         owner,
@@ -144,7 +144,7 @@ pub async fn stale_owner_has_no_effect(store: Arc<dyn Store>) {
     );
     let forgotten = store.forget(key.as_str()).await.unwrap();
     assert!(forgotten);
-    let c = Owner::random();
+    let c = Owner::fresh();
     assert!(matches!(
         store.claim(req(c)).await.unwrap(),
         idem::store::Claim::Claimed { .. }

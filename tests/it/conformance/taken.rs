@@ -60,7 +60,7 @@ pub async fn complete_taken_holds_for_any_description(store: Arc<dyn Store>) {
         .map(|k| idem.key("taken", &[k]).as_str().to_owned())
         .collect();
     let payload = |k: &str| format!("I1{k}").into_bytes();
-    let a = Owner::random();
+    let a = Owner::fresh();
 
     // Right: the fence the claim answered, the fingerprint it was sent with.
     for (key, fenced) in [(&keys[0], true), (&keys[1], false)] {
@@ -102,7 +102,7 @@ pub async fn complete_taken_holds_for_any_description(store: Arc<dyn Store>) {
         fence,
         fingerprint: fp,
     };
-    let b = Owner::random();
+    let b = Owner::fresh();
     let p = payload(key);
     let done = store.complete_taken(key, b, theirs, &p, TTL);
     assert_eq!(done.await.unwrap(), Owned::NotOwner);

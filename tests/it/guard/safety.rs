@@ -264,7 +264,7 @@ async fn the_memory_store_takes_huge_durations_without_panicking() {
     use idem::Store;
     use idem::store::{Claim, ClaimRequest, Owner};
     let store = MemoryStore::new();
-    let owner = Owner::random();
+    let owner = Owner::fresh();
     let req = ClaimRequest {
         key: "huge-store",
         owner,

@@ -94,7 +94,7 @@ pub async fn foreign_release_is_a_no_op(store: Arc<dyn Store>) {
         .lock_key(key.clone())
         .lease(LEASE)
         .run(|grant| async move {
-            let stranger = store_ref.release(&k, Owner::random()).await.unwrap();
+            let stranger = store_ref.release(&k, Owner::fresh()).await.unwrap();
             let busy = idem_ref
                 .lock_key(key_ref.clone())
                 .wait(Duration::ZERO)

@@ -38,7 +38,7 @@ async fn cluster_store_semantics() {
     let store: Arc<dyn Store> = Arc::new(store);
     for i in 0..30 {
         let key = format!("spread:scene:{i}");
-        let o = Owner::random();
+        let o = Owner::fresh();
         claimed(&*store, &key, o, Duration::from_secs(5)).await;
         assert_eq!(
             store

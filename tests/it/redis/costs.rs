@@ -77,7 +77,7 @@ async fn memory_per_record() {
         "7".repeat(41 - "shop:order-create:".len())
     );
     assert_eq!(key.len(), 41);
-    let o = Owner::random();
+    let o = Owner::fresh();
     claimed(&store, &key, o, Duration::from_secs(30)).await;
     let payload = vec![b'r'; 200];
     assert_eq!(

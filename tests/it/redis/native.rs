@@ -20,7 +20,7 @@ const LEASE: Duration = Duration::from_secs(3);
 async fn unfenced_claims_answer_like_the_script() {
     let prefix = SharedPrefix::new();
     let store = shared_store(&prefix).await;
-    let (a, b) = (Owner::random(), Owner::random());
+    let (a, b) = (Owner::fresh(), Owner::fresh());
     let fp = Fingerprint([9; 16]);
     let claim = |owner| ClaimRequest {
         key: "n:a",
@@ -117,14 +117,14 @@ async fn fenced_claims_still_go_up_across_unfenced_ones_forget_and_flushall() {
     let ttl = Duration::from_secs(30);
     let mut last = Fence::NONE;
     for round in 0..3 {
-        let a = Owner::random();
+        let a = Owner::fresh();
         let f = claimed(&store, "m", a, LEASE).await;
         assert!(f > last, "round {round}: fence {f:?} after {last:?}");
         last = f;
         store.complete("m", a, b"x", ttl).await.unwrap();
         assert!(store.forget("m").await.unwrap());
         // An unfenced claim and its record in between, then the data is lost.
-        let b = Owner::random();
+        let b = Owner::fresh();
         assert_eq!(
             store.claim_unfenced(req("m", b, LEASE)).await.unwrap(),
             Claim::Claimed { fence: Fence::NONE }
@@ -142,7 +142,7 @@ async fn unfenced_claims_refuse_values_that_are_not_records() {
     let prefix = SharedPrefix::new();
     let store = shared_store(&prefix).await;
     let mut con = store.connection();
-    let owner = Owner::random();
+    let owner = Owner::fresh();
     let _: () = idem::store::redis::redis::cmd("SET")
         .arg(store.record_key("f:str"))
         .arg("hello")

@@ -64,11 +64,11 @@ async fn record_scripts_run_only_what_each_answer_needs() {
     let lease = Duration::from_secs(30);
     let key = "sc:held:1";
     assert!(matches!(
-        store.claim(req(key, Owner::random(), lease)).await.unwrap(),
+        store.claim(req(key, Owner::fresh(), lease)).await.unwrap(),
         Claim::Claimed { .. }
     ));
     let _ = mon.take_with_scripts();
-    match store.claim(req(key, Owner::random(), lease)).await.unwrap() {
+    match store.claim(req(key, Owner::fresh(), lease)).await.unwrap() {
         Claim::Busy { remaining, .. } => {
             assert!(!remaining.is_zero() && remaining <= lease, "{remaining:?}")
         }

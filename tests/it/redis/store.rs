@@ -42,7 +42,7 @@ pub(crate) async fn claimed(store: &dyn Store, key: &str, owner: Owner, lease: D
 /// fence; A's late complete and release change nothing.
 async fn lease_takeover(store: Arc<dyn Store>) {
     let key = "takeover:scene:k";
-    let (a, b) = (Owner::random(), Owner::random());
+    let (a, b) = (Owner::fresh(), Owner::fresh());
     let fa = claimed(&*store, key, a, Duration::from_secs(1)).await;
     match store
         .claim(req(key, b, Duration::from_secs(1)))
@@ -88,7 +88,7 @@ async fn lease_takeover(store: Arc<dyn Store>) {
 /// Every operation retried by the same owner after a lost reply gives the same answer.
 async fn lost_replies_are_retried_safely(store: Arc<dyn Store>) {
     let key = "lost:scene:k";
-    let me = Owner::random();
+    let me = Owner::fresh();
     let lease = Duration::from_secs(5);
     let f1 = claimed(&*store, key, me, lease).await;
     let f2 = claimed(&*store, key, me, lease).await;
@@ -116,7 +116,7 @@ async fn lost_replies_are_retried_safely(store: Arc<dyn Store>) {
     assert_eq!(store.release(key2, me).await.unwrap(), Owned::Applied);
     assert_eq!(store.inspect(key2).await.unwrap(), None);
     // Someone else's claim is not ours to release or complete.
-    let other = Owner::random();
+    let other = Owner::fresh();
     claimed(&*store, key2, other, lease).await;
     assert_eq!(store.release(key2, me).await.unwrap(), Owned::NotOwner);
     assert_eq!(
@@ -182,7 +182,7 @@ async fn foreign_values_are_codec_errors() {
         .query_async(&mut con)
         .await
         .unwrap();
-    let o = Owner::random();
+    let o = Owner::fresh();
     for key in [garbage, hash, old] {
         let claim = store.claim(req(key, o, Duration::from_secs(1))).await;
         assert!(
@@ -273,7 +273,7 @@ async fn bad_urls_and_prefixes_fail_when_built() {
         .build_lazy()
         .unwrap();
     let r = lazy
-        .claim(req("k", Owner::random(), Duration::from_secs(1)))
+        .claim(req("k", Owner::fresh(), Duration::from_secs(1)))
         .await;
     assert!(matches!(r, Err(StoreError::Unavailable(_))), "{r:?}");
     // The redis-rs error is kept as the source, for callers that inspect it.
@@ -306,7 +306,7 @@ async fn fences_grow_across_flushall() {
     let key = "flush:scene:k";
     let mut last = Fence::NONE;
     for _ in 0..3 {
-        let o = Owner::random();
+        let o = Owner::fresh();
         let f = claimed(&store, key, o, Duration::from_secs(5)).await;
         assert!(f > last);
         last = f;
@@ -329,7 +329,7 @@ async fn any_key_is_storable() {
     let long = "k".repeat(900);
     let lease = Duration::from_secs(30);
     for key in [long.as_str(), "a\0b", "a\0c"] {
-        let o = Owner::random();
+        let o = Owner::fresh();
         claimed(&store, key, o, lease).await;
         assert_eq!(
             store.complete(key, o, key.as_bytes(), lease).await.unwrap(),

@@ -35,7 +35,7 @@ async fn cancelled_claims_leave_no_open_transaction(d: Dialect) {
             &store
                 .claim(req(
                     &format!("w{j}"),
-                    Owner::random(),
+                    Owner::fresh(),
                     Duration::from_secs(30),
                 ))
                 .await
@@ -49,7 +49,7 @@ async fn cancelled_claims_leave_no_open_transaction(d: Dialect) {
         let cut = (whole * 2).mul_f64((i % 100) as f64 / 100.0);
         let _ = tokio::time::timeout(
             cut,
-            store.claim(req(&k, Owner::random(), Duration::from_secs(30))),
+            store.claim(req(&k, Owner::fresh(), Duration::from_secs(30))),
         )
         .await;
     }
@@ -155,7 +155,7 @@ async fn unstorable_keys_are_invalid_input(d: Dialect) {
     if d == Dialect::Postgres {
         keys.push("a\0b".to_owned());
     }
-    let o = Owner::random();
+    let o = Owner::fresh();
     let lease = Duration::from_secs(30);
     for k in &keys {
         let input = |r: Result<(), idem::store::StoreError>| {

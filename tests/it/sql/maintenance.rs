@@ -28,7 +28,7 @@ async fn purge_removes_only_expired(d: Dialect) {
     let s = &fx.store;
     for i in 0..5 {
         let k = format!("p{i}");
-        let o = Owner::random();
+        let o = Owner::fresh();
         fence_of(&s.claim(req(&k, o, Duration::from_secs(10))).await.unwrap());
         let ttl = if i < 3 {
             SHORT_TTL
@@ -44,7 +44,7 @@ async fn purge_removes_only_expired(d: Dialect) {
     let lapsed = tokio::time::Instant::now() + SHORT_TTL + Duration::from_millis(300);
     // An in-progress claim with a long lease is not expired either.
     fence_of(
-        &s.claim(req("p-live", Owner::random(), Duration::from_secs(60)))
+        &s.claim(req("p-live", Owner::fresh(), Duration::from_secs(60)))
             .await
             .unwrap(),
     );
@@ -107,7 +107,7 @@ async fn verify_names_missing_table(d: Dialect) {
     assert!(e.to_string().contains(names.records_name()), "{e}");
     // Using the missing table is a configuration error, not garbage.
     let e = bare
-        .claim(req("k", Owner::random(), Duration::from_secs(1)))
+        .claim(req("k", Owner::fresh(), Duration::from_secs(1)))
         .await
         .unwrap_err();
     assert!(matches!(e, idem::store::StoreError::Config(_)), "{e:?}");
@@ -150,7 +150,7 @@ async fn keys_are_byte_exact(d: Dialect) {
     for k in ["Order:1", "order:1", "order:1 ", "ordér:1"] {
         let c = fx
             .store
-            .claim(req(k, Owner::random(), Duration::from_secs(30)))
+            .claim(req(k, Owner::fresh(), Duration::from_secs(30)))
             .await
             .unwrap();
         fences.push(fence_of(&c));
@@ -161,14 +161,14 @@ async fn keys_are_byte_exact(d: Dialect) {
     let long = "k".repeat(idem::store::sql::MAX_KEY_BYTES + 1);
     let e = fx
         .store
-        .claim(req(&long, Owner::random(), Duration::from_secs(30)))
+        .claim(req(&long, Owner::fresh(), Duration::from_secs(30)))
         .await
         .unwrap_err();
     assert!(matches!(e, idem::store::StoreError::Input(_)), "{e:?}");
     let at_limit = "k".repeat(idem::store::sql::MAX_KEY_BYTES);
     fence_of(
         &fx.store
-            .claim(req(&at_limit, Owner::random(), Duration::from_secs(30)))
+            .claim(req(&at_limit, Owner::fresh(), Duration::from_secs(30)))
             .await
             .unwrap(),
     );
@@ -179,7 +179,7 @@ async fn keys_are_byte_exact(d: Dialect) {
 async fn instances_share_the_tables(d: Dialect) {
     let fx = Fixture::new(d).await;
     let other = fx.another_instance().await;
-    let (a, b) = (Owner::random(), Owner::random());
+    let (a, b) = (Owner::fresh(), Owner::fresh());
     let fa = fence_of(
         &fx.store
             .claim(req("k", a, Duration::from_secs(30)))

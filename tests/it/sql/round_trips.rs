@@ -86,7 +86,7 @@ async fn round_trips_per_path(dialect: Dialect) {
     // Local duplicates of a claim in progress here are answered without a
     // statement, for its owner and for others; its completion is one statement.
     let store = &*fx.store;
-    let (mine, other) = (Owner::random(), Owner::random());
+    let (mine, other) = (Owner::fresh(), Owner::fresh());
     let req = |owner| ClaimRequest {
         key: "rt:local",
         owner,

@@ -168,14 +168,14 @@ async fn fences_increase_across_expiry_forget_purge(d: Dialect) {
         assert!(f > last, "{what}: fence {f} after {last}");
         last = f;
     };
-    let o = Owner::random();
+    let o = Owner::fresh();
     next(
         fence_of(&s.claim(req("f", o, short)).await.unwrap()),
         "first",
     );
     assert!(s.forget("f").await.unwrap());
     assert!(!s.forget("f").await.unwrap());
-    let o = Owner::random();
+    let o = Owner::fresh();
     next(
         fence_of(&s.claim(req("f", o, short)).await.unwrap()),
         "after forget",
@@ -187,18 +187,18 @@ async fn fences_increase_across_expiry_forget_purge(d: Dialect) {
     tokio::time::sleep(Duration::from_millis(1300)).await;
     assert!(s.purge_expired().await.unwrap() >= 1);
     next(
-        fence_of(&s.claim(req("f", Owner::random(), short)).await.unwrap()),
+        fence_of(&s.claim(req("f", Owner::fresh(), short)).await.unwrap()),
         "after purge",
     );
     tokio::time::sleep(Duration::from_millis(1300)).await;
     next(
-        fence_of(&s.claim(req("f", Owner::random(), short)).await.unwrap()),
+        fence_of(&s.claim(req("f", Owner::fresh(), short)).await.unwrap()),
         "after expiry",
     );
     for i in 0..20 {
         assert!(s.forget("f").await.unwrap());
         next(
-            fence_of(&s.claim(req("f", Owner::random(), short)).await.unwrap()),
+            fence_of(&s.claim(req("f", Owner::fresh(), short)).await.unwrap()),
             &format!("burst {i}"),
         );
     }
@@ -239,7 +239,7 @@ async fn unavailable_fails_closed(d: Dialect) {
         _ => return, // an embedded database has no server to lose
     };
     let e = dead
-        .claim(req("k", Owner::random(), Duration::from_secs(1)))
+        .claim(req("k", Owner::fresh(), Duration::from_secs(1)))
         .await
         .unwrap_err();
     assert!(
@@ -324,7 +324,7 @@ async fn garbage_row_is_codec(d: Dialect) {
     assert!(matches!(e, idem::store::StoreError::Codec(_)), "{e:?}");
     let e = fx
         .store
-        .claim(req(k, Owner::random(), Duration::from_secs(1)))
+        .claim(req(k, Owner::fresh(), Duration::from_secs(1)))
         .await
         .unwrap_err();
     assert!(matches!(e, idem::store::StoreError::Codec(_)), "{e:?}");

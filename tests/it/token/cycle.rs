@@ -17,7 +17,7 @@ pub fn fence(t: TokenTake) -> u64 {
 /// The whole cycle, `a` and `b` on two store instances over the same tokens
 /// (two processes for SQL; the same store otherwise).
 pub async fn cycle(a: &dyn TokenStore, b: &dyn TokenStore) {
-    let (oa, ob) = (Owner::random(), Owner::random());
+    let (oa, ob) = (Owner::fresh(), Owner::fresh());
     let k = "shop:token:form:0123456789abcdef";
     assert_eq!(a.take(k, oa).await.unwrap(), TokenTake::Invalid);
     a.issue(k, Duration::from_secs(60)).await.unwrap();

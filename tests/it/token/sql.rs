@@ -97,7 +97,7 @@ async fn concurrent_takes_one_winner(d: Dialect) {
             tasks.push(tokio::spawn(async move {
                 barrier.wait().await;
                 let t = store.tokens().unwrap();
-                t.take(&k, Owner::random()).await.unwrap()
+                t.take(&k, Owner::fresh()).await.unwrap()
             }));
         }
         let (mut taken, mut spent) = (0, 0);
@@ -161,7 +161,7 @@ async fn two_instances_one_execution(d: Dialect) {
 async fn purge_removes_expired_tokens(d: Dialect) {
     let fx = Fixture::new(d).await;
     let t = fx.store.tokens().unwrap();
-    let o = Owner::random();
+    let o = Owner::fresh();
     for i in 0..3 {
         t.issue(&format!("short{i}"), Duration::from_secs(1))
             .await
@@ -293,7 +293,7 @@ async fn unstorable_token_keys_are_invalid_input(d: Dialect) {
     if d == Dialect::Postgres {
         keys.push("a\0b".to_owned());
     }
-    let (o, lease) = (Owner::random(), Duration::from_secs(30));
+    let (o, lease) = (Owner::fresh(), Duration::from_secs(30));
     for k in &keys {
         let input =
             |r: Result<(), StoreError>| assert!(matches!(r, Err(StoreError::Input(_))), "{r:?}");
