@@ -30,7 +30,6 @@ use std::time::Duration;
 #[cfg(any(feature = "mysql", feature = "sqlite"))]
 use crate::sql_kernel::micros;
 use crate::sql_kernel::{AnyConn, Dialect};
-#[cfg(any(feature = "mysql", feature = "sqlite"))]
 use crate::store::sql::bind::Arg;
 use crate::store::sql::bind::Sent;
 use crate::store::sql::ddl::Statements;

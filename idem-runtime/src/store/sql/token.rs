@@ -15,6 +15,7 @@
 
 use std::time::Duration;
 
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 use sqlx::Row;
 
 use super::bind::{Arg, bind};
