@@ -15,6 +15,9 @@ use crate::support::{Counter, handle};
 
 const FORM: &str = "token:engine-form";
 const LEASE: Duration = Duration::from_secs(2);
+/// The lease of [`submit`]: long, so that a loaded server's round trip fits
+/// each operation's budget (a third of the lease).
+const SUBMIT_LEASE: Duration = Duration::from_secs(9);
 
 fn faulty_handle(store: Arc<dyn Store>, prefix: &str) -> (Arc<FaultyStore<Arc<dyn Store>>>, Idem) {
     let faulty = Arc::new(FaultyStore::new(store));
@@ -27,7 +30,7 @@ async fn submit(idem: &Idem, token: &str, runs: &Counter, ok: bool) -> Result<()
     let r = runs.clone();
     idem.tokens()
         .consume(FORM, token)
-        .lease(LEASE)
+        .lease(SUBMIT_LEASE)
         .run(move |_| async move {
             r.hit();
             if ok {
@@ -159,6 +162,7 @@ pub async fn failed_body_gives_back_after_a_drop(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let runs = Counter::default();
+    let (failing_tx, failing_rx) = tokio::sync::oneshot::channel::<()>();
     let task = {
         let (idem, runs, faulty, token) = (
             Arc::clone(&idem),
@@ -173,19 +177,30 @@ pub async fn failed_body_gives_back_after_a_drop(store: Arc<dyn Store>) {
                 .run(move |_| async move {
                     runs.hit();
                     faulty.set_delay(Some(Duration::from_millis(300)));
+                    let _ = failing_tx.send(());
                     Err::<(), _>(Error::Config("the body fails".into()))
                 })
                 .await
         })
     };
+    // Dropped once its body has failed, while the slow give-back is on its way.
+    failing_rx.await.unwrap();
     tokio::time::sleep(Duration::from_millis(150)).await;
     task.abort();
     let _ = task.await;
-    tokio::time::sleep(Duration::from_millis(600)).await;
     faulty.set_delay(None);
-    submit(&idem, token.as_str(), &runs, true)
-        .await
-        .expect("the failed body's token was given back");
+    // The give-back lands in the background: a submission is refused until
+    // then (and runs nothing), and accepted after, within a loaded bound.
+    let t0 = std::time::Instant::now();
+    loop {
+        match submit(&idem, token.as_str(), &runs, true).await {
+            Ok(()) => break,
+            Err(Error::TokenInvalid { .. }) if t0.elapsed() < Duration::from_secs(20) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("the failed body's token was not given back: {e:?}"),
+        }
+    }
     assert_eq!(runs.get(), 2);
     let failed = submit(&idem, token.as_str(), &runs, false).await;
     assert!(
