@@ -277,11 +277,13 @@ pub(crate) async fn cleanup(env: &Env) -> anyhow::Result<()> {
     let n = names(env)?;
     for db in [Db::Postgres, Db::MySql] {
         let pool = Pool::connect(env, db, 1).await?;
+        let order_locks = format!("{}_order_locks", n.outbox_name());
         for t in [
             n.records_name(),
             n.tokens_name(),
             n.consume_log_name(),
             n.outbox_name(),
+            &order_locks,
         ] {
             pool.exec(&format!("DROP TABLE IF EXISTS {t}")).await?;
         }
