@@ -84,7 +84,7 @@
 //! - Backstops on SQLite must be named unique *indexes* (`CREATE UNIQUE INDEX
 //!   uk_… ON …`): a `UNIQUE` clause in `CREATE TABLE` gets an `sqlite_autoindex_…`
 //!   name, and SQLite errors name only table and columns, which
-//!   [`SqlConstraints`](crate::backstop::SqlConstraints) maps back to the index. MySQL index names are per table:
+//!   `SqlConstraints` (the backstop layer's catalog) maps back to the index. MySQL index names are per table:
 //!   give backstops names unique in the database.
 //! - MariaDB does not fill `constraint()` on its errors; the name is parsed from
 //!   the message (after the last `for key '`, so a duplicated value containing
